@@ -1,0 +1,130 @@
+"""The cupel exception hierarchy.
+
+Every error cupel raises derives from :class:`CupelError`, and each subclass also
+derives from the builtin a caller would naturally catch::
+
+    CupelError
+    ├── ConfigurationError (ValueError)      bad scorer / slicer / placer / policy parameters
+    │   ├── BudgetError                      ContextBudget validation
+    │   ├── ItemError                        ContextItem validation
+    │   ├── ScorerConfigError                scorer construction
+    │   ├── SlicerConfigError                slicer construction
+    │   └── CycleError                       CompositeScorer cycle
+    ├── TableTooLargeError (ValueError)      KnapsackSlice DP table over the cell limit
+    ├── PinnedBudgetError (ValueError)       pinned items exceed max_tokens - output_reserve
+    ├── OverflowBudgetError (RuntimeError)   merged selection over target under OverflowStrategy.THROW
+    ├── CountRequirementError (RuntimeError) count quota unmet under ScarcityBehavior.THROW
+    └── InvalidOperationError (RuntimeError) an operation refused for this configuration
+
+Errors carry structured fields (``field``, ``value`` and friends) besides their message,
+so callers can react programmatically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BudgetError",
+    "ConfigurationError",
+    "CountRequirementError",
+    "CupelError",
+    "CycleError",
+    "InvalidOperationError",
+    "ItemError",
+    "OverflowBudgetError",
+    "PinnedBudgetError",
+    "ScorerConfigError",
+    "SlicerConfigError",
+    "TableTooLargeError",
+]
+
+
+class CupelError(Exception):
+    """Base class of every error raised by cupel."""
+
+
+class ConfigurationError(CupelError, ValueError):
+    """A parameter is invalid. ``field`` names it and ``value`` holds what was given."""
+
+    def __init__(self, message: str, *, field: str | None = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
+
+
+class BudgetError(ConfigurationError):
+    """A :class:`~cupel.ContextBudget` field breaks one of the spec's validation rules."""
+
+
+class ItemError(ConfigurationError):
+    """A :class:`~cupel.ContextItem` field is invalid (for example empty content)."""
+
+
+class ScorerConfigError(ConfigurationError):
+    """A scorer was constructed with invalid parameters."""
+
+
+class SlicerConfigError(ConfigurationError):
+    """A slicer was constructed with invalid parameters."""
+
+
+class CycleError(ScorerConfigError):
+    """A :class:`~cupel.CompositeScorer` appears in its own dependency graph."""
+
+
+class TableTooLargeError(CupelError, ValueError):
+    """KnapsackSlice refused a DP table with more cells than its limit."""
+
+    def __init__(self, candidates: int, capacity: int, cells: int, limit: int) -> None:
+        super().__init__(
+            f"KnapsackSlice DP table too large: {candidates} candidates x "
+            f"({capacity} + 1) capacity = {cells} cells exceeds the limit of {limit} cells; "
+            f"increase bucket_size or reduce the budget"
+        )
+        self.candidates = candidates
+        self.capacity = capacity
+        self.cells = cells
+        self.limit = limit
+
+
+class PinnedBudgetError(CupelError, ValueError):
+    """Pinned items alone need more tokens than ``max_tokens - output_reserve``."""
+
+    def __init__(self, pinned_tokens: int, available_tokens: int) -> None:
+        super().__init__(
+            f"Pinned items require {pinned_tokens} tokens, "
+            f"but only {available_tokens} are available"
+        )
+        self.pinned_tokens = pinned_tokens
+        self.available_tokens = available_tokens
+
+
+class OverflowBudgetError(CupelError, RuntimeError):
+    """The merged selection exceeds ``target_tokens`` under ``OverflowStrategy.THROW``."""
+
+    def __init__(self, merged_tokens: int, target_tokens: int) -> None:
+        super().__init__(
+            f"Selected items require {merged_tokens} tokens, "
+            f"exceeding target budget of {target_tokens}"
+        )
+        self.merged_tokens = merged_tokens
+        self.target_tokens = target_tokens
+
+
+class CountRequirementError(CupelError, RuntimeError):
+    """A count quota's ``require_count`` cannot be met under ``ScarcityBehavior.THROW``."""
+
+    def __init__(self, slicer: str, kind: str, satisfied: int, required: int) -> None:
+        super().__init__(
+            f"{slicer}: candidate pool for kind '{kind}' has {satisfied} items "
+            f"but RequireCount is {required}."
+        )
+        self.kind = kind
+        self.satisfied = satisfied
+        self.required = required
+
+
+class InvalidOperationError(CupelError, RuntimeError):
+    """An operation is not valid for the given configuration (e.g. budget simulation
+    over a non-monotonic slicer)."""
