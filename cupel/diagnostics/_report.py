@@ -1,0 +1,142 @@
+"""The SelectionReport: every decision of one run, with reasons and totals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cupel._model import ContextItem
+from cupel.diagnostics._events import OverflowEvent, TraceEvent
+from cupel.diagnostics._reasons import (
+    ExclusionReason,
+    InclusionReason,
+    exclusion_reason_from_dict,
+)
+from cupel.slicers._base import CountRequirementShortfall
+
+__all__ = ["ExcludedItem", "IncludedItem", "SelectionReport"]
+
+
+@dataclass(frozen=True, slots=True)
+class IncludedItem:
+    """An item in the window, its score (1.0 when pinned) and why it is there."""
+
+    item: ContextItem
+    score: float
+    reason: InclusionReason
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"item": self.item.to_dict(), "score": self.score, "reason": self.reason.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class ExcludedItem:
+    """An item left out, its score when the decision was made (0.0 before scoring) and why."""
+
+    item: ContextItem
+    score: float
+    reason: ExclusionReason
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {"item": self.item.to_dict(), "score": self.score, "reason": self.reason.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionReport:
+    """Why each candidate was included or excluded.
+
+    ``included`` is in placed order; ``excluded`` is sorted by score descending, ties in
+    the order the pipeline excluded them. ``total_candidates`` counts every input item and
+    ``total_tokens_considered`` sums all their tokens (negative ones included).
+    ``overflow`` is set when ``OverflowStrategy.PROCEED`` let the window exceed its target.
+    """
+
+    events: tuple[TraceEvent, ...]
+    included: tuple[IncludedItem, ...]
+    excluded: tuple[ExcludedItem, ...]
+    total_candidates: int
+    total_tokens_considered: int
+    count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())
+    overflow: OverflowEvent | None = None
+
+    @property
+    def included_tokens(self) -> int:
+        """Tokens of the window (sum over ``included``)."""
+        return sum(entry.item.tokens for entry in self.included)
+
+    def excluded_by(self, reason: str | type[ExclusionReason]) -> list[ExcludedItem]:
+        """The exclusions with a given reason (variant class or its name)."""
+        name = reason if isinstance(reason, str) else reason.name
+        return [e for e in self.excluded if e.reason.name == name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's JSON wire form (plus ``count_requirement_shortfalls`` and ``overflow``
+        when present)."""
+        out: dict[str, Any] = {
+            "events": [e.to_dict() for e in self.events],
+            "included": [i.to_dict() for i in self.included],
+            "excluded": [e.to_dict() for e in self.excluded],
+            "total_candidates": self.total_candidates,
+            "total_tokens_considered": self.total_tokens_considered,
+        }
+        if self.count_requirement_shortfalls:
+            out["count_requirement_shortfalls"] = [
+                s.to_dict() for s in self.count_requirement_shortfalls
+            ]
+        if self.overflow is not None:
+            out["overflow"] = self.overflow.to_dict()
+        return out
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The wire form as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SelectionReport:
+        """Parse the wire form (unknown stages and reasons are kept, not rejected)."""
+
+        def items(key: str) -> Sequence[Mapping[str, Any]]:
+            value = data.get(key, [])
+            return value if isinstance(value, list) else []
+
+        included = tuple(
+            IncludedItem(
+                item=ContextItem.from_dict(e["item"]),
+                score=float(e["score"]),
+                reason=InclusionReason(e["reason"]["reason"]),
+            )
+            for e in items("included")
+        )
+        excluded = tuple(
+            ExcludedItem(
+                item=ContextItem.from_dict(e["item"]),
+                score=float(e["score"]),
+                reason=exclusion_reason_from_dict(e["reason"]),
+            )
+            for e in items("excluded")
+        )
+        shortfalls = tuple(
+            CountRequirementShortfall(
+                kind=str(s["kind"]),
+                required_count=int(s["required_count"]),
+                satisfied_count=int(s["satisfied_count"]),
+            )
+            for s in items("count_requirement_shortfalls")
+        )
+        return cls(
+            events=tuple(TraceEvent.from_dict(e) for e in items("events")),
+            included=included,
+            excluded=excluded,
+            total_candidates=int(data.get("total_candidates", len(included) + len(excluded))),
+            total_tokens_considered=int(data.get("total_tokens_considered", 0)),
+            count_requirement_shortfalls=shortfalls,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SelectionReport:
+        """Parse JSON text."""
+        return cls.from_dict(json.loads(text))
