@@ -12,7 +12,7 @@ derives from the builtin a caller would naturally catch::
     │   └── CycleError                       CompositeScorer cycle
     ├── TableTooLargeError (ValueError)      KnapsackSlice DP table over the cell limit
     ├── PinnedBudgetError (ValueError)       pinned items exceed max_tokens - output_reserve
-    ├── OverflowBudgetError (RuntimeError)   merged selection over target under OverflowStrategy.THROW
+    ├── OverflowBudgetError (RuntimeError)   window over target under OverflowStrategy.THROW
     ├── CountRequirementError (RuntimeError) count quota unmet under ScarcityBehavior.THROW
     └── InvalidOperationError (RuntimeError) an operation refused for this configuration
 

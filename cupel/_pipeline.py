@@ -238,8 +238,7 @@ class Pipeline:
         scores = score_all(self.scorer, scoreable) if scoreable else []
         if len(scores) != len(scoreable):
             raise CupelError(
-                f"scorer {self.scorer!r} returned {len(scores)} scores for "
-                f"{len(scoreable)} items"
+                f"scorer {self.scorer!r} returned {len(scores)} scores for {len(scoreable)} items"
             )
         if on:
             trace.record_stage_event(
@@ -405,7 +404,9 @@ class Pipeline:
                     if forced_by_pinned
                     else BudgetExceeded(entry.item.tokens, available)
                 )
-                trace.on_excluded(PipelineStage.PLACE, ExcludedItem(entry.item, entry.score, reason))
+                trace.on_excluded(
+                    PipelineStage.PLACE, ExcludedItem(entry.item, entry.score, reason)
+                )
         return kept
 
 

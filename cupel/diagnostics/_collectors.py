@@ -141,8 +141,12 @@ class DiagnosticTraceCollector(TraceCollector):
         self._excluded.append(excluded)
         if self.detail_level >= TraceDetailLevel.ITEM:
             self._emit(
-                TraceEvent(stage, 0.0, 1, f"excluded {excluded.item.content[:60]!r}: "
-                           f"{excluded.reason.describe()}")
+                TraceEvent(
+                    stage,
+                    0.0,
+                    1,
+                    f"excluded {excluded.item.content[:60]!r}: {excluded.reason.describe()}",
+                )
             )
 
     def on_included(self, included: IncludedItem) -> None:

@@ -83,10 +83,7 @@ class BudgetExceeded(ExclusionReason):
     available_tokens: int
 
     def describe(self) -> str:
-        return (
-            f"BudgetExceeded: needs {self.item_tokens} tokens, "
-            f"{self.available_tokens} available"
-        )
+        return f"BudgetExceeded: needs {self.item_tokens} tokens, {self.available_tokens} available"
 
 
 @dataclass(frozen=True, slots=True)

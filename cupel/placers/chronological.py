@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import cast
 
 from cupel._model import ContextItem, ScoredItem
 from cupel.placers._base import BasePlacer
@@ -34,5 +36,5 @@ class ChronologicalPlacer(BasePlacer):
         return timed
 
 
-def _timestamp(item: ContextItem) -> object:
-    return item.timestamp
+def _timestamp(item: ContextItem) -> datetime:
+    return cast(datetime, item.timestamp)

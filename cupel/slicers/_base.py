@@ -83,6 +83,12 @@ class BaseSlicer(ABC):
         """Like :meth:`slice`, with cap exclusions and shortfalls where the slicer has any."""
         return SliceOutcome(self.slice(scored, budget))
 
+    @property
+    def is_count_quota(self) -> bool:
+        """True for the count-quota slicers, whose inclusion is not monotonic in the budget
+        (budget simulation refuses them)."""
+        return False
+
 
 def slice_detailed(
     slicer: Slicer, scored: Sequence[ScoredItem], budget: ContextBudget

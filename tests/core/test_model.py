@@ -21,9 +21,16 @@ from cupel._model import (
 
 class TestContextKind:
     def test_well_known_values(self) -> None:
-        assert [str(k) for k in (ContextKind.MESSAGE, ContextKind.DOCUMENT, ContextKind.TOOL_OUTPUT,
-                                 ContextKind.MEMORY, ContextKind.SYSTEM_PROMPT)] == [
-            "Message", "Document", "ToolOutput", "Memory", "SystemPrompt"]
+        assert [
+            str(k)
+            for k in (
+                ContextKind.MESSAGE,
+                ContextKind.DOCUMENT,
+                ContextKind.TOOL_OUTPUT,
+                ContextKind.MEMORY,
+                ContextKind.SYSTEM_PROMPT,
+            )
+        ] == ["Message", "Document", "ToolOutput", "Memory", "SystemPrompt"]
 
     @pytest.mark.parametrize("spelling", ["Message", "message", "MESSAGE", "mEsSaGe"])
     def test_ascii_case_insensitive_equality_and_hash(self, spelling: str) -> None:
@@ -71,13 +78,25 @@ class TestContextItem:
         assert item.kind == ContextKind.MESSAGE
         assert item.source == ContextSource.CHAT
         assert (item.priority, item.tags, item.metadata, item.timestamp) == (None, (), {}, None)
-        assert (item.future_relevance_hint, item.pinned, item.original_tokens) == (None, False, None)
+        assert (item.future_relevance_hint, item.pinned, item.original_tokens) == (
+            None,
+            False,
+            None,
+        )
 
     def test_all_eleven_fields(self) -> None:
         ts = datetime(2024, 6, 1, 12, tzinfo=timezone.utc)
         item = ContextItem(
-            content="c", tokens=3, kind="Document", source="Rag", priority=5, tags=("a", "b"),
-            metadata={"k": "v"}, timestamp=ts, future_relevance_hint=0.7, pinned=True,
+            content="c",
+            tokens=3,
+            kind="Document",
+            source="Rag",
+            priority=5,
+            tags=("a", "b"),
+            metadata={"k": "v"},
+            timestamp=ts,
+            future_relevance_hint=0.7,
+            pinned=True,
             original_tokens=10,
         )
         assert len(ContextItem.model_fields) == 11
@@ -89,7 +108,9 @@ class TestContextItem:
             item.tokens = 5  # type: ignore[misc]
 
     def test_empty_content_rejected_naming_the_field(self) -> None:
-        with pytest.raises(ItemError, match=r"ContextItem\.content: .*at least 1 character, got ''"):
+        with pytest.raises(
+            ItemError, match=r"ContextItem\.content: .*at least 1 character, got ''"
+        ):
             ContextItem(content="", tokens=1)
 
     def test_error_is_a_value_error_with_structured_fields(self) -> None:
@@ -101,7 +122,7 @@ class TestContextItem:
 
     @pytest.mark.parametrize("tokens", [1.5, True, "3"])
     def test_tokens_must_be_an_int(self, tokens: object) -> None:
-        with pytest.raises(ItemError, match="ContextItem.tokens"):
+        with pytest.raises(ItemError, match=r"ContextItem\.tokens"):
             ContextItem(content="x", tokens=tokens)  # type: ignore[arg-type]
 
     def test_unknown_field_rejected(self) -> None:
@@ -131,9 +152,17 @@ class TestContextItem:
 
     def test_json_round_trip(self) -> None:
         item = ContextItem(
-            content="c", tokens=3, kind="ToolOutput", source="Tool", priority=2, tags=("t",),
-            metadata={"cupel:trust": "0.9"}, timestamp=datetime(2024, 5, 1, tzinfo=timezone.utc),
-            future_relevance_hint=0.25, pinned=True, original_tokens=7,
+            content="c",
+            tokens=3,
+            kind="ToolOutput",
+            source="Tool",
+            priority=2,
+            tags=("t",),
+            metadata={"cupel:trust": "0.9"},
+            timestamp=datetime(2024, 5, 1, tzinfo=timezone.utc),
+            future_relevance_hint=0.25,
+            pinned=True,
+            original_tokens=7,
         )
         wire = json.loads(item.to_json())
         assert wire["future_relevance_hint"] == 0.25 and wire["timestamp"] == "2024-05-01T00:00:00Z"
@@ -141,7 +170,11 @@ class TestContextItem:
 
     def test_minimal_wire_form_omits_unset_fields(self) -> None:
         assert ContextItem(content="x", tokens=1).to_dict() == {
-            "content": "x", "tokens": 1, "kind": "Message", "source": "Chat"}
+            "content": "x",
+            "tokens": 1,
+            "kind": "Message",
+            "source": "Chat",
+        }
 
     def test_accepts_spec_camel_case_on_input(self) -> None:
         item = ContextItem.from_dict(
@@ -165,20 +198,38 @@ class TestContextBudget:
         [
             ({"max_tokens": -1, "target_tokens": 0}, r"max_tokens: must be >= 0, got -1"),
             ({"max_tokens": 10, "target_tokens": -1}, r"target_tokens: must be >= 0, got -1"),
-            ({"max_tokens": 10, "target_tokens": 11},
-             r"target_tokens: must be <= max_tokens \(10\), got 11"),
-            ({"max_tokens": 10, "target_tokens": 5, "output_reserve": -1},
-             r"output_reserve: must be >= 0, got -1"),
-            ({"max_tokens": 10, "target_tokens": 5, "output_reserve": 11},
-             r"output_reserve: must be <= max_tokens \(10\), got 11"),
-            ({"max_tokens": 10, "target_tokens": 5, "estimation_safety_margin_percent": -0.5},
-             r"estimation_safety_margin_percent: must be between 0.0 and 100.0, got -0.5"),
-            ({"max_tokens": 10, "target_tokens": 5, "estimation_safety_margin_percent": 100.5},
-             r"estimation_safety_margin_percent: must be between 0.0 and 100.0, got 100.5"),
-            ({"max_tokens": 10, "target_tokens": 5, "estimation_safety_margin_percent": float("nan")},
-             r"estimation_safety_margin_percent: must be between"),
-            ({"max_tokens": 10, "target_tokens": 5, "reserved_slots": {"Memory": -2}},
-             r"reserved_slots\['Memory'\]: must be >= 0, got -2"),
+            (
+                {"max_tokens": 10, "target_tokens": 11},
+                r"target_tokens: must be <= max_tokens \(10\), got 11",
+            ),
+            (
+                {"max_tokens": 10, "target_tokens": 5, "output_reserve": -1},
+                r"output_reserve: must be >= 0, got -1",
+            ),
+            (
+                {"max_tokens": 10, "target_tokens": 5, "output_reserve": 11},
+                r"output_reserve: must be <= max_tokens \(10\), got 11",
+            ),
+            (
+                {"max_tokens": 10, "target_tokens": 5, "estimation_safety_margin_percent": -0.5},
+                r"estimation_safety_margin_percent: must be between 0.0 and 100.0, got -0.5",
+            ),
+            (
+                {"max_tokens": 10, "target_tokens": 5, "estimation_safety_margin_percent": 100.5},
+                r"estimation_safety_margin_percent: must be between 0.0 and 100.0, got 100.5",
+            ),
+            (
+                {
+                    "max_tokens": 10,
+                    "target_tokens": 5,
+                    "estimation_safety_margin_percent": float("nan"),
+                },
+                r"estimation_safety_margin_percent: must be between",
+            ),
+            (
+                {"max_tokens": 10, "target_tokens": 5, "reserved_slots": {"Memory": -2}},
+                r"reserved_slots\['Memory'\]: must be >= 0, got -2",
+            ),
         ],
     )
     def test_seven_validation_rules(self, kwargs: dict[str, object], message: str) -> None:
@@ -189,8 +240,13 @@ class TestContextBudget:
 
     def test_boundaries_are_valid(self) -> None:
         ContextBudget(max_tokens=0, target_tokens=0)
-        ContextBudget(max_tokens=10, target_tokens=10, output_reserve=10,
-                      estimation_safety_margin_percent=100.0, reserved_slots={"Message": 0})
+        ContextBudget(
+            max_tokens=10,
+            target_tokens=10,
+            output_reserve=10,
+            estimation_safety_margin_percent=100.0,
+            reserved_slots={"Message": 0},
+        )
 
     @pytest.mark.parametrize("value", [10.0, True, "10"])
     def test_token_fields_must_be_integers(self, value: object) -> None:
@@ -206,12 +262,23 @@ class TestContextBudget:
         assert budget.reserved_slots[ContextKind.MEMORY] == 2
 
     def test_json_round_trip_and_camel_case(self) -> None:
-        budget = ContextBudget(max_tokens=100, target_tokens=80, output_reserve=10,
-                               reserved_slots={"Memory": 5}, estimation_safety_margin_percent=2.5)
+        budget = ContextBudget(
+            max_tokens=100,
+            target_tokens=80,
+            output_reserve=10,
+            reserved_slots={"Memory": 5},
+            estimation_safety_margin_percent=2.5,
+        )
         assert ContextBudget.from_json(budget.to_json()) == budget
-        camel = ContextBudget.from_dict({"maxTokens": 100, "targetTokens": 80, "outputReserve": 10,
-                                         "reservedSlots": {"Memory": 5},
-                                         "estimationSafetyMarginPercent": 2.5})
+        camel = ContextBudget.from_dict(
+            {
+                "maxTokens": 100,
+                "targetTokens": 80,
+                "outputReserve": 10,
+                "reservedSlots": {"Memory": 5},
+                "estimationSafetyMarginPercent": 2.5,
+            }
+        )
         assert camel == budget
 
     def test_immutable(self) -> None:
@@ -236,5 +303,7 @@ class TestOverflowStrategy:
         assert OverflowStrategy.parse(name) is OverflowStrategy.TRUNCATE
 
     def test_parse_error_lists_allowed(self) -> None:
-        with pytest.raises(ConfigurationError, match="must be one of Throw, Truncate, Proceed, got 'drop'"):
+        with pytest.raises(
+            ConfigurationError, match="must be one of Throw, Truncate, Proceed, got 'drop'"
+        ):
             OverflowStrategy.parse("drop")

@@ -41,16 +41,19 @@ class HintScorer:
         return item.future_relevance_hint or 0.0
 
 
-def item(content: str, tokens: int, hint: float = 0.5, minute: int | None = None,
-         **kw: object) -> ContextItem:
+def item(
+    content: str, tokens: int, hint: float = 0.5, minute: int | None = None, **kw: object
+) -> ContextItem:
     ts = T0 + timedelta(minutes=minute) if minute is not None else None
-    return ContextItem(content=content, tokens=tokens, future_relevance_hint=hint, timestamp=ts,
-                       **kw)  # type: ignore[arg-type]
+    return ContextItem(
+        content=content, tokens=tokens, future_relevance_hint=hint, timestamp=ts, **kw
+    )  # type: ignore[arg-type]
 
 
 def budget(max_tokens: int, target: int | None = None, **kw: object) -> ContextBudget:
-    return ContextBudget(max_tokens=max_tokens, target_tokens=max_tokens if target is None else target,
-                         **kw)  # type: ignore[arg-type]
+    return ContextBudget(
+        max_tokens=max_tokens, target_tokens=max_tokens if target is None else target, **kw
+    )  # type: ignore[arg-type]
 
 
 def pipeline(**kw: object) -> Pipeline:
@@ -91,8 +94,9 @@ class TestEffectiveBudget:
                 seen.append(b)
                 return super().slice(scored, b)
 
-        pipeline(slicer=Spy()).run([item("a", 5)], budget(100, 90, output_reserve=5,
-                                                        estimation_safety_margin_percent=50.0))
+        pipeline(slicer=Spy()).run(
+            [item("a", 5)], budget(100, 90, output_reserve=5, estimation_safety_margin_percent=50.0)
+        )
         assert seen[0] == ContextBudget(max_tokens=47, target_tokens=45)
 
 
@@ -102,8 +106,12 @@ class TestStages:
         report = pipeline().dry_run(items, budget(100)).report
         assert report is not None
         assert [e.stage for e in report.events] == [
-            PipelineStage.CLASSIFY, PipelineStage.SCORE, PipelineStage.DEDUPLICATE,
-            PipelineStage.SLICE, PipelineStage.PLACE]
+            PipelineStage.CLASSIFY,
+            PipelineStage.SCORE,
+            PipelineStage.DEDUPLICATE,
+            PipelineStage.SLICE,
+            PipelineStage.PLACE,
+        ]
         assert [e.item_count for e in report.events] == [4, 3, 3, 2, 1]
         assert all(e.duration_ms >= 0.0 for e in report.events)
 
@@ -140,8 +148,11 @@ class TestStages:
 
 class TestPinned:
     def test_pinned_always_included_with_score_one(self) -> None:
-        items = [item("sys", 50, hint=0.0, pinned=True), item("x", 40, hint=0.9),
-                 item("y", 40, hint=0.8)]
+        items = [
+            item("sys", 50, hint=0.0, pinned=True),
+            item("x", 40, hint=0.9),
+            item("y", 40, hint=0.8),
+        ]
         result = pipeline().dry_run(items, budget(100))
         assert contents(result.items) == ["sys", "x"]
         assert result.report is not None
@@ -150,8 +161,9 @@ class TestPinned:
 
     def test_pinned_budget_error_names_tokens(self) -> None:
         items = [item("sys", 60, pinned=True), item("sys2", 50, pinned=True)]
-        with pytest.raises(PinnedBudgetError,
-                           match="Pinned items require 110 tokens, but only 90 are available") as e:
+        with pytest.raises(
+            PinnedBudgetError, match="Pinned items require 110 tokens, but only 90 are available"
+        ) as e:
             pipeline().run(items, budget(100, 50, output_reserve=10))
         assert (e.value.pinned_tokens, e.value.available_tokens) == (110, 90)
         assert isinstance(e.value, ValueError)
@@ -184,7 +196,13 @@ class TestDeduplication:
         assert pipeline().run([first, second], budget(100)).items[0] is first
 
     def test_comparison_is_byte_exact(self) -> None:
-        items = [item("Dup", 5), item("dup", 5), item("dup ", 5), item("e\u0301", 5), item("\u00e9", 5)]
+        items = [
+            item("Dup", 5),
+            item("dup", 5),
+            item("dup ", 5),
+            item("e\u0301", 5),
+            item("\u00e9", 5),
+        ]
         assert len(pipeline().run(items, budget(100)).items) == 5
 
     def test_disabled_keeps_duplicates(self) -> None:
@@ -196,29 +214,40 @@ class TestOverflow:
     def overflowing(self) -> list[ContextItem]:
         # pinned 60 > target 50 but within max 100: the slicer gets effective target 0 and
         # selects nothing; merged = 60 > 50.
-        return [item("sys", 60, pinned=True, minute=0), item("zero", 0, minute=1),
-                item("x", 10, minute=2)]
+        return [
+            item("sys", 60, pinned=True, minute=0),
+            item("zero", 0, minute=1),
+            item("x", 10, minute=2),
+        ]
 
     def test_throw_is_the_default_and_names_tokens(self) -> None:
-        with pytest.raises(OverflowBudgetError,
-                           match="Selected items require 60 tokens, exceeding target budget of 50") as e:
+        with pytest.raises(
+            OverflowBudgetError,
+            match="Selected items require 60 tokens, exceeding target budget of 50",
+        ) as e:
             pipeline().run(self.overflowing(), budget(100, 50))
         assert (e.value.merged_tokens, e.value.target_tokens) == (60, 50)
 
     def test_truncate_never_drops_pinned(self) -> None:
         result = pipeline(overflow_strategy=OverflowStrategy.TRUNCATE).run(
-            self.overflowing(), budget(100, 50))
+            self.overflowing(), budget(100, 50)
+        )
         assert contents(result.items) == ["sys"]
 
     def test_truncate_drops_from_the_tail_and_reports_why(self) -> None:
-        items = [item("sys", 30, pinned=True, minute=0), item("a", 15, hint=0.9, minute=1),
-                 item("b", 15, hint=0.8, minute=2)]
+        items = [
+            item("sys", 30, pinned=True, minute=0),
+            item("a", 15, hint=0.9, minute=1),
+            item("b", 15, hint=0.8, minute=2),
+        ]
 
         class TakeAll(GreedySlice):
             def slice(self, scored: Sequence[ScoredItem], b: ContextBudget) -> list[ContextItem]:
                 return [s.item for s in scored]
 
-        result = pipeline(slicer=TakeAll(), overflow_strategy="truncate").dry_run(items, budget(100, 50))
+        result = pipeline(slicer=TakeAll(), overflow_strategy="truncate").dry_run(
+            items, budget(100, 50)
+        )
         assert contents(result.items) == ["sys", "a"]
         assert result.report is not None
         (dropped,) = result.report.excluded
@@ -232,14 +261,17 @@ class TestOverflow:
             def slice(self, scored: Sequence[ScoredItem], b: ContextBudget) -> list[ContextItem]:
                 return [s.item for s in scored]
 
-        result = pipeline(slicer=TakeAll(), overflow_strategy="truncate").dry_run(items, budget(100, 50))
+        result = pipeline(slicer=TakeAll(), overflow_strategy="truncate").dry_run(
+            items, budget(100, 50)
+        )
         assert result.report is not None
         assert result.report.excluded[0].reason == BudgetExceeded(30, 20)
 
     def test_proceed_delivers_an_overflow_event(self) -> None:
         events: list[OverflowEvent] = []
         result = pipeline(overflow_strategy="proceed").dry_run(
-            self.overflowing(), budget(100, 50), on_overflow=events.append)
+            self.overflowing(), budget(100, 50), on_overflow=events.append
+        )
         (event,) = events
         assert event.tokens_over_budget == 10 and event.budget == budget(100, 50)
         assert [i.content for i in event.overflowing_items] == ["sys"]
@@ -250,28 +282,40 @@ class TestOverflow:
     def test_proceed_uses_the_constructor_callback(self) -> None:
         events: list[OverflowEvent] = []
         pipeline(overflow_strategy="proceed", on_overflow=events.append).run(
-            self.overflowing(), budget(100, 50))
+            self.overflowing(), budget(100, 50)
+        )
         assert len(events) == 1
 
     def test_no_event_for_other_strategies(self) -> None:
         events: list[OverflowEvent] = []
-        pipeline(overflow_strategy="truncate").run(self.overflowing(), budget(100, 50),
-                                                   on_overflow=events.append)
+        pipeline(overflow_strategy="truncate").run(
+            self.overflowing(), budget(100, 50), on_overflow=events.append
+        )
         assert events == []
 
 
 class TestDiagnostics:
     def test_excluded_sorted_by_score_with_stable_ties(self) -> None:
-        items = [item("neg", -1, hint=0.99), item("a", 60, hint=0.5), item("b", 60, hint=0.5),
-                 item("c", 60, hint=0.7), item("dup", 5, hint=0.5), item("dup", 5, hint=0.5)]
+        items = [
+            item("neg", -1, hint=0.99),
+            item("a", 60, hint=0.5),
+            item("b", 60, hint=0.5),
+            item("c", 60, hint=0.7),
+            item("dup", 5, hint=0.5),
+            item("dup", 5, hint=0.5),
+        ]
         report = pipeline().dry_run(items, budget(70)).report
         assert report is not None
         scores = [e.score for e in report.excluded]
         assert scores == sorted(scores, reverse=True)
         names = [(e.item.content, e.reason.name) for e in report.excluded]
         # among the 0.5 ties: Deduplicated (stage 3) precedes BudgetExceeded (stage 5)
-        assert names == [("dup", "Deduplicated"), ("a", "BudgetExceeded"), ("b", "BudgetExceeded"),
-                         ("neg", "NegativeTokens")]
+        assert names == [
+            ("dup", "Deduplicated"),
+            ("a", "BudgetExceeded"),
+            ("b", "BudgetExceeded"),
+            ("neg", "NegativeTokens"),
+        ]
 
     def test_budget_exceeded_available_tokens(self) -> None:
         items = [item("fits", 150, hint=1.0), item("too-big", 400, hint=0.0)]
@@ -313,8 +357,11 @@ class TestDiagnostics:
         report = pipeline().dry_run([item("a", 5), item("b", 500)], budget(10)).report
         assert report is not None
         wire = report.to_dict()
-        assert wire["excluded"][0]["reason"] == {"reason": "BudgetExceeded", "item_tokens": 500,
-                                                 "available_tokens": 5}
+        assert wire["excluded"][0]["reason"] == {
+            "reason": "BudgetExceeded",
+            "item_tokens": 500,
+            "available_tokens": 5,
+        }
         assert wire["included"][0]["reason"] == {"reason": "Scored"}
         assert "message" not in wire["events"][0]
         assert type(report).from_json(report.to_json()).to_dict() == wire
@@ -346,15 +393,23 @@ class TestBadInput:
         with pytest.raises(ConfigurationError, match="budget must be a ContextBudget, got int"):
             pipeline().run([], 100)  # type: ignore[arg-type]
 
-    @pytest.mark.parametrize(("param", "value", "message"), [
-        ("scorer", None, "scorer must be a scorer"),
-        ("slicer", object(), "slicer must be a slicer"),
-        ("placer", 3, "placer must be a placer"),
-    ])
-    def test_stage_objects_validated_at_construction(self, param: str, value: object,
-                                                     message: str) -> None:
-        kwargs: dict[str, object] = {"scorer": HintScorer(), "slicer": GreedySlice(),
-                                     "placer": ChronologicalPlacer(), param: value}
+    @pytest.mark.parametrize(
+        ("param", "value", "message"),
+        [
+            ("scorer", None, "scorer must be a scorer"),
+            ("slicer", object(), "slicer must be a slicer"),
+            ("placer", 3, "placer must be a placer"),
+        ],
+    )
+    def test_stage_objects_validated_at_construction(
+        self, param: str, value: object, message: str
+    ) -> None:
+        kwargs: dict[str, object] = {
+            "scorer": HintScorer(),
+            "slicer": GreedySlice(),
+            "placer": ChronologicalPlacer(),
+            param: value,
+        }
         with pytest.raises(ConfigurationError, match=message):
             Pipeline(**kwargs)  # type: ignore[arg-type]
 

@@ -1,0 +1,89 @@
+"""KindScorer: a weight per :class:`~cupel.ContextKind`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from cupel._errors import ItemError, ScorerConfigError
+from cupel._model import ContextItem, ContextKind
+from cupel.scorers._base import BaseScorer
+from cupel.scorers._validation import fail, number
+
+__all__ = ["KindScorer"]
+
+
+class KindScorer(BaseScorer):
+    """Score an item by the weight configured for its kind (0.0 for unlisted kinds).
+
+    Kinds match case-insensitively (ASCII folding). Weights must be finite and
+    non-negative; they may exceed 1.0 and are returned unclamped. Without ``weights`` the
+    spec's default table :attr:`DEFAULT_WEIGHTS` is used.
+
+    >>> from cupel import ContextItem
+    >>> scorer = KindScorer({"Document": 2.0, "memory": 0.5})
+    >>> [scorer.score(ContextItem(content="x", tokens=1, kind=k), [])
+    ...  for k in ("document", "MEMORY", "Message")]
+    [2.0, 0.5, 0.0]
+    >>> KindScorer().score(ContextItem(content="x", tokens=1, kind="SystemPrompt"), [])
+    1.0
+    """
+
+    DEFAULT_WEIGHTS: ClassVar[Mapping[ContextKind, float]] = MappingProxyType(
+        {
+            ContextKind.SYSTEM_PROMPT: 1.0,
+            ContextKind.MEMORY: 0.8,
+            ContextKind.TOOL_OUTPUT: 0.6,
+            ContextKind.DOCUMENT: 0.4,
+            ContextKind.MESSAGE: 0.2,
+        }
+    )
+
+    def __init__(self, weights: Mapping[str | ContextKind, float] | None = None) -> None:
+        source: Any = self.DEFAULT_WEIGHTS if weights is None else weights
+        if not isinstance(source, Mapping):
+            raise ScorerConfigError(
+                f"KindScorer: weights must be a mapping of kind to weight, "
+                f"got {type(weights).__name__} {weights!r}",
+                field="weights",
+                value=weights,
+            )
+        checked: dict[ContextKind, float] = {}
+        for raw_kind, raw_weight in source.items():
+            try:
+                kind = ContextKind(raw_kind)
+            except ItemError:
+                raise fail(
+                    "KindScorer", "weights", "keys must be non-empty kind strings", raw_kind
+                ) from None
+            field = f"weight for kind {str(kind)!r}"
+            weight = number("KindScorer", field, raw_weight)
+            if weight < 0.0:
+                raise fail("KindScorer", field, "must be non-negative", raw_weight)
+            if not math.isfinite(weight):
+                raise fail("KindScorer", field, "must be finite", raw_weight)
+            if kind in checked:
+                (seen,) = (k for k in checked if k == kind)
+                raise ScorerConfigError(
+                    f"KindScorer: weights lists kinds {str(seen)!r} and {str(kind)!r}, "
+                    f"which are the same kind (kinds compare case-insensitively)",
+                    field="weights",
+                    value=dict(source),
+                )
+            checked[kind] = weight
+        self._weights: Mapping[ContextKind, float] = MappingProxyType(checked)
+        self._lookup = {kind.key: weight for kind, weight in checked.items()}
+
+    @property
+    def weights(self) -> Mapping[ContextKind, float]:
+        """The configured weights (read-only)."""
+        return self._weights
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        return self._lookup.get(item.kind.key, 0.0)
+
+    def __repr__(self) -> str:
+        shown = {str(kind): weight for kind, weight in self._weights.items()}
+        return f"KindScorer({shown!r})"

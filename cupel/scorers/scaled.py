@@ -1,0 +1,89 @@
+"""ScaledScorer: min-max normalization of an inner scorer over the pass."""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from collections.abc import Sequence
+
+from cupel._model import ContextItem
+from cupel.scorers._base import BaseScorer, Scorer, score_all
+from cupel.scorers._validation import check_batch, require_scorer
+
+__all__ = ["ScaledScorer"]
+
+
+def _bounds(scores: Sequence[float]) -> tuple[float, float]:
+    """Min and max with the spec's ``<`` / ``>`` comparisons (NaN never becomes a bound)."""
+    low, high = math.inf, -math.inf
+    for s in scores:
+        if s < low:
+            low = s
+        if s > high:
+            high = s
+    return low, high
+
+
+class ScaledScorer(BaseScorer):
+    """``(raw - min) / (max - min)`` of the inner scorer's scores over ``all_items``.
+
+    When every inner score is equal (including a pass of one item) or ``all_items`` is
+    empty, the result is exactly 0.5. The scored item's raw score is found by identity in
+    ``all_items``; an item not in ``all_items`` scores NaN.
+
+    Non-finite inner scores follow the spec's comparisons: NaN never becomes the min or
+    max and scales to NaN itself (all-NaN passes give NaN everywhere); an infinite min or
+    max makes the finite items scale to NaN or 0.0/1.0 as IEEE 754 arithmetic dictates.
+
+    ``score_all`` runs the inner scorer's batch once per pass (O(N) plus the inner cost),
+    where per-item ``score`` calls re-score the whole pass each time.
+
+    >>> from cupel import ContextItem
+    >>> from cupel.scorers import ReflexiveScorer
+    >>> items = [ContextItem(content=str(h), tokens=1, future_relevance_hint=h)
+    ...          for h in (0.3, 0.4, 0.5)]
+    >>> ScaledScorer(ReflexiveScorer()).score_all(items)
+    [0.0, 0.5000000000000001, 1.0]
+    """
+
+    def __init__(self, inner: Scorer) -> None:
+        require_scorer("ScaledScorer", "inner", inner)
+        self._inner = inner
+
+    @property
+    def inner(self) -> Scorer:
+        """The wrapped scorer."""
+        return self._inner
+
+    def children(self) -> tuple[Scorer, ...]:
+        return (self._inner,)
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        if len(all_items) == 0:
+            return 0.5
+        raw = math.nan
+        scores: list[float] = []
+        for other in all_items:
+            s = self._inner.score(other, all_items)
+            scores.append(s)
+            if other is item:
+                raw = s
+        low, high = _bounds(scores)
+        if high == low:
+            return 0.5
+        return (raw - low) / (high - low)
+
+    def score_all(self, items: Sequence[ContextItem]) -> list[float]:
+        batch = score_all(self._inner, items)
+        check_batch("ScaledScorer", self._inner, batch, items)
+        low, high = _bounds(batch)
+        if high == low:
+            return [0.5] * len(items)
+        # Like ``score``, an object listed twice takes the raw score of its last position.
+        last = {id(item): i for i, item in enumerate(items)}
+        span = high - low
+        return [(batch[last[id(item)]] - low) / span for item in items]
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        return f"ScaledScorer({self._inner!r})"

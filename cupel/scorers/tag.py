@@ -1,0 +1,108 @@
+"""TagScorer: the share of the configured tag weight an item's tags match."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from cupel._errors import ScorerConfigError
+from cupel._model import ContextItem, ascii_fold
+from cupel.scorers._base import BaseScorer
+from cupel.scorers._validation import fail, number
+
+__all__ = ["TagScorer"]
+
+
+class TagScorer(BaseScorer):
+    """``min(sum of matched tag weights / sum of all configured weights, 1.0)``.
+
+    Tags are looked up exactly (ordinal, case-sensitive) unless ``case_insensitive=True``
+    (ASCII folding). Every occurrence of a tag on an item adds its weight. An item without
+    tags, or a scorer whose weights are all zero, scores 0.0.
+
+    >>> from cupel import ContextItem
+    >>> scorer = TagScorer({"urgent": 3.0, "billing": 1.0})
+    >>> scorer.score(ContextItem(content="x", tokens=1, tags=("urgent", "misc")), [])
+    0.75
+    >>> scorer.score(ContextItem(content="x", tokens=1, tags=("URGENT",)), [])
+    0.0
+    >>> TagScorer({"urgent": 1.0}, case_insensitive=True).score(
+    ...     ContextItem(content="x", tokens=1, tags=("URGENT",)), [])
+    1.0
+    """
+
+    def __init__(self, tag_weights: Mapping[str, float], *, case_insensitive: bool = False) -> None:
+        if not isinstance(tag_weights, Mapping):
+            raise ScorerConfigError(
+                f"TagScorer: tag_weights must be a mapping of tag to weight, "
+                f"got {type(tag_weights).__name__} {tag_weights!r}",
+                field="tag_weights",
+                value=tag_weights,
+            )
+        if not isinstance(case_insensitive, bool):
+            raise fail("TagScorer", "case_insensitive", "must be a bool", case_insensitive)
+        checked: dict[str, float] = {}
+        lookup: dict[str, float] = {}
+        spelling: dict[str, str] = {}
+        total = 0.0
+        for tag, raw_weight in tag_weights.items():
+            if not isinstance(tag, str):
+                raise fail("TagScorer", "tag_weights", "keys must be strings", tag)
+            field = f"weight for tag {tag!r}"
+            weight = number("TagScorer", field, raw_weight)
+            if weight < 0.0:
+                raise fail("TagScorer", field, "must be non-negative", raw_weight)
+            if not math.isfinite(weight):
+                raise fail("TagScorer", field, "must be finite", raw_weight)
+            key = ascii_fold(tag) if case_insensitive else tag
+            if key in spelling:
+                raise ScorerConfigError(
+                    f"TagScorer: tag_weights lists tags {spelling[key]!r} and {tag!r}, which "
+                    f"are the same tag when case_insensitive=True",
+                    field="tag_weights",
+                    value=dict(tag_weights),
+                )
+            spelling[key] = tag
+            checked[tag] = weight
+            lookup[key] = weight
+            total += weight
+        if not math.isfinite(total):
+            raise ScorerConfigError(
+                f"TagScorer: the sum of tag_weights must be finite, got {total!r}",
+                field="tag_weights",
+                value=dict(tag_weights),
+            )
+        self._tag_weights: Mapping[str, float] = MappingProxyType(checked)
+        self._lookup = lookup
+        self._case_insensitive = case_insensitive
+        self._total = total
+
+    @property
+    def tag_weights(self) -> Mapping[str, float]:
+        """The configured tag weights (read-only)."""
+        return self._tag_weights
+
+    @property
+    def total_weight(self) -> float:
+        """The sum of all configured weights (the score's denominator)."""
+        return self._total
+
+    @property
+    def case_insensitive(self) -> bool:
+        """Whether tags are matched with ASCII case folding."""
+        return self._case_insensitive
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        if self._total == 0.0 or not item.tags:
+            return 0.0
+        matched = 0.0
+        for tag in item.tags:
+            weight = self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag)
+            if weight is not None:
+                matched += weight
+        return min(matched / self._total, 1.0)
+
+    def __repr__(self) -> str:
+        flag = ", case_insensitive=True" if self._case_insensitive else ""
+        return f"TagScorer({dict(self._tag_weights)!r}{flag})"

@@ -1,0 +1,310 @@
+"""CountQuotaSlice: absolute per-kind item counts (require / cap) around an inner slicer.
+
+Also holds what both count-quota slicers share: :class:`CountQuotaEntry`,
+:class:`ScarcityBehavior`, and the Count-Satisfy (phase 1) and Cap-Enforcement (phase 3)
+steps. :class:`~cupel.slicers.CountConstrainedKnapsackSlice` differs only in phase 2.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
+
+from cupel._errors import CountRequirementError, SlicerConfigError
+from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
+from cupel.slicers._base import (
+    BaseSlicer,
+    CapExclusion,
+    CountRequirementShortfall,
+    SliceOutcome,
+    Slicer,
+    slice_detailed,
+)
+from cupel.slicers.knapsack import KnapsackSlice
+from cupel.slicers.quota import _entry_kind
+
+__all__ = ["CountQuotaEntry", "CountQuotaSlice", "ScarcityBehavior"]
+
+
+class ScarcityBehavior(str, Enum):
+    """What a count-quota slicer does when a kind has fewer candidates than required.
+
+    >>> ScarcityBehavior.parse("throw")
+    <ScarcityBehavior.THROW: 'Throw'>
+    """
+
+    DEGRADE = "Degrade"
+    """Commit what there is and report a :class:`CountRequirementShortfall` (the default)."""
+    THROW = "Throw"
+    """Raise :class:`~cupel.CountRequirementError`."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> ScarcityBehavior | None:
+        if isinstance(value, str):
+            folded = ascii_fold(value)
+            for member in cls:
+                if ascii_fold(member.value) == folded:
+                    return member
+        return None
+
+    @classmethod
+    def parse(cls, value: str | ScarcityBehavior) -> ScarcityBehavior:
+        """Parse a behaviour name case-insensitively, with a clear error."""
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(m.value for m in cls)
+            raise SlicerConfigError(
+                f"scarcity must be one of {allowed}, got {value!r}",
+                field="scarcity",
+                value=value,
+            ) from None
+
+
+@dataclass(frozen=True, init=False)
+class CountQuotaEntry:
+    """Item counts for one kind: commit at least ``require_count``, keep at most ``cap_count``.
+
+    ``cap_count=None`` means no cap. Both are integers >= 0 with ``require_count <=
+    cap_count``; a cap of 0 (only allowed with ``require_count=0``) keeps the kind out
+    entirely. Kinds without an entry are unconstrained.
+
+    >>> CountQuotaEntry("ToolOutput", require_count=2, cap_count=4)
+    CountQuotaEntry(kind='ToolOutput', require_count=2, cap_count=4)
+    >>> CountQuotaEntry("ToolOutput", require_count=1, cap_count=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cupel._errors.SlicerConfigError: CountQuotaEntry: cap_count 0 with require_count 1 can ...
+    """
+
+    kind: ContextKind
+    require_count: int
+    cap_count: int | None
+
+    def __init__(self, kind: str, require_count: int = 0, cap_count: int | None = None) -> None:
+        object.__setattr__(self, "kind", _entry_kind("CountQuotaEntry", kind))
+        object.__setattr__(self, "require_count", _count("require_count", require_count))
+        if cap_count is not None:
+            _count("cap_count", cap_count)
+            if cap_count == 0 and require_count > 0:
+                raise SlicerConfigError(
+                    f"CountQuotaEntry: cap_count 0 with require_count {require_count} can "
+                    f"never be satisfied (kind '{self.kind}')",
+                    field="cap_count",
+                    value=cap_count,
+                )
+            if require_count > cap_count:
+                raise SlicerConfigError(
+                    f"CountQuotaEntry: require_count ({require_count}) must be <= cap_count "
+                    f"({cap_count}) for kind '{self.kind}'",
+                    field="require_count",
+                    value=require_count,
+                )
+        object.__setattr__(self, "cap_count", cap_count)
+
+    def __repr__(self) -> str:
+        return (
+            f"CountQuotaEntry(kind='{self.kind}', require_count={self.require_count}, "
+            f"cap_count={self.cap_count})"
+        )
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SlicerConfigError(
+            f"CountQuotaEntry: {name} must be a non-negative integer, got {value!r}",
+            field=name,
+            value=value,
+        )
+    return value
+
+
+class _CountQuotaSlicer(BaseSlicer):
+    """The three phases shared by the count-quota slicers; subclasses supply phase 2."""
+
+    _name: ClassVar[str]
+    _uses_knapsack: ClassVar[bool] = False
+    """Phase 2 is a knapsack, whose output order is not score-descending."""
+
+    def __init__(
+        self, entries: Sequence[CountQuotaEntry], scarcity: ScarcityBehavior | str
+    ) -> None:
+        checked = tuple(entries)
+        by_key: dict[str, CountQuotaEntry] = {}
+        for entry in checked:
+            if not isinstance(entry, CountQuotaEntry):
+                raise SlicerConfigError(
+                    f"{self._name}: entries must be CountQuotaEntry values, got {entry!r}",
+                    field="entries",
+                    value=entry,
+                )
+            previous = by_key.get(entry.kind.key)
+            if previous is not None:
+                raise SlicerConfigError(
+                    f"{self._name}: duplicate entry for kind '{entry.kind}' ('{previous.kind}' "
+                    f"is the same kind; kinds compare case-insensitively)",
+                    field="entries",
+                    value=entry.kind,
+                )
+            by_key[entry.kind.key] = entry
+        self._entries = checked
+        self._by_key = by_key
+        self._scarcity = ScarcityBehavior.parse(scarcity)
+
+    @property
+    def entries(self) -> tuple[CountQuotaEntry, ...]:
+        """The per-kind count constraints, in configuration order."""
+        return self._entries
+
+    @property
+    def scarcity(self) -> ScarcityBehavior:
+        """What happens when a kind cannot meet its ``require_count``."""
+        return self._scarcity
+
+    @property
+    def is_count_quota(self) -> bool:
+        return True
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
+        return self.slice_detailed(scored, budget).selected
+
+    def slice_detailed(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> SliceOutcome:
+        """Like :meth:`slice`; also reports the items removed by a cap and the unmet
+        requirements (under ``ScarcityBehavior.DEGRADE``)."""
+        if not scored or budget.target_tokens <= 0:
+            return SliceOutcome([])
+
+        # Phase 1: Count-Satisfy. Commit each required kind's best candidates.
+        required = {e.kind.key for e in self._entries if e.require_count > 0}
+        partitions: dict[str, list[ScoredItem]] = {}
+        for entry in scored:
+            key = entry.item.kind.key
+            if key in required:
+                partitions.setdefault(key, []).append(entry)
+        committed: list[ContextItem] = []
+        committed_ids: set[int] = set()
+        selected_count: dict[str, int] = {}
+        pre_allocated = 0
+        shortfalls: list[CountRequirementShortfall] = []
+        for quota in self._entries:
+            if quota.require_count <= 0:
+                continue
+            # sorted() is stable: equal scores keep input order.
+            candidates = sorted(partitions.get(quota.kind.key, ()), key=_negated_score)
+            chosen = candidates[: quota.require_count]
+            for candidate in chosen:
+                committed.append(candidate.item)
+                committed_ids.add(id(candidate.item))
+                pre_allocated += candidate.item.tokens
+            satisfied = len(chosen)
+            selected_count[quota.kind.key] = satisfied
+            if satisfied < quota.require_count:
+                if self._scarcity is ScarcityBehavior.THROW:
+                    raise CountRequirementError(
+                        self._name, str(quota.kind), satisfied, quota.require_count
+                    )
+                shortfalls.append(
+                    CountRequirementShortfall(str(quota.kind), quota.require_count, satisfied)
+                )
+
+        # Phase 2: distribute the remaining budget over the residual candidates.
+        residual = [s for s in scored if id(s.item) not in committed_ids]
+        residual_target = max(0, budget.target_tokens - pre_allocated)
+        residual_budget = ContextBudget(
+            max_tokens=budget.max_tokens,
+            target_tokens=min(residual_target, budget.max_tokens),
+        )
+        phase2 = self._distribute(residual, residual_budget)
+
+        # Phase 3: Cap Enforcement, with counts seeded from phase 1.
+        result = committed
+        exclusions = list(phase2.cap_exclusions)
+        for item in phase2.selected:
+            key = item.kind.key
+            count = selected_count.get(key, 0)
+            limit = self._by_key.get(key)
+            if limit is not None and limit.cap_count is not None and count >= limit.cap_count:
+                exclusions.append(CapExclusion(item, str(limit.kind), limit.cap_count, count))
+            else:
+                result.append(item)
+                selected_count[key] = count + 1
+        return SliceOutcome(result, tuple(exclusions), (*shortfalls, *phase2.shortfalls))
+
+    @abstractmethod
+    def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
+        """Phase 2: select from ``residual`` within ``budget``, in the order phase 3 uses."""
+
+    def _entries_repr(self) -> str:
+        return f"entries={list(self._entries)!r}, scarcity=ScarcityBehavior.{self._scarcity.name}"
+
+
+def _negated_score(entry: ScoredItem) -> float:
+    return -entry.score
+
+
+class CountQuotaSlice(_CountQuotaSlicer):
+    """Guarantee at least ``require_count`` and at most ``cap_count`` items per kind.
+
+    Phase 1 commits, for each entry in order, the kind's ``require_count`` best-scored
+    candidates (scarce kinds, including kinds with no candidates at all, are reported as
+    shortfalls or raise :class:`~cupel.CountRequirementError` under
+    ``ScarcityBehavior.THROW``). Phase 2 runs ``inner`` on the rest with ``target_tokens``
+    reduced by the committed tokens. Phase 3 drops inner picks of a kind already at its
+    cap. The result is the committed items, then the kept inner picks in inner order.
+
+    ``inner`` must not be a :class:`KnapsackSlice` (the spec's guard: its output is not
+    score-ordered, so phase 3 could drop better items than it keeps) nor a
+    :class:`~cupel.slicers.CountConstrainedKnapsackSlice` (same hazard; it is the
+    knapsack-based alternative to this class, configure the entries there instead).
+
+    >>> from cupel._model import ContextBudget, ContextItem, ScoredItem
+    >>> from cupel.slicers import GreedySlice
+    >>> scored = [ScoredItem(ContextItem(content=f"msg{i}", tokens=10), 0.9) for i in range(4)]
+    >>> scored.append(ScoredItem(ContextItem(content="tool", tokens=10, kind="ToolOutput"), 0.1))
+    >>> slicer = CountQuotaSlice(GreedySlice(), [CountQuotaEntry("ToolOutput", require_count=1)])
+    >>> [i.content for i in slicer.slice(scored, ContextBudget(max_tokens=30, target_tokens=30))]
+    ['tool', 'msg0', 'msg1']
+    """
+
+    _name = "CountQuotaSlice"
+
+    def __init__(
+        self,
+        inner: Slicer,
+        entries: Sequence[CountQuotaEntry],
+        scarcity: ScarcityBehavior | str = ScarcityBehavior.DEGRADE,
+    ) -> None:
+        if not callable(getattr(inner, "slice", None)):
+            raise SlicerConfigError(
+                f"CountQuotaSlice: inner must be a slicer (an object with a slice method), "
+                f"got {inner!r}",
+                field="inner",
+                value=inner,
+            )
+        if isinstance(inner, KnapsackSlice) or (
+            isinstance(inner, _CountQuotaSlicer) and inner._uses_knapsack
+        ):
+            raise SlicerConfigError(
+                f"CountQuotaSlice: inner must not be a {type(inner).__name__} (its output is "
+                f"not score-ordered, so cap enforcement could drop better items); use "
+                f"GreedySlice, or CountConstrainedKnapsackSlice for knapsack selection with "
+                f"count quotas, got {inner!r}",
+                field="inner",
+                value=inner,
+            )
+        super().__init__(entries, scarcity)
+        self._inner = inner
+
+    @property
+    def inner(self) -> Slicer:
+        """The slicer that selects from the residual candidates in phase 2."""
+        return self._inner
+
+    def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
+        return slice_detailed(self._inner, residual, budget)
+
+    def __repr__(self) -> str:
+        return f"CountQuotaSlice(inner={self._inner!r}, {self._entries_repr()})"

@@ -1,0 +1,141 @@
+"""KnapsackSlice: 0/1 knapsack dynamic programming over bucketed token weights."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cupel._errors import SlicerConfigError, TableTooLargeError
+from cupel._model import ContextBudget, ContextItem, ScoredItem
+from cupel.slicers._base import BaseSlicer
+
+__all__ = ["DEFAULT_MAX_CELLS", "KnapsackSlice"]
+
+DEFAULT_MAX_CELLS = 50_000_000
+"""The largest DP table (``candidates x (capacity + 1)`` cells) KnapsackSlice builds."""
+
+_SCORE_SCALE = 10_000
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+class KnapsackSlice(BaseSlicer):
+    """Choose the subset with the highest total score that fits ``target_tokens``.
+
+    Scores become integers ``max(0, floor(score * 10000))``; weights are bucketed with
+    ``ceil(tokens / bucket_size)`` and the capacity with ``floor(target_tokens /
+    bucket_size)``, so every discretized solution also fits the real budget (it may
+    under-fill it). Zero-token items skip the DP and are always included. The output is
+    the zero-token items, then the DP selection in reconstruction order (last candidate
+    first). Ties are resolved exactly as the specification's pseudocode.
+
+    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``) is
+    refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
+    ``bucket_size`` to shrink it.
+
+    >>> from cupel._model import ContextBudget, ContextItem, ScoredItem
+    >>> scored = [ScoredItem(ContextItem(content="big", tokens=60), 0.9),
+    ...           ScoredItem(ContextItem(content="a", tokens=50), 0.6),
+    ...           ScoredItem(ContextItem(content="b", tokens=50), 0.6)]
+    >>> budget = ContextBudget(max_tokens=100, target_tokens=100)
+    >>> [i.content for i in KnapsackSlice(bucket_size=10).slice(scored, budget)]
+    ['b', 'a']
+    """
+
+    def __init__(self, bucket_size: int = 100, *, max_cells: int = DEFAULT_MAX_CELLS) -> None:
+        self._bucket_size = _positive_int("bucket_size", bucket_size)
+        self._max_cells = _positive_int("max_cells", max_cells)
+
+    @property
+    def bucket_size(self) -> int:
+        """Tokens per DP weight unit."""
+        return self._bucket_size
+
+    @property
+    def max_cells(self) -> int:
+        """The largest DP table this slicer builds."""
+        return self._max_cells
+
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
+        if not scored or budget.target_tokens <= 0:
+            return []
+        zero_token: list[ContextItem] = []
+        candidates: list[ScoredItem] = []
+        for entry in scored:
+            tokens = entry.item.tokens
+            if tokens == 0:
+                zero_token.append(entry.item)
+            elif tokens > 0:
+                candidates.append(entry)
+        if not candidates:
+            return zero_token
+        capacity = budget.target_tokens // self._bucket_size
+        if capacity == 0:
+            return zero_token
+        n = len(candidates)
+        cells = n * (capacity + 1)
+        if cells > self._max_cells:
+            raise TableTooLargeError(n, capacity, cells, self._max_cells)
+
+        bucket = self._bucket_size
+        weights = [-(-c.item.tokens // bucket) for c in candidates]  # ceil division
+        values = [_scaled_value(c.score) for c in candidates]
+        keep = _fill_keep_table(weights, values, capacity)
+
+        result = zero_token
+        remaining = capacity
+        for i in range(n - 1, -1, -1):
+            if keep[i, remaining]:
+                result.append(candidates[i].item)
+                remaining -= weights[i]
+        return result
+
+    def __repr__(self) -> str:
+        return f"KnapsackSlice(bucket_size={self._bucket_size}, max_cells={self._max_cells})"
+
+
+def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> npt.NDArray[np.bool_]:
+    """The spec's 1-D DP, one vectorized step per item; returns the ``keep`` table.
+
+    The pseudocode walks ``w`` from ``capacity`` down to ``dw`` so that ``dp[w - dw]``
+    still holds the previous item's row. Computing ``dp[:capacity + 1 - dw] + dv`` as a
+    new array before writing reproduces exactly that, and ``>`` (strict) keeps its tie
+    behaviour: an item is kept only where it is strictly better.
+    """
+    # int64 unless the total value could overflow (scores far outside [0, 1]): then
+    # Python integers, exact but slower.
+    dtype: Any = np.int64 if sum(values) <= _INT64_MAX else object
+    dp = np.zeros(capacity + 1, dtype=dtype)
+    keep = np.zeros((len(weights), capacity + 1), dtype=np.bool_)
+    for i, (dw, dv) in enumerate(zip(weights, values, strict=True)):
+        if dw > capacity:
+            continue
+        with_item = dp[: capacity + 1 - dw] + dv
+        better = with_item > dp[dw:]
+        keep[i, dw:] = better
+        np.maximum(dp[dw:], with_item, out=dp[dw:])
+    return keep
+
+
+def _scaled_value(score: float) -> int:
+    """``max(0, floor(score * 10000))``; NaN counts as 0 and infinity as the largest double."""
+    if not score > 0:
+        return 0
+    scaled = score * _SCORE_SCALE
+    if math.isinf(scaled):
+        return int(sys.float_info.max)
+    return math.floor(scaled)
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SlicerConfigError(
+            f"KnapsackSlice: {name} must be a positive integer, got {value!r}",
+            field=name,
+            value=value,
+        )
+    return value

@@ -1,0 +1,200 @@
+"""Every built-in's ``score_all`` agrees with per-item ``score``, and is not quadratic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scorers_testkit import (
+    T0,
+    CountingScorer,
+    assert_same_scores,
+    leaf_scorers,
+    make,
+    passes,
+    per_item,
+    scorers,
+)
+
+import cupel.scorers
+from cupel._model import ContextItem
+from cupel.scorers import (
+    CompositeScorer,
+    FrequencyScorer,
+    KindScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ScaledScorer,
+    score_all,
+)
+
+N = 20_000
+
+
+@settings(max_examples=300, deadline=None)
+@given(scorer=leaf_scorers, items=passes())
+def test_leaf_batch_matches_per_item_score(scorer: Any, items: list[ContextItem]) -> None:
+    assert_same_scores(scorer.score_all(items), per_item(scorer, items))
+
+
+@settings(max_examples=300, deadline=None)
+@given(scorer=scorers, items=passes(max_size=8))
+def test_composite_and_scaled_batch_matches_per_item_score(
+    scorer: Any, items: list[ContextItem]
+) -> None:
+    assert_same_scores(scorer.score_all(items), per_item(scorer, items))
+
+
+@settings(max_examples=100, deadline=None)
+@given(scorer=scorers, items=passes(max_size=8))
+def test_module_score_all_uses_the_batch_method(scorer: Any, items: list[ContextItem]) -> None:
+    assert_same_scores(score_all(scorer, items), scorer.score_all(items))
+
+
+@settings(max_examples=100, deadline=None)
+@given(items=passes(max_size=8), inner=scorers)
+def test_scaled_batch_stays_in_unit_interval(items: list[ContextItem], inner: Any) -> None:
+    for value in ScaledScorer(inner).score_all(items):
+        assert 0.0 <= value <= 1.0
+
+
+@given(items=passes(), data=st.data())
+def test_batch_ignores_how_the_pass_was_built(
+    items: list[ContextItem], data: st.DataObject
+) -> None:
+    scorer = data.draw(leaf_scorers)
+    assert_same_scores(scorer.score_all(tuple(items)), scorer.score_all(items))
+
+
+# -- not quadratic ------------------------------------------------------------------------
+
+
+class CountingRecency(RecencyScorer):
+    def __init__(self) -> None:
+        self.singles = 0
+        self.batches = 0
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        self.singles += 1
+        return super().score(item, all_items)
+
+    def score_all(self, items: Sequence[ContextItem]) -> list[float]:
+        self.batches += 1
+        return super().score_all(items)
+
+
+class CountingPriority(PriorityScorer):
+    singles = 0
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        CountingPriority.singles += 1
+        return super().score(item, all_items)
+
+
+class CountingFrequency(FrequencyScorer):
+    singles = 0
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        CountingFrequency.singles += 1
+        return super().score(item, all_items)
+
+
+@pytest.fixture(scope="module")
+def big_pass() -> list[ContextItem]:
+    tags = [f"t{i}" for i in range(50)]
+    return [
+        ContextItem(
+            content=f"item {i}",
+            tokens=1,
+            priority=i % 1000,
+            timestamp=T0 - timedelta(seconds=i),
+            tags=(tags[i % 50], tags[(i * 7) % 50].upper()) if i % 3 else (),
+        )
+        for i in range(N)
+    ]
+
+
+def test_recency_batch_never_scores_per_item(big_pass: list[ContextItem]) -> None:
+    scorer = CountingRecency()
+    result = scorer.score_all(big_pass)
+    assert scorer.singles == 0
+    assert result[0] == 1.0 and result[-1] == 0.0
+    assert result[1] == (N - 2) / (N - 1)
+
+
+def test_priority_batch_never_scores_per_item(big_pass: list[ContextItem]) -> None:
+    result = CountingPriority().score_all(big_pass)
+    assert CountingPriority.singles == 0
+    assert result[0] == 0.0 and result[999] == 999 * 20 / (N - 1)
+
+
+def test_frequency_batch_never_scores_per_item(big_pass: list[ContextItem]) -> None:
+    result = CountingFrequency().score_all(big_pass)
+    assert CountingFrequency.singles == 0
+    assert result[0] == 0.0
+    for i in (1, 2, 4, 12_345, N - 1):
+        assert result[i] == FrequencyScorer().score(big_pass[i], big_pass)
+
+
+def test_scaled_batch_runs_the_inner_batch_once(big_pass: list[ContextItem]) -> None:
+    inner = CountingRecency()
+    result = ScaledScorer(inner).score_all(big_pass)
+    assert (inner.batches, inner.singles) == (1, 0)
+    assert result[0] == 1.0 and result[-1] == 0.0
+
+
+def test_scaled_batch_scores_a_custom_inner_once_per_item(big_pass: list[ContextItem]) -> None:
+    inner = CountingScorer()
+    ScaledScorer(inner).score_all(big_pass)
+    assert inner.calls == N
+
+
+def test_composite_of_relative_scorers_batches_each_child_once(big_pass: list[ContextItem]) -> None:
+    recency = CountingRecency()
+    scaled_inner = CountingRecency()
+    scorer = CompositeScorer(
+        [(recency, 1.0), (ScaledScorer(scaled_inner), 1.0), (KindScorer(), 1.0)]
+    )
+    scorer.score_all(big_pass)
+    assert (recency.batches, recency.singles) == (1, 0)
+    assert (scaled_inner.batches, scaled_inner.singles) == (1, 0)
+
+
+def test_frequency_batch_with_one_object_repeated_many_times() -> None:
+    shared = make(tags=("a",))
+    items = [shared] * 5000 + [make(tags=("A",))]
+    result = FrequencyScorer().score_all(items)
+    assert result[:3] == [1 / 5000] * 3 and result[-1] == 1.0
+    assert result[0] == FrequencyScorer().score(shared, items)
+
+
+def test_package_exports_every_scorer() -> None:
+    assert set(cupel.scorers.__all__) == {
+        "BaseScorer",
+        "CompositeScorer",
+        "DecayCurve",
+        "DecayScorer",
+        "ExponentialDecay",
+        "FixedTimeProvider",
+        "FrequencyScorer",
+        "KindScorer",
+        "MetadataKeyScorer",
+        "MetadataTrustScorer",
+        "PriorityScorer",
+        "RecencyScorer",
+        "ReflexiveScorer",
+        "ScaledScorer",
+        "Scorer",
+        "StepDecay",
+        "SystemTimeProvider",
+        "TagScorer",
+        "TimeProvider",
+        "WindowDecay",
+        "score_all",
+    }
+    for name in cupel.scorers.__all__:
+        assert getattr(cupel.scorers, name) is not None
