@@ -436,3 +436,28 @@ class TestBadInput:
 
         with pytest.raises(CupelError, match="must return exactly the items"):
             pipeline(placer=Lossy()).run([item("a", 1)], budget(10))
+
+
+class CountingNullCollector:
+    """A disabled collector that records every call the pipeline makes to it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    @property
+    def is_enabled(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> object:
+        def record(*args: object, **kwargs: object) -> None:
+            self.calls.append(name)
+
+        return record
+
+
+def test_disabled_collector_receives_no_calls() -> None:
+    collector = CountingNullCollector()
+    items = [item("a", 5), item("a", 5), item("b", 500), item("n", -1), item("p", 1, pinned=True)]
+    result = pipeline().run(items, budget(100), collector=collector)  # type: ignore[arg-type]
+    assert collector.calls == []  # no events, decisions or reports are built for it
+    assert result.report is None
