@@ -424,7 +424,9 @@ class ContextBudget(BaseModel):
     @model_validator(mode="after")
     def _check_rules(self) -> ContextBudget:
         def fail(field: str, rule: str, value: Any) -> NoReturn:
-            raise BudgetError(f"ContextBudget.{field}: {rule}, got {value!r}", field=field, value=value)
+            raise BudgetError(
+                f"ContextBudget.{field}: {rule}, got {value!r}", field=field, value=value
+            )
 
         if self.max_tokens < 0:
             fail("max_tokens", "must be >= 0", self.max_tokens)
@@ -435,7 +437,9 @@ class ContextBudget(BaseModel):
         if self.output_reserve < 0:
             fail("output_reserve", "must be >= 0", self.output_reserve)
         if self.output_reserve > self.max_tokens:
-            fail("output_reserve", f"must be <= max_tokens ({self.max_tokens})", self.output_reserve)
+            fail(
+                "output_reserve", f"must be <= max_tokens ({self.max_tokens})", self.output_reserve
+            )
         margin = self.estimation_safety_margin_percent
         if not (math.isfinite(margin) and 0.0 <= margin <= 100.0):
             fail("estimation_safety_margin_percent", "must be between 0.0 and 100.0", margin)

@@ -1,0 +1,496 @@
+"""The ``cupel`` command line.
+
+::
+
+    cupel select ITEMS --max-tokens N [options]   select a window from JSON / JSONL items
+    cupel demo [options]                          run the default pipeline on a shipped example
+    cupel conformance [PATH ...] [--json]         run the conformance vectors
+
+``select`` writes the selected window (item wire format, placed order) as a JSON array to
+stdout and a readable report to stderr. Input errors (unreadable file, bad JSON, invalid
+item, budget or flag) print one ``cupel: error: ...`` line and exit with status 2, as does
+a selection the configuration refuses (pinned items or overflow under ``--overflow throw``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from datetime import timedelta
+from importlib import resources
+from typing import Any, NoReturn
+
+from cupel._errors import CupelError
+from cupel._model import ContextBudget, ContextItem, OverflowStrategy
+from cupel._pipeline import ContextResult, Pipeline
+from cupel.diagnostics import IncludedItem, OverflowEvent, SelectionReport
+from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
+from cupel.scorers import (
+    CompositeScorer,
+    DecayScorer,
+    ExponentialDecay,
+    FrequencyScorer,
+    KindScorer,
+    MetadataTrustScorer,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    Scorer,
+    SystemTimeProvider,
+    TagScorer,
+)
+from cupel.slicers import GreedySlice, KnapsackSlice, Slicer
+
+__all__ = [
+    "DEMO_DATA",
+    "CliError",
+    "build_pipeline",
+    "format_demo",
+    "format_report",
+    "load_items",
+    "main",
+    "parse_items",
+]
+
+PROG = "cupel"
+DEMO_DATA = "demo_conversation.jsonl"
+"""The example shipped in ``cupel/data`` (an agent debugging a failed deployment)."""
+SCORERS = (
+    "recency",
+    "priority",
+    "kind",
+    "tag",
+    "frequency",
+    "reflexive",
+    "metadata-trust",
+    "decay",
+)
+DEFAULT_SCORERS = ("recency:3", "kind:1")
+DEMO_MAX_TOKENS = 8000
+DEMO_TARGET_TOKENS = 6000
+DEMO_HEAD, DEMO_TAIL = 8, 12  # window lines the demo shows (all with --all)
+
+
+class CliError(Exception):
+    """An input or usage problem, reported as one ``cupel: error: ...`` line (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors become :class:`CliError` (one line, no usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# -- reading items --------------------------------------------------------------------------
+def parse_items(text: str, source: str) -> list[ContextItem]:
+    """Items from a JSON array or JSON Lines text; errors name ``source`` and the place."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(
+                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+        if not isinstance(data, list):
+            raise CliError(f"{source}: expected a JSON array of items")
+        return [_item(entry, f"{source}: item {i}") for i, entry in enumerate(data)]
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(
+                f"{source}, line {number}: invalid JSON at column {exc.colno}: {exc.msg}"
+            ) from None
+        items.append(_item(entry, f"{source}, line {number}"))
+    return items
+
+
+def _item(entry: Any, where: str) -> ContextItem:
+    try:
+        return ContextItem.from_dict(entry)
+    except CupelError as exc:
+        raise CliError(f"{where}: {exc}") from None
+
+
+def load_items(path: str) -> list[ContextItem]:
+    """Read items from ``path`` (``-`` for stdin)."""
+    if path == "-":
+        return parse_items(sys.stdin.read(), "<stdin>")
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return parse_items(text, path)
+
+
+def _demo_items() -> list[ContextItem]:
+    text = (resources.files("cupel.data") / DEMO_DATA).read_text(encoding="utf-8")
+    return parse_items(text, DEMO_DATA)
+
+
+# -- configuration --------------------------------------------------------------------------
+def _scorer_spec(spec: str) -> tuple[str, float]:
+    name, sep, weight = spec.partition(":")
+    name = name.strip().lower().replace("_", "-")
+    if name not in SCORERS:
+        raise CliError(f"unknown scorer {name!r} (choose from {', '.join(SCORERS)})")
+    if not sep:
+        return name, 1.0
+    try:
+        value = float(weight)
+    except ValueError:
+        raise CliError(f"--scorer {spec}: weight {weight!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise CliError(f"--scorer {spec}: weight must be a positive number")
+    return name, value
+
+
+def _tag_weights(specs: Sequence[str]) -> dict[str, float]:
+    weights = {}
+    for spec in specs:
+        tag, sep, weight = spec.partition("=")
+        try:
+            if not sep or not tag:
+                raise ValueError
+            weights[tag] = float(weight)
+        except ValueError:
+            raise CliError(f"--tag-weight {spec!r}: expected TAG=WEIGHT") from None
+    return weights
+
+
+def _build_one(name: str, args: argparse.Namespace) -> Scorer:
+    if name == "recency":
+        return RecencyScorer()
+    if name == "priority":
+        return PriorityScorer()
+    if name == "kind":
+        return KindScorer()
+    if name == "frequency":
+        return FrequencyScorer()
+    if name == "reflexive":
+        return ReflexiveScorer()
+    if name == "metadata-trust":
+        return MetadataTrustScorer()
+    if name == "tag":
+        if not args.tag_weight:
+            raise CliError("--scorer tag needs at least one --tag-weight TAG=WEIGHT")
+        return TagScorer(_tag_weights(args.tag_weight))
+    if args.half_life is None:
+        raise CliError("--scorer decay needs --half-life SECONDS")
+    return DecayScorer(SystemTimeProvider(), ExponentialDecay(timedelta(seconds=args.half_life)))
+
+
+def build_pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline the configuration flags describe."""
+    specs = [_scorer_spec(s) for s in (args.scorer or DEFAULT_SCORERS)]
+    names = {name for name, _ in specs}
+    if args.tag_weight and "tag" not in names:
+        raise CliError("--tag-weight applies only with --scorer tag")
+    if args.half_life is not None and "decay" not in names:
+        raise CliError("--half-life applies only with --scorer decay")
+    entries = [(_build_one(name, args), weight) for name, weight in specs]
+    scorer: Scorer = entries[0][0] if len(entries) == 1 else CompositeScorer(entries)
+    slicer: Slicer
+    if args.slicer == "knapsack":
+        slicer = KnapsackSlice(bucket_size=args.bucket_size or 100)
+    elif args.bucket_size is not None:
+        raise CliError("--bucket-size applies only with --slicer knapsack")
+    else:
+        slicer = GreedySlice()
+    placer: Placer = UShapedPlacer() if args.placer == "u-shaped" else ChronologicalPlacer()
+    return Pipeline(
+        scorer,
+        slicer,
+        placer,
+        deduplication=not args.no_dedup,
+        overflow_strategy=OverflowStrategy.parse(args.overflow),
+    )
+
+
+def _describe_config(args: argparse.Namespace) -> str:
+    scorers = " + ".join(args.scorer or DEFAULT_SCORERS)
+    slicer = args.slicer + (f"(bucket {args.bucket_size})" if args.bucket_size else "")
+    dedup = "off" if args.no_dedup else "on"
+    return (
+        f"scorer {scorers}; slicer {slicer}; placer {args.placer}; "
+        f"dedup {dedup}; overflow {args.overflow}"
+    )
+
+
+def _budget(args: argparse.Namespace) -> ContextBudget:
+    target = args.target_tokens if args.target_tokens is not None else args.max_tokens
+    try:
+        return ContextBudget(
+            max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve
+        )
+    except CupelError as exc:
+        raise CliError(f"invalid budget: {exc}") from None
+
+
+# -- reports --------------------------------------------------------------------------------
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def _reason(payload: dict[str, Any]) -> str:
+    name = payload.get("reason", "?")
+    fields = ", ".join(
+        f"{k}={_clip(v, 30)!r}" if isinstance(v, str) else f"{k}={v}"
+        for k, v in payload.items()
+        if k != "reason"
+    )
+    return f"{name}({fields})" if fields else str(name)
+
+
+def _totals(report: SelectionReport, result: ContextResult, budget: ContextBudget) -> str:
+    used = result.total_tokens
+    target_pct = 100.0 * used / budget.target_tokens if budget.target_tokens else math.nan
+    max_pct = 100.0 * used / budget.max_tokens if budget.max_tokens else math.nan
+    return (
+        f"{len(report.included)} of {report.total_candidates} items selected, "
+        f"{used:,} of {report.total_tokens_considered:,} tokens "
+        f"({target_pct:.1f}% of target {budget.target_tokens:,}, "
+        f"{max_pct:.1f}% of max {budget.max_tokens:,})"
+    )
+
+
+def format_report(report: SelectionReport, result: ContextResult, budget: ContextBudget) -> str:
+    """The full report: every included and excluded item with its score and reason."""
+    lines = [f"{PROG}: {_totals(report, result, budget)}", "included (placed order):"]
+    for i, inc in enumerate(report.included, start=1):
+        item = inc.item
+        lines.append(
+            f"  {i:>4}. {inc.score:6.3f} {item.tokens:>6} tok {item.kind!s:<12} "
+            f"{_clip(item.content, 50)}  ({inc.reason.value})"
+        )
+    lines.append("excluded (score descending):")
+    for exc in report.excluded:
+        item = exc.item
+        lines.append(
+            f"        {exc.score:6.3f} {item.tokens:>6} tok {item.kind!s:<12} "
+            f"{_clip(item.content, 40)}  <- {_reason(exc.reason.to_dict())}"
+        )
+    for shortfall in report.count_requirement_shortfalls:
+        lines.append(
+            f"shortfall: kind {shortfall.kind} has {shortfall.satisfied_count} of "
+            f"{shortfall.required_count} required items"
+        )
+    return "\n".join(lines)
+
+
+def format_demo(
+    report: SelectionReport,
+    result: ContextResult,
+    budget: ContextBudget,
+    config: str,
+    *,
+    show_all: bool = False,
+) -> str:
+    """The concise demo summary: the window, then exclusions grouped by reason."""
+    lines = [
+        f"cupel demo: {report.total_candidates} candidate items "
+        f"({report.total_tokens_considered:,} tokens) from {DEMO_DATA}",
+        f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}; {config}",
+        "",
+        f"Window ({len(report.included)} items, {result.total_tokens:,} tokens, placed order):",
+    ]
+    window = report.included
+    shown: list[IncludedItem | None] = list(window)
+    if not show_all and len(window) > DEMO_HEAD + DEMO_TAIL + 1:
+        shown = [*window[:DEMO_HEAD], None, *window[-DEMO_TAIL:]]
+    for inc in shown:
+        if inc is None:
+            hidden = len(window) - DEMO_HEAD - DEMO_TAIL
+            lines.append(f"  … {hidden} more items (--all lists every item) …")
+            continue
+        head = f"  {inc.score:4.2f} {inc.reason.value:<6} {inc.item.kind!s:<12} "
+        lines.append(head + _clip(inc.item.content, 80 - len(head)))
+    by_kind = Counter(str(inc.item.kind) for inc in report.included).most_common()
+    lines.append("  by kind: " + ", ".join(f"{k} {n}" for k, n in by_kind))
+    groups: dict[str, list[Any]] = {}
+    for exc in report.excluded:
+        groups.setdefault(exc.reason.name, []).append(exc)
+    lines += ["", f"Excluded ({len(report.excluded)} items):"]
+    for name, entries in groups.items():
+        tokens = sum(e.item.tokens for e in entries)
+        kinds = Counter(str(e.item.kind) for e in entries).most_common()
+        kind_text = ", ".join(f"{k} {n}" for k, n in kinds)
+        lines.append(f"  {name}: {len(entries)} items, {tokens:,} tokens ({kind_text})")
+        for e in entries[:3]:
+            detail = _reason(e.reason.to_dict())
+            head = f"    {e.score:4.2f} {detail} "
+            lines.append(head + _clip(e.item.content, max(100 - len(head), 20)))
+    lines += ["", _totals(report, result, budget)]
+    return "\n".join(lines)
+
+
+def _run(
+    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
+) -> tuple[ContextResult, SelectionReport, list[OverflowEvent]]:
+    events: list[OverflowEvent] = []
+    result = pipeline.dry_run(items, budget, on_overflow=events.append)
+    if result.report is None:  # dry_run always reports; guard against a broken pipeline
+        raise CupelError("the pipeline returned no selection report")
+    return result, result.report, events
+
+
+def _overflow_lines(events: list[OverflowEvent]) -> list[str]:
+    return [
+        f"{PROG}: warning: window exceeds target_tokens by {e.tokens_over_budget} tokens "
+        f"(--overflow proceed)"
+        for e in events
+    ]
+
+
+# -- commands -------------------------------------------------------------------------------
+def _cmd_select(args: argparse.Namespace) -> int:
+    budget = _budget(args)
+    pipeline = build_pipeline(args)
+    items = load_items(args.items)
+    result, report, events = _run(pipeline, items, budget)
+    json.dump([i.to_dict() for i in result.items], sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+    print(
+        "\n".join([*_overflow_lines(events), format_report(report, result, budget)]),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    budget = _budget(args)
+    pipeline = build_pipeline(args)
+    result, report, events = _run(pipeline, _demo_items(), budget)
+    for line in _overflow_lines(events):
+        print(line, file=sys.stderr)
+    print(format_demo(report, result, budget, _describe_config(args), show_all=args.all))
+    return 0
+
+
+def _cmd_conformance(args: argparse.Namespace) -> int:
+    from cupel.conformance import report
+
+    return report(args.paths, as_json=args.json, prog=PROG)
+
+
+def _config_flags() -> _Parser:
+    flags = _Parser(add_help=False)
+    group = flags.add_argument_group("pipeline configuration")
+    group.add_argument(
+        "--scorer",
+        action="append",
+        metavar="NAME[:WEIGHT]",
+        help=f"repeatable; one of {', '.join(SCORERS)} (default: recency:3 + kind:1)",
+    )
+    group.add_argument(
+        "--tag-weight", action="append", default=[], metavar="TAG=W", help="weights for tag"
+    )
+    group.add_argument(
+        "--half-life", type=float, metavar="SECONDS", help="half-life for decay (system clock)"
+    )
+    group.add_argument("--slicer", choices=("greedy", "knapsack"), default="greedy")
+    group.add_argument("--bucket-size", type=int, metavar="N", help="knapsack bucket size (100)")
+    group.add_argument("--placer", choices=("chronological", "u-shaped"), default="chronological")
+    group.add_argument("--no-dedup", action="store_true", help="keep duplicate contents")
+    group.add_argument("--overflow", choices=("throw", "truncate", "proceed"), default="throw")
+    return flags
+
+
+def _budget_flags(*, max_tokens: int | None, target_tokens: int | None) -> _Parser:
+    flags = _Parser(add_help=False)
+    group = flags.add_argument_group("budget")
+    group.add_argument(
+        "--max-tokens",
+        type=int,
+        required=max_tokens is None,
+        default=max_tokens,
+        metavar="N",
+        help="hard token ceiling" + ("" if max_tokens is None else f" (default {max_tokens})"),
+    )
+    group.add_argument(
+        "--target-tokens",
+        type=int,
+        default=target_tokens,
+        metavar="N",
+        help="selection target (default: "
+        + ("max tokens)" if target_tokens is None else f"{target_tokens})"),
+    )
+    group.add_argument(
+        "--output-reserve", type=int, default=0, metavar="N", help="tokens kept for output"
+    )
+    return flags
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Deterministic, explainable context selection.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    config = _config_flags()
+    select = commands.add_parser(
+        "select",
+        parents=[_budget_flags(max_tokens=None, target_tokens=None), config],
+        help="select a context window from items (JSON array or JSON Lines)",
+        description="Write the selected window (JSON) to stdout and a report to stderr.",
+    )
+    select.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
+    select.set_defaults(handler=_cmd_select)
+    demo = commands.add_parser(
+        "demo",
+        parents=[
+            _budget_flags(max_tokens=DEMO_MAX_TOKENS, target_tokens=DEMO_TARGET_TOKENS),
+            config,
+        ],
+        help="run the pipeline on a shipped agent conversation and explain the selection",
+    )
+    demo.add_argument("--all", action="store_true", help="list every item of the window")
+    demo.set_defaults(handler=_cmd_demo)
+    conformance = commands.add_parser("conformance", help="run conformance vectors (TOML)")
+    conformance.add_argument("paths", nargs="*", metavar="PATH", help="default: conformance/")
+    conformance.add_argument("--json", action="store_true", help="machine-readable report")
+    conformance.set_defaults(handler=_cmd_conformance)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``cupel`` command line; returns the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise CliError(
+                "a command is required: select, demo or conformance (see 'cupel --help')"
+            )
+        status: int = args.handler(args)
+        return status
+    except SystemExit as exc:  # --help / --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:  # the reader went away (``cupel demo | head``): not an error
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except CliError as exc:
+        message = str(exc)
+    except CupelError as exc:
+        message = str(exc)
+    except (ValueError, OSError) as exc:
+        message = f"{type(exc).__name__}: {exc}"
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

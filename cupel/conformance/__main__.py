@@ -1,0 +1,5 @@
+"""``python -m cupel.conformance``."""
+
+from cupel.conformance import main
+
+raise SystemExit(main())

@@ -1,0 +1,400 @@
+"""The ``cupel`` command line: select, demo, conformance, and its error handling."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cupel.cli import main
+
+ITEMS: list[dict[str, Any]] = [
+    {
+        "content": "You are a helpful assistant.",
+        "tokens": 10,
+        "kind": "SystemPrompt",
+        "pinned": True,
+    },
+    {"content": "How do I restart the service?", "tokens": 30, "timestamp": "2025-01-01T10:00:00Z"},
+    {"content": "Use systemctl restart app.", "tokens": 40, "timestamp": "2025-01-01T10:01:00Z"},
+    {
+        "content": "Runbook: restarting app safely",
+        "tokens": 50,
+        "kind": "Document",
+        "source": "Rag",
+        "timestamp": "2025-01-01T10:02:00Z",
+        "future_relevance_hint": 0.9,
+        "tags": ["runbook"],
+        "metadata": {"cupel:trust": "0.9"},
+    },
+    {
+        "content": "Runbook: restarting app safely",
+        "tokens": 50,
+        "kind": "Document",
+        "source": "Rag",
+        "timestamp": "2025-01-01T10:03:00Z",
+        "futureRelevanceHint": 0.9,
+        "tags": ["runbook"],
+    },
+    {
+        "content": "It failed with exit code 3.",
+        "tokens": 25,
+        "timestamp": "2025-01-01T10:04:00Z",
+        "priority": 5,
+        "tags": ["error"],
+    },
+]
+TOTAL_TOKENS = sum(i["tokens"] for i in ITEMS)
+
+Run = tuple[int, str, str]
+
+
+@pytest.fixture
+def items_json(tmp_path: Path) -> Path:
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps(ITEMS, indent=2), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def items_jsonl(tmp_path: Path) -> Path:
+    path = tmp_path / "items.jsonl"
+    path.write_text("\n".join(json.dumps(i) for i in ITEMS) + "\n\n", encoding="utf-8")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def window(out: str) -> list[str]:
+    return [item["content"] for item in json.loads(out)]
+
+
+def assert_one_line_error(status: int, out: str, err: str, *needles: str) -> None:
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("cupel: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, err
+
+
+# -- select ------------------------------------------------------------------------------
+def test_select_from_a_json_array(capsys: pytest.CaptureFixture[str], items_json: Path) -> None:
+    status, out, err = run(capsys, "select", str(items_json), "--max-tokens", "1000")
+    assert status == 0
+    selected = json.loads(out)
+    # Everything fits; the duplicate runbook is removed; chronological order, untimed last.
+    assert [i["content"] for i in selected] == [
+        "How do I restart the service?",
+        "Use systemctl restart app.",
+        "Runbook: restarting app safely",
+        "It failed with exit code 3.",
+        "You are a helpful assistant.",
+    ]
+    assert selected[-1] == {
+        "content": "You are a helpful assistant.",
+        "tokens": 10,
+        "kind": "SystemPrompt",
+        "source": "Chat",
+        "pinned": True,
+    }
+    assert "included (placed order):" in err and "excluded (score descending):" in err
+    assert "Deduplicated(deduplicated_against='Runbook: restarting app safely')" in err
+    assert f"5 of 6 items selected, 155 of {TOTAL_TOKENS} tokens" in err
+
+
+def test_select_from_jsonl_matches_the_array(
+    capsys: pytest.CaptureFixture[str], items_json: Path, items_jsonl: Path
+) -> None:
+    _, from_array, _ = run(capsys, "select", str(items_json), "--max-tokens", "100")
+    status, from_lines, err = run(capsys, "select", str(items_jsonl), "--max-tokens", "100")
+    assert status == 0 and from_lines == from_array
+    assert "BudgetExceeded(item_tokens=" in err
+
+
+def test_select_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, items_jsonl: Path
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(items_jsonl.read_text(encoding="utf-8")))
+    status, out, _ = run(capsys, "select", "-", "--max-tokens", "1000")
+    assert status == 0 and len(json.loads(out)) == 5
+
+
+def test_empty_input_selects_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("", encoding="utf-8")
+    status, out, err = run(capsys, "select", str(path), "--max-tokens", "10")
+    assert (status, json.loads(out)) == (0, [])
+    assert "0 of 0 items selected" in err
+
+
+def test_target_tokens_limits_the_window(
+    capsys: pytest.CaptureFixture[str], items_json: Path
+) -> None:
+    _, out, err = run(
+        capsys, "select", str(items_json), "--max-tokens", "1000", "--target-tokens", "40"
+    )
+    assert sum(i["tokens"] for i in json.loads(out)) <= 40
+    assert "of target 40" in err and "of max 1,000" in err
+
+
+def test_output_reserve_shrinks_the_room(
+    capsys: pytest.CaptureFixture[str], items_json: Path
+) -> None:
+    args = ("select", str(items_json), "--max-tokens", "100")
+    _, without, _ = run(capsys, *args)
+    _, with_reserve, _ = run(capsys, *args, "--output-reserve", "50")
+    assert sum(i["tokens"] for i in json.loads(with_reserve)) <= 50
+    assert len(json.loads(with_reserve)) < len(json.loads(without))
+
+
+def test_no_dedup_keeps_duplicates(capsys: pytest.CaptureFixture[str], items_json: Path) -> None:
+    _, out, err = run(capsys, "select", str(items_json), "--max-tokens", "1000", "--no-dedup")
+    assert window(out).count("Runbook: restarting app safely") == 2
+    assert "Deduplicated" not in err
+
+
+def test_u_shaped_placer_puts_the_best_at_the_edges(
+    capsys: pytest.CaptureFixture[str], items_json: Path
+) -> None:
+    _, out, _ = run(
+        capsys, "select", str(items_json), "--max-tokens", "1000", "--placer", "u-shaped"
+    )
+    placed = window(out)
+    assert placed[0] == "You are a helpful assistant."  # pinned: score 1.0, first edge
+    assert placed != window(run(capsys, "select", str(items_json), "--max-tokens", "1000")[1])
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--scorer", "recency"],
+        ["--scorer", "priority"],
+        ["--scorer", "kind:2", "--scorer", "recency:1"],
+        ["--scorer", "frequency"],
+        ["--scorer", "reflexive"],
+        ["--scorer", "metadata-trust"],
+        ["--scorer", "tag", "--tag-weight", "runbook=1", "--tag-weight", "error=0.5"],
+        ["--scorer", "decay", "--half-life", "3600"],
+        ["--slicer", "knapsack"],
+        ["--slicer", "knapsack", "--bucket-size", "10"],
+        ["--slicer", "greedy", "--overflow", "truncate"],
+    ],
+)
+def test_configuration_flags(
+    capsys: pytest.CaptureFixture[str], items_json: Path, flags: list[str]
+) -> None:
+    status, out, err = run(capsys, "select", str(items_json), "--max-tokens", "100", *flags)
+    assert status == 0, err
+    selected = json.loads(out)
+    assert "You are a helpful assistant." in [i["content"] for i in selected]
+    assert sum(i["tokens"] for i in selected) <= 100
+
+
+def test_priority_scorer_prefers_the_prioritised_item(
+    capsys: pytest.CaptureFixture[str], items_json: Path
+) -> None:
+    _, out, _ = run(capsys, "select", str(items_json), "--max-tokens", "40", "--scorer", "priority")
+    assert window(out) == ["It failed with exit code 3.", "You are a helpful assistant."]
+
+
+def test_overflow_proceed_warns(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "pinned.json"
+    path.write_text(json.dumps([ITEMS[0] | {"tokens": 60}]), encoding="utf-8")
+    args = ("select", str(path), "--max-tokens", "100", "--target-tokens", "50")
+    status, out, err = run(capsys, *args, "--overflow", "proceed")
+    assert status == 0 and len(json.loads(out)) == 1
+    assert "warning: window exceeds target_tokens by 10 tokens" in err
+    assert_one_line_error(*run(capsys, *args), "exceeding target budget of 50")
+
+
+# -- demo -------------------------------------------------------------------------------
+def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "demo")
+    assert status == 0 and err == ""
+    assert out.startswith("cupel demo: ")
+    assert "Window (" in out and "Excluded (" in out
+    assert "BudgetExceeded:" in out and "Deduplicated:" in out
+    assert "more items (--all lists every item)" in out
+    assert len(out.splitlines()) < 60
+
+
+def test_demo_all_and_budget_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "demo", "--all", "--max-tokens", "3000", "--target-tokens", "2000")
+    assert status == 0
+    assert "more items" not in out and "target 2,000" in out
+
+
+def test_demo_data_is_realistic() -> None:
+    from importlib import resources
+
+    from cupel.cli import DEMO_DATA, parse_items
+
+    text = (resources.files("cupel.data") / DEMO_DATA).read_text(encoding="utf-8")
+    items = parse_items(text, DEMO_DATA)
+    assert 250 <= len(items) <= 400
+    kinds = {str(i.kind) for i in items}
+    assert kinds == {"SystemPrompt", "Message", "ToolOutput", "Document", "Memory"}
+    assert [i.pinned for i in items].count(True) == 1
+    docs = [i for i in items if str(i.kind) == "Document"]
+    assert all(str(d.source) == "Rag" and d.future_relevance_hint is not None for d in docs)
+    assert len({i.content for i in items}) < len(items)  # some exact duplicates
+    stamps = [i.timestamp for i in items if i.timestamp is not None]
+    assert stamps == sorted(stamps)
+    assert all(i.tokens == -(-len(i.content) // 4) for i in items)
+
+
+def test_demo_data_is_up_to_date() -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "make_demo_data.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- conformance ------------------------------------------------------------------------
+def test_conformance_subcommand(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    vector = tmp_path / "v.toml"
+    vector.write_text(
+        '[test]\nname = "x"\nstage = "placing"\nplacer = "u-shaped"\n'
+        '[[items]]\ncontent = "a"\ntokens = 1\nscore = 0.5\n'
+        '[expected]\nordered_contents = ["a"]\n',
+        encoding="utf-8",
+    )
+    assert run(capsys, "conformance", str(vector)) == (0, "1 passed, 0 failed\n", "")
+    status, out, _ = run(capsys, "conformance", str(vector), "--json")
+    assert status == 0 and json.loads(out)["passed"] == 1
+    assert_one_line_error(*run(capsys, "conformance", str(tmp_path / "missing")), "missing")
+
+
+# -- errors ------------------------------------------------------------------------------
+def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.json")
+    assert_one_line_error(
+        *run(capsys, "select", missing, "--max-tokens", "10"), f"cannot read {missing}"
+    )
+
+
+def test_bad_json_array(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('[\n  {"content": "a", "tokens": 1},\n  {"content": }\n]', encoding="utf-8")
+    assert_one_line_error(
+        *run(capsys, "select", str(path), "--max-tokens", "10"),
+        f"{path}: invalid JSON at line 3, column 15",
+    )
+
+
+def test_bad_jsonl_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"content": "a", "tokens": 1}\n{"content": "b", tokens: 2}\n', encoding="utf-8"
+    )
+    assert_one_line_error(
+        *run(capsys, "select", str(path), "--max-tokens", "10"), f"{path}, line 2: invalid JSON"
+    )
+
+
+def test_invalid_item_names_its_index(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps([{"content": "a", "tokens": 1}, {"content": "", "tokens": 1}]))
+    assert_one_line_error(
+        *run(capsys, "select", str(path), "--max-tokens", "10"),
+        f"{path}: item 1: ContextItem.content",
+    )
+
+
+def test_invalid_item_names_its_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"content": "a", "tokens": 1}\n\n{"content": "b", "tokens": "many"}\n')
+    assert_one_line_error(
+        *run(capsys, "select", str(path), "--max-tokens", "10"), f"{path}, line 3: ContextItem"
+    )
+
+
+def test_not_a_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "items.jsonl"
+    path.write_text('["just", "strings"]')
+    assert_one_line_error(
+        *run(capsys, "select", str(path), "--max-tokens", "10"), "item 0", "expected a JSON object"
+    )
+
+
+def test_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "items.json"
+    path.write_bytes(b"\xff\xfe[]")
+    assert_one_line_error(*run(capsys, "select", str(path), "--max-tokens", "10"), "not UTF-8")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        ([], "the following arguments are required: --max-tokens"),
+        (["--max-tokens", "ten"], "invalid int value: 'ten'"),
+        (["--max-tokens", "10", "--scorer", "astrology"], "unknown scorer 'astrology'"),
+        (["--max-tokens", "10", "--scorer", "kind:heavy"], "weight 'heavy' is not a number"),
+        (["--max-tokens", "10", "--scorer", "kind:-1"], "weight"),
+        (["--max-tokens", "10", "--scorer", "tag"], "--tag-weight"),
+        (["--max-tokens", "10", "--scorer", "tag", "--tag-weight", "x"], "expected TAG=WEIGHT"),
+        (["--max-tokens", "10", "--tag-weight", "x=1"], "--tag-weight applies only"),
+        (["--max-tokens", "10", "--scorer", "decay"], "--half-life"),
+        (["--max-tokens", "10", "--scorer", "decay", "--half-life", "0"], "half"),
+        (["--max-tokens", "10", "--bucket-size", "5"], "--bucket-size applies only"),
+        (["--max-tokens", "10", "--slicer", "magic"], "invalid choice: 'magic'"),
+        (["--max-tokens", "10", "--target-tokens", "20"], "invalid budget"),
+        (["--max-tokens", "-1"], "invalid budget"),
+    ],
+)
+def test_bad_flags(
+    capsys: pytest.CaptureFixture[str], items_json: Path, flags: list[str], needle: str
+) -> None:
+    assert_one_line_error(*run(capsys, "select", str(items_json), *flags), needle)
+
+
+def test_pinned_items_over_budget(capsys: pytest.CaptureFixture[str], items_json: Path) -> None:
+    assert_one_line_error(
+        *run(capsys, "select", str(items_json), "--max-tokens", "5"), "Pinned items require 10"
+    )
+
+
+def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert_one_line_error(*run(capsys), "a command is required")
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "select", "--help")
+    assert status == 0 and "--max-tokens" in out
+
+
+# -- real processes ----------------------------------------------------------------------
+def test_subprocess_select(items_jsonl: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupel.cli", "select", str(items_jsonl), "--max-tokens", "1000"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)) == 5
+    assert "included (placed order):" in proc.stderr
+
+
+def test_subprocess_error_has_no_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("[{]", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cupel.cli", "select", str(path), "--max-tokens", "10"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("cupel: error: ") and proc.stderr.count("\n") == 1
