@@ -172,7 +172,32 @@ ContextSource.TOOL = ContextSource("Tool")
 ContextSource.RAG = ContextSource("Rag")
 
 
-class OverflowStrategy(str, Enum):
+class ChoiceEnum(str, Enum):
+    """A closed set of names, parsed ASCII case-insensitively (base of the option enums)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        if isinstance(value, str):
+            folded = ascii_fold(value)
+            for member in cls:
+                if ascii_fold(member.value) == folded:
+                    return member
+        return None
+
+    @classmethod
+    def _parse_as(
+        cls, value: object, *, field: str, error: type[ConfigurationError] = ConfigurationError
+    ) -> Any:
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(m.value for m in cls)
+            raise error(
+                f"{field} must be one of {allowed}, got {value!r}", field=field, value=value
+            ) from None
+
+
+class OverflowStrategy(ChoiceEnum):
     """What the Place stage does when pinned + sliced tokens exceed ``target_tokens``."""
 
     THROW = "Throw"
@@ -183,26 +208,10 @@ class OverflowStrategy(str, Enum):
     """Keep everything and deliver an :class:`~cupel.OverflowEvent` to the caller."""
 
     @classmethod
-    def _missing_(cls, value: object) -> OverflowStrategy | None:
-        if isinstance(value, str):
-            folded = ascii_fold(value)
-            for member in cls:
-                if ascii_fold(member.value) == folded:
-                    return member
-        return None
-
-    @classmethod
     def parse(cls, value: str | OverflowStrategy) -> OverflowStrategy:
         """Parse a strategy name case-insensitively, with a clear error."""
-        try:
-            return cls(value)
-        except ValueError:
-            allowed = ", ".join(m.value for m in cls)
-            raise ConfigurationError(
-                f"overflow_strategy must be one of {allowed}, got {value!r}",
-                field="overflow_strategy",
-                value=value,
-            ) from None
+        result: OverflowStrategy = cls._parse_as(value, field="overflow_strategy")
+        return result
 
 
 class ScoredItem(NamedTuple):

@@ -13,9 +13,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
-from cupel._model import ContextBudget, ContextItem, ScoredItem
+from cupel._errors import ItemError, SlicerConfigError
+from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 
 __all__ = [
     "BaseSlicer",
@@ -99,3 +100,41 @@ def slice_detailed(
         outcome: SliceOutcome = detailed(scored, budget)
         return outcome
     return SliceOutcome(list(slicer.slice(scored, budget)))
+
+
+def entry_kind(owner: str, kind: str) -> ContextKind:
+    """``kind`` as a ContextKind, or a SlicerConfigError naming ``owner``."""
+    try:
+        return ContextKind(kind)
+    except ItemError:
+        raise SlicerConfigError(
+            f"{owner}: kind must be a non-empty string, got {kind!r}", field="kind", value=kind
+        ) from None
+
+
+_E = TypeVar("_E")
+
+
+def index_by_kind(
+    owner: str, param: str, entries: Sequence[_E], entry_type: type[_E], noun: str = "entry"
+) -> dict[str, _E]:
+    """Per-kind entries keyed by folded kind; rejects foreign values and case-duplicates."""
+    by_key: dict[str, _E] = {}
+    for entry in entries:
+        if not isinstance(entry, entry_type):
+            raise SlicerConfigError(
+                f"{owner}: {param} must be {entry_type.__name__} values, got {entry!r}",
+                field=param,
+                value=entry,
+            )
+        kind: ContextKind = entry.kind  # type: ignore[attr-defined]
+        previous = by_key.get(kind.key)
+        if previous is not None:
+            raise SlicerConfigError(
+                f"{owner}: duplicate {noun} for kind '{kind}' "
+                f"('{previous.kind}' is the same kind; kinds compare case-insensitively)",  # type: ignore[attr-defined]
+                field=param,
+                value=kind,
+            )
+        by_key[kind.key] = entry
+    return by_key

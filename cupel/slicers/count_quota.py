@@ -10,26 +10,26 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import ClassVar
 
 from cupel._errors import CountRequirementError, SlicerConfigError
-from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
+from cupel._model import ChoiceEnum, ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel.slicers._base import (
     BaseSlicer,
     CapExclusion,
     CountRequirementShortfall,
     SliceOutcome,
     Slicer,
+    entry_kind,
+    index_by_kind,
     slice_detailed,
 )
 from cupel.slicers.knapsack import KnapsackSlice
-from cupel.slicers.quota import _entry_kind
 
 __all__ = ["CountQuotaEntry", "CountQuotaSlice", "ScarcityBehavior"]
 
 
-class ScarcityBehavior(str, Enum):
+class ScarcityBehavior(ChoiceEnum):
     """What a count-quota slicer does when a kind has fewer candidates than required.
 
     >>> ScarcityBehavior.parse("throw")
@@ -42,26 +42,10 @@ class ScarcityBehavior(str, Enum):
     """Raise :class:`~cupel.CountRequirementError`."""
 
     @classmethod
-    def _missing_(cls, value: object) -> ScarcityBehavior | None:
-        if isinstance(value, str):
-            folded = ascii_fold(value)
-            for member in cls:
-                if ascii_fold(member.value) == folded:
-                    return member
-        return None
-
-    @classmethod
     def parse(cls, value: str | ScarcityBehavior) -> ScarcityBehavior:
         """Parse a behaviour name case-insensitively, with a clear error."""
-        try:
-            return cls(value)
-        except ValueError:
-            allowed = ", ".join(m.value for m in cls)
-            raise SlicerConfigError(
-                f"scarcity must be one of {allowed}, got {value!r}",
-                field="scarcity",
-                value=value,
-            ) from None
+        result: ScarcityBehavior = cls._parse_as(value, field="scarcity", error=SlicerConfigError)
+        return result
 
 
 @dataclass(frozen=True, init=False)
@@ -85,7 +69,7 @@ class CountQuotaEntry:
     cap_count: int | None
 
     def __init__(self, kind: str, require_count: int = 0, cap_count: int | None = None) -> None:
-        object.__setattr__(self, "kind", _entry_kind("CountQuotaEntry", kind))
+        object.__setattr__(self, "kind", entry_kind("CountQuotaEntry", kind))
         object.__setattr__(self, "require_count", _count("require_count", require_count))
         if cap_count is not None:
             _count("cap_count", cap_count)
@@ -133,23 +117,7 @@ class _CountQuotaSlicer(BaseSlicer):
         self, entries: Sequence[CountQuotaEntry], scarcity: ScarcityBehavior | str
     ) -> None:
         checked = tuple(entries)
-        by_key: dict[str, CountQuotaEntry] = {}
-        for entry in checked:
-            if not isinstance(entry, CountQuotaEntry):
-                raise SlicerConfigError(
-                    f"{self._name}: entries must be CountQuotaEntry values, got {entry!r}",
-                    field="entries",
-                    value=entry,
-                )
-            previous = by_key.get(entry.kind.key)
-            if previous is not None:
-                raise SlicerConfigError(
-                    f"{self._name}: duplicate entry for kind '{entry.kind}' ('{previous.kind}' "
-                    f"is the same kind; kinds compare case-insensitively)",
-                    field="entries",
-                    value=entry.kind,
-                )
-            by_key[entry.kind.key] = entry
+        by_key = index_by_kind(self._name, "entries", checked, CountQuotaEntry)
         self._entries = checked
         self._by_key = by_key
         self._scarcity = ScarcityBehavior.parse(scarcity)

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cupel._errors import ItemError, SlicerConfigError
+from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
 from cupel.slicers._base import (
     BaseSlicer,
@@ -14,6 +14,8 @@ from cupel.slicers._base import (
     CountRequirementShortfall,
     SliceOutcome,
     Slicer,
+    entry_kind,
+    index_by_kind,
     slice_detailed,
 )
 
@@ -40,7 +42,7 @@ class QuotaEntry:
     cap: float
 
     def __init__(self, kind: str, require: float = 0.0, cap: float = 100.0) -> None:
-        object.__setattr__(self, "kind", _entry_kind("QuotaEntry", kind))
+        object.__setattr__(self, "kind", entry_kind("QuotaEntry", kind))
         object.__setattr__(self, "require", _percent("require", require))
         object.__setattr__(self, "cap", _percent("cap", cap))
         if self.require > self.cap:
@@ -83,23 +85,7 @@ class QuotaSlice(BaseSlicer):
                 value=inner,
             )
         entries = tuple(quotas)
-        by_key: dict[str, QuotaEntry] = {}
-        for entry in entries:
-            if not isinstance(entry, QuotaEntry):
-                raise SlicerConfigError(
-                    f"QuotaSlice: quotas must be QuotaEntry values, got {entry!r}",
-                    field="quotas",
-                    value=entry,
-                )
-            previous = by_key.get(entry.kind.key)
-            if previous is not None:
-                raise SlicerConfigError(
-                    f"QuotaSlice: duplicate quota for kind '{entry.kind}' ('{previous.kind}' "
-                    f"is the same kind; kinds compare case-insensitively)",
-                    field="quotas",
-                    value=entry.kind,
-                )
-            by_key[entry.kind.key] = entry
+        by_key = index_by_kind("QuotaSlice", "quotas", entries, QuotaEntry, noun="quota")
         total = math.fsum(e.require for e in entries)
         if total > 100.0:
             raise SlicerConfigError(
@@ -197,16 +183,6 @@ class QuotaSlice(BaseSlicer):
 
 def _satisfied(shortfall: CountRequirementShortfall) -> int:
     return shortfall.satisfied_count
-
-
-def _entry_kind(owner: str, kind: str) -> ContextKind:
-    """``kind`` as a ContextKind, or a SlicerConfigError naming ``owner``."""
-    try:
-        return ContextKind(kind)
-    except ItemError:
-        raise SlicerConfigError(
-            f"{owner}: kind must be a non-empty string, got {kind!r}", field="kind", value=kind
-        ) from None
 
 
 def _percent(name: str, value: object) -> float:
