@@ -36,6 +36,15 @@ from cupel._model import (
     ScoredItem,
 )
 from cupel._pipeline import ContextResult, Pipeline, effective_budget
+from cupel.analytics import (
+    QuotaUtilization,
+    budget_utilization,
+    find_min_budget_for,
+    get_marginal_items,
+    kind_diversity,
+    quota_utilization,
+    timestamp_coverage,
+)
 from cupel.diagnostics import (
     BudgetExceeded,
     CountCapExceeded,
@@ -47,8 +56,11 @@ from cupel.diagnostics import (
     Filtered,
     IncludedItem,
     InclusionReason,
+    MultiTraceCollector,
     NegativeTokens,
     NullTraceCollector,
+    ObserverError,
+    ObserverErrorWarning,
     OverflowEvent,
     PinnedOverride,
     PipelineStage,
@@ -61,6 +73,18 @@ from cupel.diagnostics import (
     TraceEvent,
 )
 from cupel.placers import BasePlacer, ChronologicalPlacer, Placer, UShapedPlacer
+from cupel.policy import (
+    ItemStatus,
+    Policy,
+    PolicyError,
+    PolicySensitivityDiffEntry,
+    PolicySensitivityReport,
+    dry_run_with_policy,
+    policy_sensitivity,
+    register_scorer,
+    unregister_scorer,
+)
+from cupel.presets import PRESET_NAMES, preset
 from cupel.scorers import (
     BaseScorer,
     CompositeScorer,
@@ -102,6 +126,7 @@ from cupel.slicers import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "PRESET_NAMES",
     "BasePlacer",
     "BaseScorer",
     "BaseSlicer",
@@ -140,12 +165,16 @@ __all__ = [
     "InclusionReason",
     "InvalidOperationError",
     "ItemError",
+    "ItemStatus",
     "KindScorer",
     "KnapsackSlice",
     "MetadataKeyScorer",
     "MetadataTrustScorer",
+    "MultiTraceCollector",
     "NegativeTokens",
     "NullTraceCollector",
+    "ObserverError",
+    "ObserverErrorWarning",
     "OverflowBudgetError",
     "OverflowEvent",
     "OverflowStrategy",
@@ -154,11 +183,16 @@ __all__ = [
     "Pipeline",
     "PipelineStage",
     "Placer",
+    "Policy",
+    "PolicyError",
+    "PolicySensitivityDiffEntry",
+    "PolicySensitivityReport",
     "PriorityScorer",
     "QuotaCapExceeded",
     "QuotaEntry",
     "QuotaRequireDisplaced",
     "QuotaSlice",
+    "QuotaUtilization",
     "RecencyScorer",
     "ReflexiveScorer",
     "ScaledScorer",
@@ -181,5 +215,16 @@ __all__ = [
     "TraceEvent",
     "UShapedPlacer",
     "WindowDecay",
+    "budget_utilization",
+    "dry_run_with_policy",
     "effective_budget",
+    "find_min_budget_for",
+    "get_marginal_items",
+    "kind_diversity",
+    "policy_sensitivity",
+    "preset",
+    "quota_utilization",
+    "register_scorer",
+    "timestamp_coverage",
+    "unregister_scorer",
 ]

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cupel._errors import (
     ConfigurationError,
@@ -43,6 +43,9 @@ from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionRepor
 from cupel.placers._base import Placer
 from cupel.scorers._base import Scorer, score_all
 from cupel.slicers._base import SliceOutcome, Slicer, slice_detailed
+
+if TYPE_CHECKING:
+    from cupel.policy import Policy
 
 __all__ = ["ContextResult", "Pipeline", "effective_budget"]
 
@@ -143,6 +146,18 @@ class Pipeline:
         self.overflow_strategy = OverflowStrategy.parse(overflow_strategy)
         self.on_overflow = on_overflow
 
+    @classmethod
+    def from_policy(cls, policy: Policy | str) -> Pipeline:
+        """A pipeline built from a :class:`~cupel.policy.Policy` or a preset name
+        (``"chat"``, ``"rag"``, ... see :mod:`cupel.presets`).
+
+        >>> Pipeline.from_policy("rag").placer
+        UShapedPlacer()
+        """
+        from cupel.policy import _pipeline_from_policy
+
+        return _pipeline_from_policy(policy)
+
     def __repr__(self) -> str:
         return (
             f"Pipeline(scorer={self.scorer!r}, slicer={self.slicer!r}, placer={self.placer!r}, "
@@ -189,10 +204,24 @@ class Pipeline:
                 value=budget,
             )
         trace = collector if collector is not None else NULL_COLLECTOR
-        on = trace.is_enabled
+        if not trace.is_enabled:
+            return self._run(items, budget, trace, False, on_overflow)
+        trace.on_run_start(len(items), budget)
+        try:
+            return self._run(items, budget, trace, True, on_overflow)
+        except Exception as exc:
+            trace.on_run_error(exc)
+            raise
+
+    def _run(
+        self,
+        items: Sequence[ContextItem],
+        budget: ContextBudget,
+        trace: TraceCollector,
+        on: bool,
+        on_overflow: OverflowCallback | None,
+    ) -> ContextResult:
         clock = perf_counter if on else _no_clock
-        if on:
-            trace.on_run_start(len(items), budget)
 
         # 1. Classify ------------------------------------------------------------------
         if on:
@@ -296,7 +325,10 @@ class Pipeline:
         merged.extend(sliced)
         merged_tokens = sum(entry.item.tokens for entry in merged)
         overflow: OverflowEvent | None = None
-        target = budget.target_tokens
+        # The spec checks overflow against target_tokens and also requires the window never
+        # to exceed max_tokens - output_reserve; with target above that ceiling, only the
+        # lower of the two honours both (count quotas can commit past the slicer's budget).
+        target = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
         if merged_tokens > target:
             strategy = self.overflow_strategy
             if strategy is OverflowStrategy.THROW:

@@ -2,14 +2,26 @@
 
 ::
 
-    cupel select ITEMS --max-tokens N [options]   select a window from JSON / JSONL items
-    cupel demo [options]                          run the default pipeline on a shipped example
-    cupel conformance [PATH ...] [--json]         run the conformance vectors
+    cupel select ITEMS --max-tokens N [options]    select a window from JSON / JSONL items
+    cupel explain ITEMS --max-tokens N [options]   every decision, grouped by stage
+    cupel compare ITEMS --max-tokens N --policy A --policy B [...]
+                                                   which items swing between policies
+    cupel min-budget ITEMS --item CONTENT [options]
+                                                   the smallest budget that includes an item
+    cupel demo [options]                           run a pipeline on a shipped example
+    cupel conformance [PATH ...] [--json]          run the conformance vectors
 
-``select`` writes the selected window (item wire format, placed order) as a JSON array to
-stdout and a readable report to stderr. Input errors (unreadable file, bad JSON, invalid
-item, budget or flag) print one ``cupel: error: ...`` line and exit with status 2, as does
-a selection the configuration refuses (pinned items or overflow under ``--overflow throw``).
+The pipeline comes from ``--policy NAME|FILE`` (a preset name or a ``.json`` / ``.toml``
+policy file) or from the individual ``--scorer`` / ``--slicer`` / ``--placer`` / ...
+flags, not both. ``select`` writes the selected window (item wire format, placed order)
+as a JSON array to stdout and a readable report to stderr; with ``--report json`` it
+writes ``{"window": [...], "report": {...}}`` to stdout instead. ``--report json`` makes
+every command print one JSON document (the ``SelectionReport`` wire form plus the
+command's own fields) on stdout; ``--html FILE`` (select, explain, demo) writes a
+self-contained HTML page of the selection. Input errors (unreadable file, bad JSON,
+invalid item, policy, budget or flag) print one ``cupel: error: ...`` line and exit
+with status 2, as does a selection the configuration refuses (pinned items or overflow
+under ``--overflow throw``).
 """
 
 from __future__ import annotations
@@ -26,11 +38,17 @@ from datetime import timedelta
 from importlib import resources
 from typing import Any, NoReturn
 
+from cupel._cli_render import CompareRow, explain, format_compare, format_explanation
+from cupel._cli_render import clip as _clip
 from cupel._errors import CupelError
+from cupel._html import render_html
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
 from cupel._pipeline import ContextResult, Pipeline
-from cupel.diagnostics import IncludedItem, OverflowEvent, SelectionReport
+from cupel.analytics import find_min_budget_for
+from cupel.diagnostics import IncludedItem, OverflowEvent, PipelineStage, SelectionReport
 from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
+from cupel.policy import ItemStatus, Policy, PolicyError, policy_sensitivity
+from cupel.presets import PRESET_NAMES, preset
 from cupel.scorers import (
     CompositeScorer,
     DecayScorer,
@@ -54,6 +72,7 @@ __all__ = [
     "format_demo",
     "format_report",
     "load_items",
+    "load_policy",
     "main",
     "parse_items",
 ]
@@ -194,8 +213,19 @@ def _build_one(name: str, args: argparse.Namespace) -> Scorer:
     return DecayScorer(SystemTimeProvider(), ExponentialDecay(timedelta(seconds=args.half_life)))
 
 
-def build_pipeline(args: argparse.Namespace) -> Pipeline:
-    """The pipeline the configuration flags describe."""
+_CONFIG_FLAGS = (
+    ("scorer", "--scorer"),
+    ("tag_weight", "--tag-weight"),
+    ("half_life", "--half-life"),
+    ("slicer", "--slicer"),
+    ("bucket_size", "--bucket-size"),
+    ("placer", "--placer"),
+    ("no_dedup", "--no-dedup"),
+    ("overflow", "--overflow"),
+)
+
+
+def _flag_pipeline(args: argparse.Namespace) -> Pipeline:
     specs = [_scorer_spec(s) for s in (args.scorer or DEFAULT_SCORERS)]
     names = {name for name, _ in specs}
     if args.tag_weight and "tag" not in names:
@@ -217,17 +247,57 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
         slicer,
         placer,
         deduplication=not args.no_dedup,
-        overflow_strategy=OverflowStrategy.parse(args.overflow),
+        overflow_strategy=OverflowStrategy.parse(args.overflow or "throw"),
     )
 
 
+def load_policy(spec: str) -> Policy:
+    """The policy ``spec`` names: a preset name, or the path of a ``.json`` / ``.toml`` file."""
+
+    if not spec.lower().endswith((".json", ".toml")):
+        try:
+            return preset(spec)
+        except PolicyError:
+            raise CliError(
+                f"--policy {spec!r} is neither a preset ({', '.join(PRESET_NAMES)}) "
+                "nor a .json / .toml policy file"
+            ) from None
+    try:
+        return Policy.load(spec)
+    except OSError as exc:
+        raise CliError(f"--policy: cannot read {spec}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"--policy {spec}: not UTF-8 text ({exc.reason})") from None
+    except PolicyError as exc:
+        raise CliError(f"policy file {spec}: {exc}") from None
+
+
+def build_pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline the configuration flags (or ``--policy``) describe."""
+    policy = getattr(args, "policy", None)
+    if policy is None:
+        return _flag_pipeline(args)
+    given = [flag for dest, flag in _CONFIG_FLAGS if getattr(args, dest) not in (None, [], False)]
+    if given:
+        raise CliError(
+            f"--policy cannot be combined with {', '.join(given)}: the policy sets the "
+            "scorer, slicer, placer, deduplication and overflow strategy"
+        )
+    return load_policy(policy).build()
+
+
 def _describe_config(args: argparse.Namespace) -> str:
+    policy = getattr(args, "policy", None)
+    if policy is not None:
+        return f"policy {policy}"
     scorers = " + ".join(args.scorer or DEFAULT_SCORERS)
-    slicer = args.slicer + (f"(bucket {args.bucket_size})" if args.bucket_size else "")
+    slicer = (args.slicer or "greedy") + (
+        f"(bucket {args.bucket_size})" if args.bucket_size else ""
+    )
     dedup = "off" if args.no_dedup else "on"
     return (
-        f"scorer {scorers}; slicer {slicer}; placer {args.placer}; "
-        f"dedup {dedup}; overflow {args.overflow}"
+        f"scorer {scorers}; slicer {slicer}; placer {args.placer or 'chronological'}; "
+        f"dedup {dedup}; overflow {args.overflow or 'throw'}"
     )
 
 
@@ -242,11 +312,6 @@ def _budget(args: argparse.Namespace) -> ContextBudget:
 
 
 # -- reports --------------------------------------------------------------------------------
-def _clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
-
-
 def _reason(payload: dict[str, Any]) -> str:
     name = payload.get("reason", "?")
     fields = ", ".join(
@@ -352,33 +417,295 @@ def _run(
 def _overflow_lines(events: list[OverflowEvent]) -> list[str]:
     return [
         f"{PROG}: warning: window exceeds target_tokens by {e.tokens_over_budget} tokens "
-        f"(--overflow proceed)"
+        f"(overflow proceed)"
         for e in events
     ]
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _write_html(
+    path: str,
+    report: SelectionReport,
+    budget: ContextBudget,
+    *,
+    title: str,
+    subtitle: str,
+    stage_of: dict[int, PipelineStage] | None = None,
+) -> None:
+    page = render_html(report, budget, title=title, subtitle=subtitle, stage_of=stage_of)
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(f"{PROG}: wrote {path}", file=sys.stderr)
+
+
+def _check_html_target(args: argparse.Namespace) -> None:
+    """Fail before the run when ``--html`` names a directory or a missing directory."""
+    path = getattr(args, "html", None)
+    if path is None:
+        return
+    if os.path.isdir(path):
+        raise CliError(f"--html {path}: is a directory")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise CliError(f"--html {path}: no such directory {parent}")
+
+
+def _source_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
 
 
 # -- commands -------------------------------------------------------------------------------
 def _cmd_select(args: argparse.Namespace) -> int:
     budget = _budget(args)
     pipeline = build_pipeline(args)
+    _check_html_target(args)
     items = load_items(args.items)
     result, report, events = _run(pipeline, items, budget)
-    json.dump([i.to_dict() for i in result.items], sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
-    print(
-        "\n".join([*_overflow_lines(events), format_report(report, result, budget)]),
-        file=sys.stderr,
-    )
+    if args.report == "json":
+        _print_json({"window": [i.to_dict() for i in result.items], "report": report.to_dict()})
+        for line in _overflow_lines(events):
+            print(line, file=sys.stderr)
+    else:
+        json.dump([i.to_dict() for i in result.items], sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        print(
+            "\n".join([*_overflow_lines(events), format_report(report, result, budget)]),
+            file=sys.stderr,
+        )
+    if args.html is not None:
+        _write_html(
+            args.html,
+            report,
+            budget,
+            title=f"cupel select: {_source_name(args.items)}",
+            subtitle=_describe_config(args),
+        )
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     budget = _budget(args)
     pipeline = build_pipeline(args)
+    _check_html_target(args)
     result, report, events = _run(pipeline, _demo_items(), budget)
     for line in _overflow_lines(events):
         print(line, file=sys.stderr)
-    print(format_demo(report, result, budget, _describe_config(args), show_all=args.all))
+    config = _describe_config(args)
+    if args.report == "json":
+        _print_json(
+            {
+                "command": "demo",
+                "source": DEMO_DATA,
+                "config": config,
+                "budget": budget.to_dict(),
+                "window": [i.to_dict() for i in result.items],
+                "report": report.to_dict(),
+            }
+        )
+    else:
+        print(format_demo(report, result, budget, config, show_all=args.all))
+    if args.html is not None:
+        _write_html(args.html, report, budget, title=f"cupel demo: {DEMO_DATA}", subtitle=config)
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    budget = _budget(args)
+    pipeline = build_pipeline(args)
+    _check_html_target(args)
+    items = load_items(args.items)
+    explanation = explain(pipeline, items, budget)
+    config = _describe_config(args)
+    source = _source_name(args.items)
+    report = explanation.report
+    if args.report == "json":
+        _print_json(
+            {"command": "explain", "source": source, "config": config} | explanation.to_dict()
+        )
+    else:
+        header = [
+            f"{PROG} explain: {report.total_candidates} candidates "
+            f"({report.total_tokens_considered:,} tokens) from {source}",
+            f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}"
+            + (f" / output reserve {budget.output_reserve:,}" if budget.output_reserve else "")
+            + f"; {config}",
+        ]
+        print(format_explanation(explanation, header))
+    if args.html is not None:
+        _write_html(
+            args.html,
+            report,
+            budget,
+            title=f"cupel explain: {source}",
+            subtitle=config,
+            stage_of=explanation.stage_of,
+        )
+    return 0
+
+
+def _policy_labels(specs: Sequence[str]) -> list[str]:
+    """Column labels: preset names as given, policy files by their stem (the path as
+    given when two stems collide)."""
+    stems = [
+        os.path.splitext(os.path.basename(spec))[0]
+        if spec.lower().endswith((".json", ".toml"))
+        else spec
+        for spec in specs
+    ]
+    labels = [
+        spec if stems.count(stem) > 1 else stem for spec, stem in zip(specs, stems, strict=True)
+    ]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise CliError(f"--policy {label} is given more than once")
+    return labels
+
+
+def _reason_for(report: SelectionReport, content: str) -> str | None:
+    """Why ``report`` left out ``content``: the first reason other than Deduplicated
+    (a removed copy says less than the kept copy's fate), else Deduplicated."""
+    names = [e.reason.name for e in report.excluded if e.item.content == content]
+    return next((n for n in names if n != "Deduplicated"), names[0] if names else None)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    specs: list[str] = args.policy or []
+    if len(specs) < 2:
+        raise CliError(
+            f"compare needs at least two --policy options, got {len(specs)} "
+            "(e.g. --policy chat --policy rag)"
+        )
+    labels = _policy_labels(specs)
+    budget = _budget(args)
+    variants = [(label, load_policy(spec)) for label, spec in zip(labels, specs, strict=True)]
+    items = load_items(args.items)
+    sensitivity = policy_sensitivity(items, budget, variants)
+    reports = dict(sensitivity.variants)
+    rows = []
+    for diff in sensitivity.diffs:  # in first-seen order of the items
+        cells = []
+        for label, status in diff.statuses:
+            included = status is ItemStatus.INCLUDED
+            reason = None if included else _reason_for(reports[label], diff.content)
+            cells.append((label, included, reason))
+        rows.append(CompareRow(diff.content, tuple(cells)))
+    totals = [(len(r.included), r.included_tokens) for _, r in sensitivity.variants]
+    source = _source_name(args.items)
+    if args.report == "json":
+        _print_json(
+            {
+                "command": "compare",
+                "source": source,
+                "budget": budget.to_dict(),
+                "variants": [
+                    {
+                        "label": label,
+                        "policy": spec,
+                        "included_items": len(report.included),
+                        "included_tokens": report.included_tokens,
+                        "report": report.to_dict(),
+                    }
+                    for (label, report), spec in zip(sensitivity.variants, specs, strict=True)
+                ],
+                "diffs": [row.to_dict() for row in rows],
+            }
+        )
+        return 0
+    candidates = len(items)
+    header = [
+        f"{PROG} compare: {candidates} candidates "
+        f"({sum(i.tokens for i in items):,} tokens) from {source}, "
+        f"budget max {budget.max_tokens:,} / target {budget.target_tokens:,}; "
+        f"{len(rows)} item{'' if len(rows) == 1 else 's'} change status"
+    ]
+    print(format_compare(header, labels, rows, totals))
+    return 0
+
+
+def _find_target(items: Sequence[ContextItem], content: str) -> ContextItem:
+    """The one item whose content is ``content``, or else uniquely starts with it."""
+    if not content:
+        raise CliError("--item must not be empty: give the item's content or its beginning")
+    exact = [i for i, item in enumerate(items) if item.content == content]
+    matches = exact or [i for i, item in enumerate(items) if item.content.startswith(content)]
+    if not matches:
+        raise CliError(f"--item {_clip(content, 60)!r}: no item's content is or starts with it")
+    if len(matches) > 1:
+        where = ", ".join(str(i) for i in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        where = f"(items {where}, counting from 0)"
+        if len({items[i].content for i in matches}) == 1:
+            raise CliError(
+                f"--item {_clip(content, 60)!r} is ambiguous: {len(matches)} items have the "
+                f"same content {where}; duplicates cannot be told apart by content"
+            )
+        raise CliError(
+            f"--item {_clip(content, 60)!r} is ambiguous: {len(matches)} items have content "
+            f"starting with it {where}; give more of the content"
+        )
+    return items[matches[0]]
+
+
+def _cmd_min_budget(args: argparse.Namespace) -> int:
+    pipeline = build_pipeline(args)
+    items = load_items(args.items)
+    target = _find_target(items, args.item)
+    ceiling = args.search_ceiling
+    if ceiling is None:
+        ceiling = sum(max(item.tokens, 0) for item in items)
+    minimum = find_min_budget_for(pipeline, items, target, ceiling)
+    config = _describe_config(args)
+    source = _source_name(args.items)
+    shown = f'"{_clip(target.content, 60)}" ({target.tokens:,} tokens, {target.kind})'
+    # The run at the answer (or at the ceiling): the report the decision rests on. At the
+    # ceiling the run itself may be refused (pinned items alone over it): say so instead.
+    at = minimum if minimum is not None else ceiling
+    report: SelectionReport | None = None
+    refusal = ""
+    try:
+        report = _run(pipeline, items, ContextBudget(max_tokens=at, target_tokens=at))[1]
+    except CupelError as exc:
+        if minimum is not None:
+            raise
+        refusal = str(exc)
+    if args.report == "json":
+        _print_json(
+            {
+                "command": "min-budget",
+                "source": source,
+                "config": config,
+                "item": target.to_dict(),
+                "search_ceiling": ceiling,
+                "min_budget": minimum,
+                "report_budget": at,
+                "report": report.to_dict() if report is not None else None,
+            }
+        )
+        return 0
+    lines = [f"{PROG} min-budget: {minimum if minimum is not None else 'not reachable'}"]
+    lines.append(f"  item:     {shown}")
+    if minimum is not None:
+        lines.append(
+            f"  answer:   included at max tokens = target tokens = {minimum:,} "
+            "(add any output reserve on top)"
+        )
+    else:
+        why = f"; at {ceiling:,}: {refusal}" if refusal else ""
+        if report is not None:
+            reason = next((e.reason for e in report.excluded if e.item is target), None)
+            if reason is not None:
+                why = f"; at {ceiling:,}: {reason.describe()}"
+        lines.append(
+            f"  answer:   not included at any budget up to the search ceiling {ceiling:,}{why}"
+        )
+    lines.append(f"  searched: {target.tokens:,}..{ceiling:,} tokens; {config}")
+    print("\n".join(lines))
     return 0
 
 
@@ -388,9 +715,20 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     return report(args.paths, as_json=args.json, prog=PROG)
 
 
-def _config_flags() -> _Parser:
+def _config_flags(*, policy: bool = True) -> _Parser:
     flags = _Parser(add_help=False)
-    group = flags.add_argument_group("pipeline configuration")
+    group = flags.add_argument_group(
+        "pipeline configuration",
+        "either --policy or the individual flags (default: recency:3 + kind:1, greedy, "
+        "chronological, dedup on, overflow throw)",
+    )
+    if policy:
+        group.add_argument(
+            "--policy",
+            metavar="NAME|FILE",
+            help="a preset (chat, code_review, rag, document_qa, tool_use, long_running, "
+            "debugging) or a .json / .toml policy file",
+        )
     group.add_argument(
         "--scorer",
         action="append",
@@ -403,11 +741,31 @@ def _config_flags() -> _Parser:
     group.add_argument(
         "--half-life", type=float, metavar="SECONDS", help="half-life for decay (system clock)"
     )
-    group.add_argument("--slicer", choices=("greedy", "knapsack"), default="greedy")
+    group.add_argument("--slicer", choices=("greedy", "knapsack"), help="default: greedy")
     group.add_argument("--bucket-size", type=int, metavar="N", help="knapsack bucket size (100)")
-    group.add_argument("--placer", choices=("chronological", "u-shaped"), default="chronological")
+    group.add_argument(
+        "--placer", choices=("chronological", "u-shaped"), help="default: chronological"
+    )
     group.add_argument("--no-dedup", action="store_true", help="keep duplicate contents")
-    group.add_argument("--overflow", choices=("throw", "truncate", "proceed"), default="throw")
+    group.add_argument(
+        "--overflow", choices=("throw", "truncate", "proceed"), help="default: throw"
+    )
+    return flags
+
+
+def _output_flags(*, html: bool) -> _Parser:
+    flags = _Parser(add_help=False)
+    group = flags.add_argument_group("output")
+    group.add_argument(
+        "--report",
+        choices=("text", "json"),
+        default="text",
+        help="json: one machine-readable document on stdout (default: text)",
+    )
+    if html:
+        group.add_argument(
+            "--html", metavar="FILE", help="also write a self-contained HTML page of the selection"
+        )
     return flags
 
 
@@ -440,19 +798,67 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Deterministic, explainable context selection.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     config = _config_flags()
+    budget = _budget_flags(max_tokens=None, target_tokens=None)
+    with_html = _output_flags(html=True)
     select = commands.add_parser(
         "select",
-        parents=[_budget_flags(max_tokens=None, target_tokens=None), config],
+        parents=[budget, config, with_html],
         help="select a context window from items (JSON array or JSON Lines)",
-        description="Write the selected window (JSON) to stdout and a report to stderr.",
+        description="Write the selected window (JSON) to stdout and a report to stderr; "
+        'with --report json, write {"window": [...], "report": {...}} to stdout.',
     )
     select.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
     select.set_defaults(handler=_cmd_select)
+    explain = commands.add_parser(
+        "explain",
+        parents=[budget, config, with_html],
+        help="explain every decision of a selection, grouped by stage",
+        description="A per-item account of a selection: for each stage (Classify, "
+        "Score/Deduplicate, Slice, Place) the items it decided on, with score, decision, "
+        "reason and its numbers, then a summary.",
+    )
+    explain.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
+    explain.set_defaults(handler=_cmd_explain)
+    compare = commands.add_parser(
+        "compare",
+        parents=[budget, _output_flags(html=False)],
+        help="compare policies: which items each one includes or excludes",
+        description="Run two or more policies over the same items and budget and show, "
+        "for every item whose inclusion differs, what each policy decided.",
+    )
+    compare.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
+    compare.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME|FILE",
+        help="repeat at least twice; a preset name or a .json / .toml policy file",
+    )
+    compare.set_defaults(handler=_cmd_compare)
+    min_budget = commands.add_parser(
+        "min-budget",
+        parents=[config, _output_flags(html=False)],
+        help="find the smallest budget at which an item is selected",
+        description="Binary-search the smallest budget (max tokens = target tokens) at "
+        "which the item is included. The item is the one whose content equals CONTENT, or "
+        "else the only one whose content starts with it.",
+    )
+    min_budget.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
+    min_budget.add_argument(
+        "--item", required=True, metavar="CONTENT", help="the item's content (or a prefix)"
+    )
+    min_budget.add_argument(
+        "--search-ceiling",
+        type=int,
+        metavar="N",
+        help="largest budget to try (default: the total tokens of all items)",
+    )
+    min_budget.set_defaults(handler=_cmd_min_budget)
     demo = commands.add_parser(
         "demo",
         parents=[
             _budget_flags(max_tokens=DEMO_MAX_TOKENS, target_tokens=DEMO_TARGET_TOKENS),
             config,
+            with_html,
         ],
         help="run the pipeline on a shipped agent conversation and explain the selection",
     )
@@ -472,7 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise CliError(
-                "a command is required: select, demo or conformance (see 'cupel --help')"
+                "a command is required: select, explain, compare, min-budget, demo or "
+                "conformance (see 'cupel --help')"
             )
         status: int = args.handler(args)
         return status

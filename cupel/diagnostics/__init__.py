@@ -3,7 +3,10 @@
 from cupel.diagnostics._collectors import (
     NULL_COLLECTOR,
     DiagnosticTraceCollector,
+    MultiTraceCollector,
     NullTraceCollector,
+    ObserverError,
+    ObserverErrorWarning,
     TraceCollector,
 )
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
@@ -39,8 +42,11 @@ __all__ = [
     "Filtered",
     "IncludedItem",
     "InclusionReason",
+    "MultiTraceCollector",
     "NegativeTokens",
     "NullTraceCollector",
+    "ObserverError",
+    "ObserverErrorWarning",
     "OverflowEvent",
     "PinnedOverride",
     "PipelineStage",

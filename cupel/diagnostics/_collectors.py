@@ -14,19 +14,67 @@ and builds the :class:`~cupel.SelectionReport` afterwards.
 >>> report = collector.build_report()
 >>> [e.item.content for e in report.included], report.excluded[0].reason.name
 (['a'], 'BudgetExceeded')
+>>> for event in collector.events:
+...     print(event.stage.value, event.item_count, event.message or "")
+Classify 2
+Score 2
+Deduplicate 2
+Slice 1 excluded 'b': BudgetExceeded: needs 50 tokens, 5 available
+Slice 2
+Place 1 included 'a': Scored (score 0.0000)
+Place 1
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from cupel._errors import InvalidOperationError
+from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
 from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
 from cupel.slicers._base import CountRequirementShortfall
 
-__all__ = ["DiagnosticTraceCollector", "NullTraceCollector", "TraceCollector"]
+__all__ = [
+    "DiagnosticTraceCollector",
+    "MultiTraceCollector",
+    "NullTraceCollector",
+    "ObserverError",
+    "ObserverErrorWarning",
+    "TraceCollector",
+    "exclusion_event",
+    "inclusion_event",
+]
+
+TraceObserver = Callable[[TraceEvent], object]
+"""An observer receives each recorded :class:`TraceEvent`; its return value is ignored."""
+
+
+def exclusion_event(stage: PipelineStage, excluded: ExcludedItem) -> TraceEvent:
+    """The item-level event of one exclusion decision (``duration_ms`` 0.0, ``item_count`` 1).
+
+    >>> from cupel import ContextItem, NegativeTokens
+    >>> event = exclusion_event(PipelineStage.CLASSIFY,
+    ...     ExcludedItem(ContextItem(content="x", tokens=-3), 0.0, NegativeTokens(-3)))
+    >>> event.duration_ms, event.item_count, event.message
+    (0.0, 1, "excluded 'x': NegativeTokens: tokens = -3")
+    """
+    return TraceEvent(
+        stage, 0.0, 1, f"excluded {excluded.item.content[:60]!r}: {excluded.reason.describe()}"
+    )
+
+
+def inclusion_event(included: IncludedItem) -> TraceEvent:
+    """The item-level event of one inclusion decision (recorded at the Place stage)."""
+    return TraceEvent(
+        PipelineStage.PLACE,
+        0.0,
+        1,
+        f"included {included.item.content[:60]!r}: {included.reason.value} "
+        f"(score {included.score:.4f})",
+    )
 
 
 class TraceCollector:
@@ -34,7 +82,18 @@ class TraceCollector:
 
     ``record_stage_event`` and ``record_item_event`` are the spec's contract. The
     ``on_*`` hooks carry the decisions themselves; the pipeline calls them (and builds
-    their arguments) only when ``is_enabled`` is true. Subclass and override what you need.
+    their arguments) only when ``is_enabled`` is true. Subclass and override what you need:
+    a subclass that overrides ``record_item_event`` receives one item event per decision
+    from the default ``on_excluded`` / ``on_included`` (before the stage's own event).
+
+    >>> class Printer(TraceCollector):
+    ...     is_enabled = True
+    ...     def record_item_event(self, event: TraceEvent) -> None:
+    ...         print(event.stage.value, event.message)
+    >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer
+    >>> _ = Pipeline(RecencyScorer()).run([ContextItem(content="hi", tokens=1)],
+    ...     ContextBudget(max_tokens=5, target_tokens=5), collector=Printer())
+    Place included 'hi': Scored (score 0.0000)
     """
 
     @property
@@ -55,10 +114,15 @@ class TraceCollector:
         """A stage begins."""
 
     def on_excluded(self, stage: PipelineStage, excluded: ExcludedItem) -> None:
-        """``stage`` excluded an item."""
+        """``stage`` excluded an item (forwarded to ``record_item_event`` when overridden)."""
+        if type(self).record_item_event is not TraceCollector.record_item_event:
+            self.record_item_event(exclusion_event(stage, excluded))
 
     def on_included(self, included: IncludedItem) -> None:
-        """An item is in the final window (called in placed order)."""
+        """An item is in the final window (called in placed order; forwarded to
+        ``record_item_event`` when overridden)."""
+        if type(self).record_item_event is not TraceCollector.record_item_event:
+            self.record_item_event(inclusion_event(included))
 
     def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
         """Count requirements the slicer could not meet."""
@@ -68,6 +132,10 @@ class TraceCollector:
 
     def on_run_end(self, total_candidates: int, total_tokens_considered: int) -> None:
         """The run finished."""
+
+    def on_run_error(self, error: BaseException) -> None:
+        """The run raised ``error`` (pinned budget, overflow under THROW, a failing stage);
+        the pipeline re-raises it after this call."""
 
     def build_report(self) -> SelectionReport | None:
         """The report of the run, for collectors that build one."""
@@ -86,6 +154,18 @@ class NullTraceCollector(TraceCollector):
 NULL_COLLECTOR = NullTraceCollector()
 
 
+@dataclass(frozen=True, slots=True)
+class ObserverError:
+    """An exception an observer raised, and the event it was given."""
+
+    event: TraceEvent
+    error: Exception
+
+
+class ObserverErrorWarning(RuntimeWarning):
+    """Issued (once per collector) when a trace observer raises; the run carries on."""
+
+
 class DiagnosticTraceCollector(TraceCollector):
     """Records one run and builds its :class:`~cupel.SelectionReport`.
 
@@ -93,17 +173,58 @@ class DiagnosticTraceCollector(TraceCollector):
     ``ITEM`` adds one event per decision (each stage's item events precede its stage
     event). Inclusions and exclusions are recorded at every level, so the report is
     complete either way. Use one collector per run.
+
+    ``observer`` is called synchronously with every recorded event, as it is recorded.
+    Observer failures are **isolated**: an exception (any ``Exception``) raised by the
+    observer is caught, the event stays recorded, the run and its report are unaffected,
+    the failure is kept in :attr:`observer_errors`, and the first failure of a collector
+    issues an :class:`ObserverErrorWarning` (turn warnings into errors, e.g. pytest's
+    ``-W error``, to make a failing observer abort the run instead).
+
+    >>> seen = []
+    >>> def flaky(event):
+    ...     seen.append(event.stage.value)
+    ...     if event.stage is PipelineStage.SCORE:
+    ...         raise ValueError("dashboard offline")
+    >>> import warnings
+    >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer
+    >>> collector = DiagnosticTraceCollector(observer=flaky)
+    >>> with warnings.catch_warnings(record=True):
+    ...     result = Pipeline(RecencyScorer()).run([ContextItem(content="a", tokens=1)],
+    ...         ContextBudget(max_tokens=5, target_tokens=5), collector=collector)
+    >>> seen, [e.error for e in collector.observer_errors]
+    (['Classify', 'Score', 'Deduplicate', 'Slice', 'Place'], [ValueError('dashboard offline')])
+    >>> [i.content for i in result.items], len(result.report.events)
+    (['a'], 5)
     """
 
     def __init__(
         self,
         detail_level: TraceDetailLevel = TraceDetailLevel.STAGE,
         *,
-        observer: Callable[[TraceEvent], None] | None = None,
+        observer: TraceObserver | None = None,
     ) -> None:
-        self.detail_level = TraceDetailLevel(detail_level)
+        try:
+            self.detail_level = TraceDetailLevel(detail_level)
+        except ValueError:
+            allowed = ", ".join(f"{m.name} ({m.value})" for m in TraceDetailLevel)
+            raise ConfigurationError(
+                f"DiagnosticTraceCollector: detail_level must be one of {allowed}, "
+                f"got {detail_level!r}",
+                field="detail_level",
+                value=detail_level,
+            ) from None
+        if observer is not None and not callable(observer):
+            raise ConfigurationError(
+                f"DiagnosticTraceCollector: observer must be callable (it receives each "
+                f"TraceEvent) or None, got {observer!r}",
+                field="observer",
+                value=observer,
+            )
         self.observer = observer
         self.events: list[TraceEvent] = []
+        self.observer_errors: list[ObserverError] = []
+        """Exceptions the observer raised, in order, with the events that triggered them."""
         self._included: list[IncludedItem] = []
         self._excluded: list[ExcludedItem] = []
         self._shortfalls: list[CountRequirementShortfall] = []
@@ -120,8 +241,21 @@ class DiagnosticTraceCollector(TraceCollector):
 
     def _emit(self, event: TraceEvent) -> None:
         self.events.append(event)
-        if self.observer is not None:
-            self.observer(event)
+        observer = self.observer
+        if observer is None:
+            return
+        try:
+            observer(event)
+        except Exception as error:
+            self.observer_errors.append(ObserverError(event, error))
+            if len(self.observer_errors) == 1:
+                warnings.warn(
+                    f"trace observer {observer!r} raised {error!r} on a {_stage_name(event)} "
+                    f"event; the run continues and further observer errors of this collector "
+                    f"are kept in DiagnosticTraceCollector.observer_errors",
+                    ObserverErrorWarning,
+                    stacklevel=2,
+                )
 
     def record_stage_event(self, event: TraceEvent) -> None:
         self._emit(event)
@@ -140,27 +274,12 @@ class DiagnosticTraceCollector(TraceCollector):
     def on_excluded(self, stage: PipelineStage, excluded: ExcludedItem) -> None:
         self._excluded.append(excluded)
         if self.detail_level >= TraceDetailLevel.ITEM:
-            self._emit(
-                TraceEvent(
-                    stage,
-                    0.0,
-                    1,
-                    f"excluded {excluded.item.content[:60]!r}: {excluded.reason.describe()}",
-                )
-            )
+            self.record_item_event(exclusion_event(stage, excluded))
 
     def on_included(self, included: IncludedItem) -> None:
         self._included.append(included)
         if self.detail_level >= TraceDetailLevel.ITEM:
-            self._emit(
-                TraceEvent(
-                    PipelineStage.PLACE,
-                    0.0,
-                    1,
-                    f"included {included.item.content[:60]!r}: {included.reason.value} "
-                    f"(score {included.score:.4f})",
-                )
-            )
+            self.record_item_event(inclusion_event(included))
 
     def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
         self._shortfalls.extend(shortfalls)
@@ -188,3 +307,89 @@ class DiagnosticTraceCollector(TraceCollector):
             count_requirement_shortfalls=tuple(self._shortfalls),
             overflow=self._overflow,
         )
+
+
+def _stage_name(event: TraceEvent) -> str:
+    return event.stage.value if isinstance(event.stage, PipelineStage) else str(event.stage)
+
+
+class MultiTraceCollector(TraceCollector):
+    """Forwards one run to several collectors (e.g. a report and OpenTelemetry spans).
+
+    Enabled when any of its collectors is; disabled ones receive no calls.
+    ``build_report`` returns the first report one of them builds.
+
+    >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer
+    >>> first, second = DiagnosticTraceCollector(), DiagnosticTraceCollector()
+    >>> result = Pipeline(RecencyScorer()).run([ContextItem(content="a", tokens=1)],
+    ...     ContextBudget(max_tokens=5, target_tokens=5),
+    ...     collector=MultiTraceCollector(first, NULL_COLLECTOR, second))
+    >>> result.report == first.build_report() == second.build_report()
+    True
+    """
+
+    def __init__(self, *collectors: TraceCollector) -> None:
+        for index, collector in enumerate(collectors):
+            if not isinstance(collector, TraceCollector):
+                raise ConfigurationError(
+                    f"MultiTraceCollector: collectors[{index}] must be a TraceCollector, "
+                    f"got {collector!r}",
+                    field=f"collectors[{index}]",
+                    value=collector,
+                )
+        self.collectors: tuple[TraceCollector, ...] = collectors
+        self._enabled = tuple(c for c in collectors if c.is_enabled)
+
+    def __repr__(self) -> str:
+        return f"MultiTraceCollector({', '.join(map(repr, self.collectors))})"
+
+    @property
+    def is_enabled(self) -> bool:
+        return bool(self._enabled)
+
+    def record_stage_event(self, event: TraceEvent) -> None:
+        for collector in self._enabled:
+            collector.record_stage_event(event)
+
+    def record_item_event(self, event: TraceEvent) -> None:
+        for collector in self._enabled:
+            collector.record_item_event(event)
+
+    def on_run_start(self, item_count: int, budget: ContextBudget) -> None:
+        for collector in self._enabled:
+            collector.on_run_start(item_count, budget)
+
+    def on_stage_start(self, stage: PipelineStage) -> None:
+        for collector in self._enabled:
+            collector.on_stage_start(stage)
+
+    def on_excluded(self, stage: PipelineStage, excluded: ExcludedItem) -> None:
+        for collector in self._enabled:
+            collector.on_excluded(stage, excluded)
+
+    def on_included(self, included: IncludedItem) -> None:
+        for collector in self._enabled:
+            collector.on_included(included)
+
+    def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
+        for collector in self._enabled:
+            collector.on_shortfalls(shortfalls)
+
+    def on_overflow(self, event: OverflowEvent) -> None:
+        for collector in self._enabled:
+            collector.on_overflow(event)
+
+    def on_run_end(self, total_candidates: int, total_tokens_considered: int) -> None:
+        for collector in self._enabled:
+            collector.on_run_end(total_candidates, total_tokens_considered)
+
+    def on_run_error(self, error: BaseException) -> None:
+        for collector in self._enabled:
+            collector.on_run_error(error)
+
+    def build_report(self) -> SelectionReport | None:
+        for collector in self._enabled:
+            report = collector.build_report()
+            if report is not None:
+                return report
+        return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cupel._model import ContextItem
 from cupel.diagnostics._events import OverflowEvent, TraceEvent
@@ -15,6 +15,9 @@ from cupel.diagnostics._reasons import (
     exclusion_reason_from_dict,
 )
 from cupel.slicers._base import CountRequirementShortfall
+
+if TYPE_CHECKING:
+    from cupel.testing import SelectionReportAssertionChain
 
 __all__ = ["ExcludedItem", "IncludedItem", "SelectionReport"]
 
@@ -72,6 +75,20 @@ class SelectionReport:
         """The exclusions with a given reason (variant class or its name)."""
         name = reason if isinstance(reason, str) else reason.name
         return [e for e in self.excluded if e.reason.name == name]
+
+    def should(self) -> SelectionReportAssertionChain:
+        """Assertions over this report (the Cupel.Testing vocabulary; see
+        :mod:`cupel.testing`).
+
+        >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
+        >>> report = Pipeline(RecencyScorer()).dry_run([ContextItem(content="a", tokens=3)],
+        ...     ContextBudget(max_tokens=10, target_tokens=10)).report
+        >>> report.should().include_item_with_kind("Message").have_at_least_n_exclusions(0)
+        SelectionReportAssertionChain(included=1, excluded=0)
+        """
+        from cupel.testing import SelectionReportAssertionChain
+
+        return SelectionReportAssertionChain(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's JSON wire form (plus ``count_requirement_shortfalls`` and ``overflow``

@@ -372,6 +372,14 @@ def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "select", "--help")
     assert status == 0 and "--max-tokens" in out
+    assert "--policy NAME|FILE" in out and "--report {text,json}" in out and "--html FILE" in out
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "--help")
+    assert status == 0
+    for command in ("select", "explain", "compare", "min-budget", "demo", "conformance"):
+        assert f"    {command}" in out, command
 
 
 # -- real processes ----------------------------------------------------------------------

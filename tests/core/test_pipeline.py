@@ -461,3 +461,22 @@ def test_disabled_collector_receives_no_calls() -> None:
     result = pipeline().run(items, budget(100), collector=collector)  # type: ignore[arg-type]
     assert collector.calls == []  # no events, decisions or reports are built for it
     assert result.report is None
+
+
+def test_window_never_exceeds_max_minus_reserve_even_when_target_is_higher() -> None:
+    # Count quotas commit required items regardless of the slicer's budget. With target above
+    # max - reserve, overflow is checked against the lower ceiling, so the spec's "never more
+    # than max_tokens - output_reserve" holds (found by the property test).
+    from cupel.slicers import CountQuotaEntry, CountQuotaSlice
+
+    items = [
+        item("sys-a", 22, pinned=True, minute=0),
+        item("sys-b", 59, pinned=True, minute=1),
+        item("tool", 85, minute=2, kind="ToolOutput"),
+    ]
+    slicer = CountQuotaSlice(GreedySlice(), [CountQuotaEntry("ToolOutput", require_count=1)])
+    tight = ContextBudget(max_tokens=166, target_tokens=166, output_reserve=1)
+    with pytest.raises(OverflowBudgetError, match="166 tokens, exceeding target budget of 165"):
+        pipeline(slicer=slicer).run(items, tight)
+    kept = pipeline(slicer=slicer, overflow_strategy="truncate").run(items, tight)
+    assert contents(kept.items) == ["sys-a", "sys-b"] and kept.total_tokens == 81

@@ -125,18 +125,18 @@ def test_pipeline_invariants(case: tuple[Pipeline, list[ContextItem], ContextBud
     # pinned (non-negative) items are always present
     pinned = [i for i in items if i.pinned and i.tokens >= 0]
     assert {id(i) for i in pinned} <= set(out_ids)
-    # within target unless Proceed (which then says so)
+    # within target (and never above max - reserve) unless Proceed, which then says so
+    limit = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
     assert result.total_tokens == sum(i.tokens for i in result.items)
-    if result.total_tokens > budget.target_tokens:
+    if result.total_tokens > limit:
         pinned_tokens = sum(i.tokens for i in pinned)
         allowed = pipeline.overflow_strategy is OverflowStrategy.PROCEED or (
-            pipeline.overflow_strategy is OverflowStrategy.TRUNCATE
-            and pinned_tokens > budget.target_tokens
+            pipeline.overflow_strategy is OverflowStrategy.TRUNCATE and pinned_tokens > limit
         )
         assert allowed
         if pipeline.overflow_strategy is OverflowStrategy.PROCEED:
             assert len(events) == 1 and result.overflow is events[0]
-            assert events[0].tokens_over_budget == result.total_tokens - budget.target_tokens
+            assert events[0].tokens_over_budget == result.total_tokens - limit
     else:
         assert events == [] and result.overflow is None
     # never more than max - reserve, except pinned alone (rejected earlier)

@@ -1,0 +1,425 @@
+"""Text and JSON accounts for the ``cupel`` command line: ``explain`` and ``compare``.
+
+Package-private: :mod:`cupel.cli` builds the data here and prints it. An
+:class:`Explanation` puts every candidate in exactly one stage, the one whose decision
+stands in the final report: Classify (pinned items, negative token counts), Score /
+Deduplicate (duplicates), Slice (the slicer's picks and rejections) or Place (items
+dropped by ``OverflowStrategy.TRUNCATE``).
+
+>>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer
+>>> items = [ContextItem(content="keep", tokens=5), ContextItem(content="big", tokens=50)]
+>>> account = explain(Pipeline(RecencyScorer()), items, ContextBudget(max_tokens=20,
+...                                                                   target_tokens=20))
+>>> for decision in account.stages[2].decisions:
+...     print(decision.item.content, "->", decision.detail)
+keep -> Scored: selected within the budget
+big -> BudgetExceeded: needs 50 tokens, 15 available
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cupel._model import ContextBudget, ContextItem
+from cupel._pipeline import ContextResult, Pipeline, effective_budget
+from cupel.analytics import budget_utilization, kind_diversity, timestamp_coverage
+from cupel.diagnostics import (
+    DiagnosticTraceCollector,
+    ExcludedItem,
+    IncludedItem,
+    InclusionReason,
+    OverflowEvent,
+    PipelineStage,
+    SelectionReport,
+    TraceDetailLevel,
+)
+
+__all__ = [
+    "CompareRow",
+    "Decision",
+    "Explanation",
+    "StageAccount",
+    "StageRecorder",
+    "clip",
+    "explain",
+    "format_compare",
+    "format_explanation",
+    "reason_detail",
+]
+
+_INCLUSION_DETAIL = {
+    InclusionReason.PINNED: "Pinned: bypasses scoring and slicing",
+    InclusionReason.SCORED: "Scored: selected within the budget",
+    InclusionReason.ZERO_TOKEN: "ZeroToken: costs no tokens",
+}
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters (``…`` marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def reason_detail(entry: IncludedItem | ExcludedItem) -> str:
+    """The reason with its numbers, e.g. ``BudgetExceeded: needs 400 tokens, 50 available``."""
+    if isinstance(entry, IncludedItem):
+        return _INCLUSION_DETAIL.get(entry.reason, entry.reason.value)
+    return entry.reason.describe()
+
+
+class StageRecorder(DiagnosticTraceCollector):
+    """An item-level :class:`~cupel.DiagnosticTraceCollector` that also remembers which
+    stage made each exclusion (keyed by the identity of the report's ``ExcludedItem``)."""
+
+    def __init__(self) -> None:
+        super().__init__(TraceDetailLevel.ITEM)
+        self.stage_of: dict[int, PipelineStage] = {}
+        self._kept: list[ExcludedItem] = []  # keeps the ids above valid
+
+    def on_excluded(self, stage: PipelineStage, excluded: ExcludedItem) -> None:
+        self.stage_of[id(excluded)] = stage
+        self._kept.append(excluded)
+        super().on_excluded(stage, excluded)
+
+    def stage(self, excluded: ExcludedItem) -> PipelineStage | None:
+        """The stage that excluded ``excluded`` (an entry of the built report)."""
+        return self.stage_of.get(id(excluded))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One candidate's final decision, as an explanation shows it."""
+
+    item: ContextItem
+    score: float | None
+    """The score the decision used; ``None`` when the item was never scored (pinned,
+    negative tokens)."""
+    included: bool
+    reason: str
+    detail: str
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "content": self.item.content,
+            "kind": str(self.item.kind),
+            "tokens": self.item.tokens,
+            "score": self.score,
+            "decision": "included" if self.included else "excluded",
+            "reason": self.payload,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StageAccount:
+    """What one stage decided: a summary line and its decisions."""
+
+    stage: str
+    summary: str
+    decisions: tuple[Decision, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "stage": self.stage,
+            "summary": self.summary,
+            "decisions": [d.to_dict() for d in self.decisions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """A run explained stage by stage, plus its report and totals."""
+
+    budget: ContextBudget
+    stages: tuple[StageAccount, ...]
+    report: SelectionReport
+    result: ContextResult
+    effective_target: int
+    pinned_tokens: int
+    stage_of: dict[int, PipelineStage]
+
+    def summary(self) -> dict[str, Any]:
+        """Totals: items, tokens, budget use, exclusions by reason, shortfalls, overflow."""
+        report, budget = self.report, self.budget
+        used = self.result.total_tokens
+        return {
+            "candidates": report.total_candidates,
+            "tokens_considered": report.total_tokens_considered,
+            "included": len(report.included),
+            "included_tokens": used,
+            "excluded": len(report.excluded),
+            "excluded_by_reason": dict(Counter(e.reason.name for e in report.excluded)),
+            "effective_target_tokens": self.effective_target,
+            "target_utilization": _ratio(used, budget.target_tokens),
+            "budget_utilization": budget_utilization(report, budget),
+            "kind_diversity": kind_diversity(report),
+            "timestamp_coverage": timestamp_coverage(report),
+            "shortfalls": [s.to_dict() for s in report.count_requirement_shortfalls],
+            "overflow_tokens": report.overflow.tokens_over_budget if report.overflow else 0,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: budget, stages, summary and the report's wire form."""
+        return {
+            "budget": self.budget.to_dict(),
+            "stages": [s.to_dict() for s in self.stages],
+            "summary": self.summary(),
+            "report": self.report.to_dict(),
+        }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _included(entry: IncludedItem) -> Decision:
+    pinned = entry.reason is InclusionReason.PINNED
+    return Decision(
+        entry.item,
+        None if pinned else entry.score,
+        True,
+        entry.reason.value,
+        reason_detail(entry),
+        entry.reason.to_dict(),
+    )
+
+
+def _excluded(entry: ExcludedItem, *, scored: bool = True) -> Decision:
+    return Decision(
+        entry.item,
+        entry.score if scored else None,
+        False,
+        entry.reason.name,
+        reason_detail(entry),
+        entry.reason.to_dict(),
+    )
+
+
+def _by_score(decisions: list[Decision]) -> tuple[Decision, ...]:
+    return tuple(sorted(decisions, key=lambda d: -(d.score if d.score is not None else 1.0)))
+
+
+def explain(
+    pipeline: Pipeline,
+    items: Sequence[ContextItem],
+    budget: ContextBudget,
+) -> Explanation:
+    """Run ``pipeline`` with an item-level trace and group its decisions by stage."""
+    recorder = StageRecorder()
+    result = pipeline.run(items, budget, collector=recorder)
+    report = recorder.build_report()
+    groups: dict[PipelineStage, list[ExcludedItem]] = {}
+    for entry in report.excluded:
+        stage = recorder.stage(entry) or PipelineStage.SLICE
+        groups.setdefault(stage, []).append(entry)
+    pinned = [e for e in report.included if e.reason is InclusionReason.PINNED]
+    picked = [e for e in report.included if e.reason is not InclusionReason.PINNED]
+    negative = groups.get(PipelineStage.CLASSIFY, [])
+    duplicates = groups.get(PipelineStage.DEDUPLICATE, [])
+    rejected = groups.get(PipelineStage.SLICE, [])
+    truncated = groups.get(PipelineStage.PLACE, [])
+    pinned_tokens = sum(e.item.tokens for e in pinned)
+    eff = effective_budget(budget, pinned_tokens)
+    scored_count = report.total_candidates - len(pinned) - len(negative)
+
+    classify = StageAccount(
+        "Classify",
+        f"{report.total_candidates} candidates: {len(pinned)} pinned "
+        f"({pinned_tokens:,} tokens), {len(negative)} with negative tokens, "
+        f"{scored_count} go on to scoring",
+        tuple([*(_included(e) for e in pinned), *(_excluded(e, scored=False) for e in negative)]),
+    )
+    scores = [e.score for e in picked] + [e.score for e in (*duplicates, *rejected, *truncated)]
+    score_range = f" (scores {min(scores):.3f} to {max(scores):.3f})" if scores else ""
+    dedup = (
+        f"deduplication on: {_count(len(duplicates), 'duplicate')} removed"
+        if pipeline.deduplication
+        else "deduplication off"
+    )
+    score = StageAccount(
+        "Score/Deduplicate",
+        f"{scored_count} items scored by {type(pipeline.scorer).__name__}{score_range}; {dedup}",
+        _by_score([_excluded(e) for e in duplicates]),
+    )
+    sliced_tokens = sum(e.item.tokens for e in picked) + sum(e.item.tokens for e in truncated)
+    room = (
+        f"min(target {budget.target_tokens:,}, max {budget.max_tokens:,} - output reserve "
+        f"{budget.output_reserve:,})"
+        if budget.output_reserve
+        else f"target {budget.target_tokens:,}"
+    )
+    slice_ = StageAccount(
+        "Slice",
+        f"{type(pipeline.slicer).__name__} with effective target {eff.target_tokens:,} tokens "
+        f"({room} - pinned {pinned_tokens:,}"
+        + (f" - reserved {sum(budget.reserved_slots.values()):,}" if budget.reserved_slots else "")
+        + (
+            f", less {budget.estimation_safety_margin_percent:g}% safety margin"
+            if budget.estimation_safety_margin_percent
+            else ""
+        )
+        + f"): selected {len(picked) + len(truncated)} of "
+        f"{len(picked) + len(truncated) + len(rejected)} "
+        f"({sliced_tokens:,} tokens), excluded {len(rejected)}",
+        _by_score([_included(e) for e in picked] + [_excluded(e) for e in rejected]),
+    )
+    place_summary = (
+        f"{type(pipeline.placer).__name__} ordered {_count(len(report.included), 'item')} "
+        f"({result.total_tokens:,} tokens)"
+    )
+    if truncated:
+        place_summary += f"; overflow truncate dropped {len(truncated)}"
+    if report.overflow is not None:
+        place_summary += (
+            f"; window exceeds target by {report.overflow.tokens_over_budget:,} tokens "
+            "(overflow proceed)"
+        )
+    place = StageAccount("Place", place_summary, _by_score([_excluded(e) for e in truncated]))
+    return Explanation(
+        budget,
+        (classify, score, slice_, place),
+        report,
+        result,
+        eff.target_tokens,
+        pinned_tokens,
+        dict(recorder.stage_of),
+    )
+
+
+# -- text ----------------------------------------------------------------------------------
+def _decision_line(d: Decision, width: int) -> str:
+    if d.score is not None:
+        score = f"{d.score:6.3f}"
+    else:
+        score = "pinned" if d.reason == InclusionReason.PINNED.value else "   n/a"
+    mark = "+" if d.included else "-"
+    preview = '"' + clip(d.item.content, 44) + '"'
+    verdict = "included" if d.included else "excluded"
+    line = (
+        f"  {mark} {score} {d.item.tokens:>6} tok {d.item.kind!s:<12} {preview:<46} "
+        f"{verdict}: {d.detail}"
+    )
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def format_explanation(explanation: Explanation, header: Sequence[str], width: int = 160) -> str:
+    """The readable account: header lines, each stage with its decisions, the window
+    in placed order, and a summary."""
+    lines = [*header]
+    for account in explanation.stages:
+        lines += ["", f"{account.stage}: {account.summary}"]
+        lines += [_decision_line(d, width) for d in account.decisions]
+        if account.stage == "Place":
+            lines.append("  window (placed order):")
+            for i, entry in enumerate(explanation.report.included, start=1):
+                lines.append(
+                    f"  {i:>6}. {entry.item.tokens:>6} tok {entry.item.kind!s:<12} "
+                    f"{clip(entry.item.content, 60)}"
+                )
+    s = explanation.summary()
+    budget = explanation.budget
+    target_pct = _pct(s["target_utilization"])
+    max_pct = _pct(s["budget_utilization"])
+    lines += [
+        "",
+        "Summary:",
+        f"  included {s['included']} of {s['candidates']} items, "
+        f"{s['included_tokens']:,} of {s['tokens_considered']:,} tokens",
+        f"  budget use: {target_pct} of target {budget.target_tokens:,}, "
+        f"{max_pct} of max {budget.max_tokens:,}"
+        + (f" (output reserve {budget.output_reserve:,})" if budget.output_reserve else ""),
+    ]
+    lines.append(
+        f"  window mix: {_count(s['kind_diversity'], 'kind')}, "
+        f"{_pct(s['timestamp_coverage'])} of items timestamped"
+    )
+    by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
+    lines.append(f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""))
+    shortfalls = explanation.report.count_requirement_shortfalls
+    if shortfalls:
+        for sf in shortfalls:
+            lines.append(
+                f"  shortfall: kind {sf.kind} has {sf.satisfied_count} of "
+                f"{sf.required_count} required items"
+            )
+    else:
+        lines.append("  shortfalls: none")
+    overflow: OverflowEvent | None = explanation.report.overflow
+    lines.append(
+        f"  overflow: window exceeds target by {overflow.tokens_over_budget:,} tokens"
+        if overflow is not None
+        else "  overflow: none"
+    )
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100.0 * value:.1f}%"
+
+
+# -- compare -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CompareRow:
+    """One swinging item: its content and, per policy label, ``(included, reason name)``."""
+
+    content: str
+    cells: tuple[tuple[str, bool, str | None], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "content": self.content,
+            "statuses": {label: "included" if inc else "excluded" for label, inc, _ in self.cells},
+            "reasons": {label: reason for label, _, reason in self.cells},
+        }
+
+
+def _cell(included: bool, reason: str | None) -> str:
+    if included:
+        return "included"
+    return f"excluded ({reason})" if reason else "excluded"
+
+
+def format_compare(
+    header: Sequence[str],
+    labels: Sequence[str],
+    rows: Sequence[CompareRow],
+    totals: Sequence[tuple[int, int]],
+) -> str:
+    """An aligned table: one row per swinging item, one column per policy, then totals."""
+    preview = [f'"{clip(row.content, 48)}"' for row in rows]
+    first = max([len("item"), len("included items"), len("included tokens"), *map(len, preview)])
+    cells = [[_cell(inc, reason) for _, inc, reason in row.cells] for row in rows]
+    total_cells = [[f"{n:,}" for n, _ in totals], [f"{t:,}" for _, t in totals]]
+    widths = [
+        max([len(label), *(len(c[i]) for c in cells), *(len(c[i]) for c in total_cells)])
+        for i, label in enumerate(labels)
+    ]
+
+    def line(first_cell: str, rest: Sequence[str]) -> str:
+        out = first_cell.ljust(first)
+        for value, w in zip(rest, widths, strict=True):
+            out += "  " + value.ljust(w)
+        return out.rstrip()
+
+    lines = [*header, ""]
+    lines.append(line("item", labels))
+    lines.append(line("-" * first, ["-" * w for w in widths]))
+    if rows:
+        lines += [line(p, c) for p, c in zip(preview, cells, strict=True)]
+    else:
+        lines.append("(no item changes status between these policies)")
+    lines.append(line("-" * first, ["-" * w for w in widths]))
+    lines.append(line("included items", total_cells[0]))
+    lines.append(line("included tokens", total_cells[1]))
+    return "\n".join(lines)

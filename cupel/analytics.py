@@ -1,0 +1,416 @@
+"""Analytics over selection reports, and budget simulation over a pipeline.
+
+Report metrics: :func:`budget_utilization`, :func:`kind_diversity`,
+:func:`timestamp_coverage` and :func:`quota_utilization`. Budget simulation (built on
+``Pipeline.dry_run``): :func:`get_marginal_items` (which items the last ``slack_tokens``
+of a budget buy) and :func:`find_min_budget_for` (the smallest budget that selects an
+item). Both match items by identity and are deterministic.
+
+>>> from cupel import ContextBudget, ContextItem, Pipeline, PriorityScorer
+>>> items = [ContextItem(content=f"p{p}", tokens=30, priority=p) for p in (1, 2, 3)]
+>>> pipeline = Pipeline(PriorityScorer())
+>>> budget = ContextBudget(max_tokens=100, target_tokens=90)
+>>> report = pipeline.dry_run(items, budget).report
+>>> budget_utilization(report, budget), kind_diversity(report), timestamp_coverage(report)
+(0.9, 1, 0.0)
+>>> [i.content for i in get_marginal_items(pipeline, items, budget, slack_tokens=30)]
+['p1']
+>>> find_min_budget_for(pipeline, items, items[0], search_ceiling=200)
+90
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from cupel._errors import ConfigurationError, InvalidOperationError
+from cupel._model import ContextBudget, ContextItem, ContextKind
+from cupel._pipeline import Pipeline, effective_budget
+from cupel.diagnostics._reasons import InclusionReason
+from cupel.diagnostics._report import IncludedItem, SelectionReport
+from cupel.slicers import QuotaSlice
+
+if TYPE_CHECKING:
+    from cupel.policy import Policy
+
+__all__ = [
+    "FIND_MIN_BUDGET_GUARD_MESSAGE",
+    "MARGINAL_ITEMS_GUARD_MESSAGE",
+    "QuotaUtilization",
+    "budget_utilization",
+    "find_min_budget_for",
+    "get_marginal_items",
+    "kind_diversity",
+    "quota_utilization",
+    "timestamp_coverage",
+]
+
+MARGINAL_ITEMS_GUARD_MESSAGE = (
+    "GetMarginalItems requires monotonic item inclusion. QuotaSlice produces non-monotonic "
+    "inclusion as budget changes shift percentage allocations."
+)
+"""The spec's exact message for :func:`get_marginal_items` over a QuotaSlice."""
+
+FIND_MIN_BUDGET_GUARD_MESSAGE = (
+    "FindMinBudgetFor requires monotonic item inclusion. QuotaSlice and CountQuotaSlice "
+    "produce non-monotonic inclusion as budget changes shift allocations. Use a GreedySlice "
+    "or KnapsackSlice inner slicer for budget simulation."
+)
+"""The spec's exact message for :func:`find_min_budget_for` over a quota slicer."""
+
+
+# ---------------------------------------------------------------------------------------
+# Report metrics
+# ---------------------------------------------------------------------------------------
+def _check_report(report: object, owner: str) -> SelectionReport:
+    if not isinstance(report, SelectionReport):
+        raise ConfigurationError(
+            f"{owner}: report must be a SelectionReport, got {type(report).__name__} "
+            f"(use pipeline.dry_run(...).report)",
+            field="report",
+            value=report,
+        )
+    return report
+
+
+def _check_budget(budget: object, owner: str) -> ContextBudget:
+    if not isinstance(budget, ContextBudget):
+        raise ConfigurationError(
+            f"{owner}: budget must be a ContextBudget, got {type(budget).__name__}",
+            field="budget",
+            value=budget,
+        )
+    return budget
+
+
+def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
+    """``sum(included tokens) / budget.max_tokens`` (the spec's denominator: the hard
+    ceiling, not the target). A budget with ``max_tokens == 0`` gives 0.0.
+
+    >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
+    >>> report = Pipeline(RecencyScorer()).dry_run(
+    ...     [ContextItem(content="a", tokens=25)], ContextBudget(max_tokens=100,
+    ...                                                          target_tokens=50)).report
+    >>> budget_utilization(report, ContextBudget(max_tokens=100, target_tokens=50))
+    0.25
+    """
+    _check_report(report, "budget_utilization")
+    _check_budget(budget, "budget_utilization")
+    if budget.max_tokens == 0:
+        return 0.0
+    return report.included_tokens / budget.max_tokens
+
+
+def kind_diversity(report: SelectionReport) -> int:
+    """The number of distinct kinds among the included items (case-insensitive)."""
+    _check_report(report, "kind_diversity")
+    return len({entry.item.kind.key for entry in report.included})
+
+
+def timestamp_coverage(report: SelectionReport) -> float:
+    """The fraction of included items that have a timestamp (0.0 for an empty window)."""
+    _check_report(report, "timestamp_coverage")
+    if not report.included:
+        return 0.0
+    dated = sum(1 for entry in report.included if entry.item.timestamp is not None)
+    return dated / len(report.included)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaUtilization:
+    """How one configured kind fared against its quota.
+
+    ``mode`` is ``"percent"`` (QuotaSlice: ``require``, ``cap`` and ``actual`` are
+    percentages of ``target_tokens``, the slice-stage target) or ``"count"`` (count-quota
+    slicers: item counts; ``cap`` is ``None`` without a cap). ``tokens`` and ``count``
+    describe the included, non-pinned items of the kind (pinned items bypass the slicer
+    and its quotas).
+    """
+
+    kind: str
+    mode: Literal["percent", "count"]
+    require: float
+    cap: float | None
+    actual: float
+    tokens: int
+    count: int
+    target_tokens: int
+
+    @property
+    def satisfied(self) -> bool:
+        """``actual >= require``."""
+        return self.actual >= self.require
+
+    @property
+    def within_cap(self) -> bool:
+        """``actual <= cap`` (always true without a cap)."""
+        return self.cap is None or self.actual <= self.cap
+
+    @property
+    def cap_utilization(self) -> float | None:
+        """``actual / cap``: ``None`` without a cap; a cap of 0 gives 0.0 when nothing of
+        the kind was selected, else infinity."""
+        if self.cap is None:
+            return None
+        if self.cap == 0:
+            return 0.0 if self.actual == 0 else math.inf
+        return self.actual / self.cap
+
+
+def _quota_slicer(source: object) -> object:
+    from cupel.policy import Policy
+
+    slicer: object = source
+    if isinstance(source, Pipeline):
+        slicer = source.slicer
+    elif isinstance(source, Policy):
+        slicer = source.build_slicer()
+    if isinstance(slicer, QuotaSlice) or getattr(slicer, "is_count_quota", False):
+        return slicer
+    raise ConfigurationError(
+        f"quota_utilization: needs a QuotaSlice, CountQuotaSlice or "
+        f"CountConstrainedKnapsackSlice (or a Pipeline or Policy using one), got {source!r}",
+        field="slicer_or_policy",
+        value=source,
+    )
+
+
+def quota_utilization(
+    report: SelectionReport,
+    slicer_or_policy: object,
+    budget: ContextBudget,
+) -> dict[str, QuotaUtilization]:
+    """Per configured kind (in configuration order, keyed by its configured spelling), how
+    the included items compare with the slicer's quota.
+
+    ``slicer_or_policy`` is a :class:`~cupel.QuotaSlice`, :class:`~cupel.CountQuotaSlice`
+    or :class:`~cupel.CountConstrainedKnapsackSlice`, or a Pipeline or Policy using one;
+    other slicers raise :class:`~cupel.ConfigurationError`. Only the outermost slicer's
+    entries are reported. Pinned items are left out (they bypass the slicer). For percent
+    quotas the denominator is the target the slicer saw: ``effective_budget(budget,
+    <pinned tokens of the report>).target_tokens`` (0 → ``actual`` 0.0).
+
+    >>> from cupel import (ContextBudget, ContextItem, CountQuotaEntry, CountQuotaSlice,
+    ...                    GreedySlice, Pipeline, PriorityScorer)
+    >>> slicer = CountQuotaSlice(GreedySlice(), [CountQuotaEntry("ToolOutput", 1, cap_count=2)])
+    >>> items = [ContextItem(content=f"t{i}", tokens=10, kind="ToolOutput") for i in range(4)]
+    >>> budget = ContextBudget(max_tokens=100, target_tokens=100)
+    >>> report = Pipeline(PriorityScorer(), slicer).dry_run(items, budget).report
+    >>> usage = quota_utilization(report, slicer, budget)["ToolOutput"]
+    >>> usage.mode, usage.actual, usage.cap, usage.satisfied, usage.cap_utilization
+    ('count', 2.0, 2.0, True, 1.0)
+    """
+    _check_report(report, "quota_utilization")
+    _check_budget(budget, "quota_utilization")
+    slicer = _quota_slicer(slicer_or_policy)
+    sliced: list[IncludedItem] = [
+        e for e in report.included if e.reason is not InclusionReason.PINNED
+    ]
+    pinned_tokens = sum(
+        e.item.tokens for e in report.included if e.reason is InclusionReason.PINNED
+    )
+    target = effective_budget(budget, pinned_tokens).target_tokens
+    tokens: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for entry in sliced:
+        key = entry.item.kind.key
+        tokens[key] = tokens.get(key, 0) + entry.item.tokens
+        counts[key] = counts.get(key, 0) + 1
+
+    out: dict[str, QuotaUtilization] = {}
+    if isinstance(slicer, QuotaSlice):
+        for quota in slicer.quotas:
+            key = quota.kind.key
+            used = tokens.get(key, 0)
+            out[str(quota.kind)] = QuotaUtilization(
+                kind=str(quota.kind),
+                mode="percent",
+                require=quota.require,
+                cap=quota.cap,
+                actual=100.0 * used / target if target > 0 else 0.0,
+                tokens=used,
+                count=counts.get(key, 0),
+                target_tokens=target,
+            )
+        return out
+    entries: Sequence[object] = getattr(slicer, "entries", ())
+    for raw in entries:
+        kind: ContextKind = getattr(raw, "kind")  # noqa: B009
+        require: int = getattr(raw, "require_count")  # noqa: B009
+        cap: int | None = getattr(raw, "cap_count")  # noqa: B009
+        key = kind.key
+        out[str(kind)] = QuotaUtilization(
+            kind=str(kind),
+            mode="count",
+            require=float(require),
+            cap=None if cap is None else float(cap),
+            actual=float(counts.get(key, 0)),
+            tokens=tokens.get(key, 0),
+            count=counts.get(key, 0),
+            target_tokens=target,
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Budget simulation
+# ---------------------------------------------------------------------------------------
+def _pipeline(source: Pipeline | Policy | str, owner: str) -> Pipeline:
+    from cupel.policy import Policy, _as_pipeline
+
+    if isinstance(source, (Pipeline, Policy, str)):
+        return _as_pipeline(source, "pipeline")
+    raise ConfigurationError(
+        f"{owner}: pipeline must be a Pipeline (or a Policy or preset name), "
+        f"got {type(source).__name__} {source!r}",
+        field="pipeline",
+        value=source,
+    )
+
+
+def _check_int(owner: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(
+            f"{owner}: {name} must be an integer, got {type(value).__name__} {value!r}",
+            field=name,
+            value=value,
+        )
+    return value
+
+
+def _included(report: SelectionReport | None, target: ContextItem) -> bool:
+    assert report is not None  # dry_run always builds a report
+    return any(entry.item is target for entry in report.included)
+
+
+def get_marginal_items(
+    pipeline: Pipeline | Policy | str,
+    items: Sequence[ContextItem],
+    budget: ContextBudget,
+    slack_tokens: int,
+) -> list[ContextItem]:
+    """The items selected at ``budget`` but not at a budget ``slack_tokens`` smaller.
+
+    The reduced budget has ``max_tokens`` and ``target_tokens`` lowered by
+    ``slack_tokens`` and keeps ``output_reserve``, ``reserved_slots`` and the safety margin.
+    Items are compared by identity; the result is in the full run's placed order and holds
+    the caller's item objects. ``slack_tokens`` must be an integer in
+    ``[0, budget.target_tokens]`` and leave ``max_tokens >= output_reserve``
+    (:class:`~cupel.ConfigurationError`). A pipeline whose slicer is a
+    :class:`~cupel.QuotaSlice` raises :class:`~cupel.InvalidOperationError` with the
+    spec's message (:data:`MARGINAL_ITEMS_GUARD_MESSAGE`). Errors of the runs (e.g.
+    :class:`~cupel.PinnedBudgetError` at the reduced budget) propagate.
+    """
+    owner = "get_marginal_items"
+    runner = _pipeline(pipeline, owner)
+    if isinstance(runner.slicer, QuotaSlice):
+        raise InvalidOperationError(MARGINAL_ITEMS_GUARD_MESSAGE)
+    _check_budget(budget, owner)
+    slack = _check_int(owner, "slack_tokens", slack_tokens)
+    if slack < 0:
+        raise ConfigurationError(
+            f"{owner}: slack_tokens must be >= 0, got {slack}", field="slack_tokens", value=slack
+        )
+    if slack > budget.target_tokens:
+        raise ConfigurationError(
+            f"{owner}: slack_tokens must be <= budget.target_tokens ({budget.target_tokens}), "
+            f"got {slack}",
+            field="slack_tokens",
+            value=slack,
+        )
+    if budget.max_tokens - slack < budget.output_reserve:
+        raise ConfigurationError(
+            f"{owner}: slack_tokens must leave max_tokens >= output_reserve "
+            f"({budget.output_reserve}); max_tokens {budget.max_tokens} - {slack} is "
+            f"{budget.max_tokens - slack}",
+            field="slack_tokens",
+            value=slack,
+        )
+    reduced = ContextBudget(
+        max_tokens=budget.max_tokens - slack,
+        target_tokens=budget.target_tokens - slack,
+        output_reserve=budget.output_reserve,
+        reserved_slots=dict(budget.reserved_slots),
+        estimation_safety_margin_percent=budget.estimation_safety_margin_percent,
+    )
+    primary = runner.dry_run(items, budget).report
+    margin = runner.dry_run(items, reduced).report
+    assert primary is not None and margin is not None
+    kept = {id(entry.item) for entry in margin.included}
+    return [entry.item for entry in primary.included if id(entry.item) not in kept]
+
+
+def _probe_budget(tokens: int) -> ContextBudget:
+    return ContextBudget(max_tokens=tokens, target_tokens=tokens)
+
+
+def find_min_budget_for(
+    pipeline: Pipeline | Policy | str,
+    items: Sequence[ContextItem],
+    target_item: ContextItem,
+    search_ceiling: int,
+) -> int | None:
+    """The smallest budget in ``[target_item.tokens, search_ceiling]`` whose dry run
+    includes ``target_item``, or ``None``.
+
+    Each probe budget is ``ContextBudget(max_tokens=b, target_tokens=b)`` (no output
+    reserve, reserved slots or safety margin): add your output reserve to the answer.
+    The search is a binary search: it first checks ``search_ceiling`` (``None`` when the
+    item is not selected there), then narrows ``[low, search_ceiling]`` where ``low`` is
+    ``max(target_item.tokens, tokens of the pinned items)`` (below that the item cannot
+    fit or the pinned items alone overflow). The answer ``b`` always selects the item and
+    ``b - 1`` does not (or is below ``low``); it is the global minimum whenever inclusion
+    is monotonic in the budget. The spec assumes that of GreedySlice and KnapsackSlice; it
+    holds in most practical cases but not all (a greedy fill can drop an item once a bigger,
+    denser one starts to fit, and an optimal packing can change as the capacity grows).
+
+    ``target_item`` must be one of ``items`` (by identity) and ``search_ceiling`` an
+    integer >= ``target_item.tokens`` (:class:`~cupel.ConfigurationError`). Pipelines over
+    :class:`~cupel.QuotaSlice` or a count-quota slicer raise
+    :class:`~cupel.InvalidOperationError` with the spec's message
+    (:data:`FIND_MIN_BUDGET_GUARD_MESSAGE`). A negative-token item is never selected:
+    ``None``.
+    """
+    owner = "find_min_budget_for"
+    runner = _pipeline(pipeline, owner)
+    slicer = runner.slicer
+    if isinstance(slicer, QuotaSlice) or getattr(slicer, "is_count_quota", False):
+        raise InvalidOperationError(FIND_MIN_BUDGET_GUARD_MESSAGE)
+    if not any(item is target_item for item in items):
+        raise ConfigurationError(
+            f"{owner}: target_item must be an element of items (compared by identity), "
+            f"got {target_item!r}",
+            field="target_item",
+            value=target_item,
+        )
+    ceiling = _check_int(owner, "search_ceiling", search_ceiling)
+    if ceiling < target_item.tokens:
+        raise ConfigurationError(
+            f"{owner}: search_ceiling must be >= target_item.tokens ({target_item.tokens}), "
+            f"got {ceiling}",
+            field="search_ceiling",
+            value=ceiling,
+        )
+    if target_item.tokens < 0:
+        return None
+    pinned = sum(item.tokens for item in items if item.pinned and item.tokens >= 0)
+    low = max(target_item.tokens, pinned)
+    if low > ceiling:
+        return None
+
+    def included(tokens: int) -> bool:
+        return _included(runner.dry_run(items, _probe_budget(tokens)).report, target_item)
+
+    if not included(ceiling):
+        return None
+    below, high = low - 1, ceiling  # invariant: selected at `high`, not at `below`
+    while high - below > 1:
+        mid = below + (high - below) // 2
+        if included(mid):
+            high = mid
+        else:
+            below = mid
+    return high
