@@ -1,0 +1,34 @@
+"""cupel for LlamaIndex: a node postprocessor and a chat memory that select within a
+token budget, explain every decision and return the very same LlamaIndex objects.
+
+* :class:`CupelNodePostprocessor` — ``index.as_query_engine(node_postprocessors=[...])``.
+* :class:`CupelChatMemory` — a drop-in for ``ChatMemoryBuffer`` in chat engines and agents.
+* :class:`CupelSelectionEvent` — the instrumentation event both emit.
+* :func:`nodes_to_items` / :func:`messages_to_items` — the mappings, usable on their own.
+"""
+
+from cupel_llamaindex._common import CupelSelectionEvent
+from cupel_llamaindex._mapping import (
+    MessageMapping,
+    MessageUnit,
+    NodeMapping,
+    message_text,
+    messages_to_items,
+    nodes_to_items,
+    tool_call_ids,
+)
+from cupel_llamaindex._memory import CupelChatMemory
+from cupel_llamaindex._postprocessor import CupelNodePostprocessor
+
+__all__ = [
+    "CupelChatMemory",
+    "CupelNodePostprocessor",
+    "CupelSelectionEvent",
+    "MessageMapping",
+    "MessageUnit",
+    "NodeMapping",
+    "message_text",
+    "messages_to_items",
+    "nodes_to_items",
+    "tool_call_ids",
+]

@@ -1,0 +1,306 @@
+"""LlamaIndex workloads W6 and W7 of ../shared/bench/WORKLOADS.md, against the incumbents.
+
+W6: a conversation of N LlamaIndex ``ChatMessage`` s (alternating user/assistant, ~50 words
+each; every 10th assistant turn makes a tool call answered by a tool message), selected by
+``ChatMemoryBuffer(token_limit=B, tokenizer_fn=lambda s: range(len(s)//4)).get()`` and by
+``CupelChatMemory.get()`` with the same tokenizer and B = 25% of the conversation's total by
+that tokenizer.
+
+W7: 200 ``NodeWithScore`` (TextNode of 100..800 tokens, scores uniform in [0, 1]);
+incumbent: a top-k cut by score (k = 8,000 // mean node tokens) followed by
+``LongContextReorder``; cupel: ``CupelNodePostprocessor(max_tokens=8000)``.
+
+Data is generated with a fixed seed before timing; only the selection call is timed; each
+timing is the median of >= 7 runs after 2 warm-ups, in one process (ratios are what
+count on a shared machine). ``ChatMemoryBuffer.get()`` at 10,000 messages takes many
+seconds per call, so it gets ``--slow-runs`` runs (default 3) and no warm-up — the output
+says so. Peak memory (tracemalloc, one untimed call) is reported except for that case.
+
+    python benchmarks/bench_llamaindex.py              # W6 (1k, 10k) and W7
+    python benchmarks/bench_llamaindex.py W6 --sizes 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence, Sized
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.postprocessor import LongContextReorder
+from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.storage.chat_store import SimpleChatStore
+
+from cupel_llamaindex import CupelChatMemory, CupelNodePostprocessor, tool_call_ids
+
+SEED = 20261122
+VOCAB = tuple(
+    f"{a}{b}"
+    for a in ("al", "be", "ga", "de", "ep", "ze", "et", "th")
+    for b in ("pha", "ta", "mma", "lta", "silon", "ta", "ron", "eta", "on", "ix")
+)
+W7_BUDGET = 8_000
+
+
+def quarter_tokenizer(text: str) -> Sized:
+    """The workload's tokenizer: ~4 characters per token, as a sized sequence."""
+    return range(len(text) // 4)
+
+
+# -- data ---------------------------------------------------------------------------------
+def conversation(n: int, seed: int = SEED) -> list[ChatMessage]:
+    """N messages: user/assistant turns of ~50 words; every 10th assistant turn calls a tool
+    (a ``ToolCallBlock``) and is answered by a tool message. Exactly N messages."""
+    rng = random.Random(seed)
+
+    def text(tag: str) -> str:
+        return f"{tag} " + " ".join(rng.choice(VOCAB) for _ in range(rng.randint(45, 55)))
+
+    out: list[ChatMessage] = []
+    turn = 0
+    while len(out) < n:
+        out.append(ChatMessage(role="user", content=text(f"user-{turn}")))
+        if turn % 10 == 9:
+            call_id = f"call-{turn}"
+            out.append(
+                ChatMessage(
+                    role="assistant",
+                    blocks=[
+                        TextBlock(text=text(f"assistant-{turn}")),
+                        ToolCallBlock(
+                            tool_call_id=call_id, tool_name="lookup", tool_kwargs={"turn": turn}
+                        ),
+                    ],
+                )
+            )
+            out.append(
+                ChatMessage(
+                    role="tool",
+                    content=text(f"tool-{turn}"),
+                    additional_kwargs={"tool_call_id": call_id},
+                )
+            )
+        else:
+            out.append(ChatMessage(role="assistant", content=text(f"assistant-{turn}")))
+        turn += 1
+    del out[n:]
+    return out
+
+
+def scored_nodes(count: int = 200, seed: int = SEED) -> list[NodeWithScore]:
+    """``count`` TextNodes of 100..800 tokens (~4 characters per token), scores in [0, 1)."""
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(count):
+        tokens = rng.randint(100, 800)
+        body = " ".join(rng.choice(VOCAB) for _ in range(tokens))
+        text = f"node-{i} {body}"[: tokens * 4]
+        nodes.append(NodeWithScore(node=TextNode(text=text, id_=f"node-{i}"), score=rng.random()))
+    return nodes
+
+
+# -- measurement ----------------------------------------------------------------------------
+def median_seconds(fn: Callable[[], object], runs: int, warmups: int = 2) -> float:
+    for _ in range(warmups):
+        fn()
+    samples = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def peak_mib(fn: Callable[[], object]) -> float:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def window_problems(window: Sequence[ChatMessage], history: Sequence[ChatMessage]) -> list[str]:
+    """What is wrong with a chat window: a leading tool message, split tool groups."""
+    problems = []
+    conversation_part = [m for m in window if m.role != MessageRole.SYSTEM]
+    if conversation_part and conversation_part[0].role == MessageRole.TOOL:
+        problems.append("starts with a tool message")
+    caller: dict[str, int] = {}
+    for i, message in enumerate(history):
+        for call_id in tool_call_ids(message)[0]:
+            caller[call_id] = i
+    kept = {id(m) for m in window}
+    split = 0
+    for message in history:
+        answered = message.additional_kwargs.get("tool_answered")
+        if (
+            message.role == MessageRole.TOOL
+            and answered in caller
+            and (id(message) in kept) != (id(history[caller[answered]]) in kept)
+        ):
+            split += 1
+    if split:
+        problems.append(f"{split} split tool groups")
+    return problems
+
+
+def w6(n: int, runs: int, slow_runs: int) -> None:
+    history = conversation(n)
+    total = len(quarter_tokenizer(" ".join(str(m.content) for m in history)))
+    budget = total // 4
+
+    def store(messages: list[ChatMessage]) -> SimpleChatStore:
+        chat_store = SimpleChatStore()
+        chat_store.set_messages("chat_history", list(messages))
+        return chat_store
+
+    incumbent = ChatMemoryBuffer(
+        token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=store(history)
+    )
+    shared = store(history)
+
+    def cold() -> list[ChatMessage]:
+        # A fresh memory: every message is mapped and counted.
+        return CupelChatMemory(
+            token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=shared
+        ).get()
+
+    warm_memory = CupelChatMemory(
+        token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=shared
+    )
+    growing = CupelChatMemory(
+        token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=store(history)
+    )
+    new_turns = iter(conversation(2 * (runs + 4), seed=SEED + 1))
+
+    def next_turn() -> list[ChatMessage]:
+        # The chat-engine steady state: a user message and a reply arrive, then get().
+        growing.put(next(new_turns))
+        growing.put(next(new_turns))
+        return growing.get()
+
+    our_window = cold()
+    cold_ms = median_seconds(cold, runs) * 1000
+    warm_memory.get()
+    warm_ms = median_seconds(warm_memory.get, runs) * 1000
+    growing.get()
+    turn_ms = median_seconds(next_turn, runs) * 1000
+    our_peak = peak_mib(cold)
+
+    slow = n >= 5_000
+    their_runs = slow_runs if slow else runs
+    their_ms = median_seconds(incumbent.get, their_runs, warmups=0 if slow else 2) * 1000
+    their_window = incumbent.get()
+    their_peak = None if slow else peak_mib(incumbent.get)
+
+    print(f"W6 N={n:,}: {len(history):,} messages, total {total:,} tokens, budget B={budget:,}")
+    runs_note = f"median of {their_runs}, no warm-up (slow)" if slow else f"median of {runs}"
+    print(
+        f"  ChatMemoryBuffer.get()            {their_ms:10.2f} ms  ({runs_note})  "
+        f"{len(their_window):,} messages, peak "
+        + ("n/a (too slow to trace)" if their_peak is None else f"{their_peak:.1f} MiB")
+        + f", problems: {', '.join(window_problems(their_window, history)) or 'none'}"
+    )
+    print(
+        f"  CupelChatMemory.get() cold        {cold_ms:10.2f} ms  (fresh memory, median of "
+        f"{runs})  {len(our_window):,} messages, peak {our_peak:.1f} MiB, "
+        f"problems: {', '.join(window_problems(our_window, history)) or 'none'}"
+    )
+    print(
+        f"  CupelChatMemory.get() repeated    {warm_ms:10.2f} ms  (same history, median of {runs})"
+    )
+    print(
+        f"  CupelChatMemory.get() +1 turn     {turn_ms:10.2f} ms  (2 new messages, median {runs})"
+    )
+    for label, ours in (("cold", cold_ms), ("repeated", warm_ms), ("+1 turn", turn_ms)):
+        ratio = ours / their_ms
+        verdict = ""
+        if n >= 10_000:
+            verdict = "  target <= 0.01: " + ("met" if ratio <= 0.01 else "NOT met")
+        print(f"  cupel {label:8s} / incumbent = {ratio:.4f}  (1/{1 / ratio:,.0f}){verdict}")
+
+
+def w7(runs: int) -> None:
+    nodes = scored_nodes()
+    mean_tokens = statistics.mean(len(quarter_tokenizer(n.node.get_content())) for n in nodes)
+    k = int(W7_BUDGET // mean_tokens)
+    reorder = LongContextReorder()
+
+    def incumbent() -> list[NodeWithScore]:
+        top = sorted(nodes, key=lambda n: n.score or 0.0, reverse=True)[:k]
+        return reorder.postprocess_nodes(top)
+
+    ours = CupelNodePostprocessor(max_tokens=W7_BUDGET, tokenizer_fn=quarter_tokenizer)
+    ours_default_tokenizer = CupelNodePostprocessor(max_tokens=W7_BUDGET)
+
+    def tokens(selection: list[NodeWithScore]) -> int:
+        return sum(len(quarter_tokenizer(n.node.get_content())) for n in selection)
+
+    their_sel = incumbent()
+    our_sel = ours.postprocess_nodes(nodes)
+    their_ms = median_seconds(incumbent, runs) * 1000
+    our_ms = median_seconds(lambda: ours.postprocess_nodes(nodes), runs) * 1000
+    tiktoken_ms = median_seconds(lambda: ours_default_tokenizer.postprocess_nodes(nodes), runs)
+    their_peak = peak_mib(incumbent)
+    our_peak = peak_mib(lambda: ours.postprocess_nodes(nodes))
+
+    def best_first(selection: list[NodeWithScore]) -> bool:
+        return bool(selection) and selection[0] is max(selection, key=lambda n: n.score or 0.0)
+
+    def score_sum(selection: list[NodeWithScore]) -> float:
+        return sum(n.score or 0.0 for n in selection)
+
+    print(f"W7: {len(nodes)} nodes, mean {mean_tokens:.0f} tokens, budget {W7_BUDGET:,}, k={k}")
+    print(
+        f"  top-k + LongContextReorder      {their_ms:8.3f} ms  {len(their_sel)} nodes, "
+        f"{tokens(their_sel):,} tokens (within budget: {tokens(their_sel) <= W7_BUDGET}), "
+        f"score sum {score_sum(their_sel):.2f}, best selected node first: "
+        f"{best_first(their_sel)}, "
+        f"peak {their_peak:.2f} MiB"
+    )
+    print(
+        f"  CupelNodePostprocessor          {our_ms:8.3f} ms  {len(our_sel)} nodes, "
+        f"{tokens(our_sel):,} tokens (within budget: {tokens(our_sel) <= W7_BUDGET}), "
+        f"score sum {score_sum(our_sel):.2f}, best selected node first: "
+        f"{best_first(our_sel)}, "
+        f"peak {our_peak:.2f} MiB"
+    )
+    print(f"  CupelNodePostprocessor (default tiktoken tokenizer) {tiktoken_ms * 1000:8.3f} ms")
+    print(f"  cupel / incumbent = {our_ms / their_ms:.2f}  (medians of {runs})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("workloads", nargs="*", default=["W6", "W7"])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--slow-runs", type=int, default=3, help="runs for ChatMemoryBuffer at 10k")
+    parser.add_argument("--sizes", default="1000,10000", help="conversation sizes for W6")
+    args = parser.parse_args(argv)
+    if args.runs < 7:
+        parser.error("--runs must be >= 7 (WORKLOADS.md)")
+    if args.slow_runs < 1:
+        parser.error("--slow-runs must be >= 1")
+    print(f"python {sys.version.split()[0]}")
+    for name in args.workloads:
+        key = name.upper()
+        if key == "W6":
+            for n in (int(s) for s in args.sizes.split(",")):
+                w6(n, args.runs, args.slow_runs)
+        elif key == "W7":
+            w7(args.runs)
+        else:
+            parser.error(f"unknown workload {name!r}; choose W6 or W7")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""Shared plumbing: policy resolution, error translation, report edits, instrumentation."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # re-export
+    get_dispatcher,
+)
+from llama_index.core.instrumentation.events import BaseEvent
+from pydantic import InstanceOf, ValidationError, field_serializer
+
+from cupel import (
+    ConfigurationError,
+    ContextItem,
+    ExcludedItem,
+    Filtered,
+    Pipeline,
+    SelectionReport,
+)
+from cupel.policy import Policy, PolicyError
+
+__all__ = [
+    "CupelSelectionEvent",
+    "PolicyLike",
+    "dispatcher",
+    "emit_selection",
+    "raise_configuration_error",
+    "resolve_pipeline",
+    "with_filtered",
+]
+
+PolicyLike = str | Policy
+"""A :class:`~cupel.policy.Policy` or a preset name (``"chat"``, ``"rag"``, ...)."""
+
+dispatcher = get_dispatcher(__name__)
+"""The LlamaIndex instrumentation dispatcher the adapters emit through."""
+
+
+class CupelSelectionEvent(BaseEvent):
+    """A LlamaIndex instrumentation event carrying one cupel selection.
+
+    Emitted by :class:`~cupel_llamaindex.CupelNodePostprocessor` and
+    :class:`~cupel_llamaindex.CupelChatMemory` after every selection; any event handler
+    added to the root dispatcher (``llama_index.core.instrumentation.get_dispatcher()``)
+    receives it.
+
+    Fields: ``component`` (the emitting class), ``report`` (the
+    :class:`~cupel.SelectionReport`), ``max_tokens`` / ``target_tokens`` (the budget
+    used), ``candidates`` (objects offered: nodes or messages), ``selected`` (objects
+    returned), ``selected_tokens`` and ``query`` (the query string or memory input, if
+    any). ``model_dump()`` renders the report in cupel's JSON wire form.
+    """
+
+    component: str
+    report: InstanceOf[SelectionReport]
+    max_tokens: int
+    target_tokens: int
+    candidates: int
+    selected: int
+    selected_tokens: int
+    query: str | None = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Class name."""
+        return "CupelSelectionEvent"
+
+    @field_serializer("report")
+    def _report_wire(self, report: SelectionReport) -> dict[str, Any]:
+        return report.to_dict()
+
+
+def emit_selection(
+    component: str,
+    report: SelectionReport,
+    *,
+    max_tokens: int,
+    target_tokens: int,
+    candidates: int,
+    selected: int,
+    selected_tokens: int,
+    query: str | None,
+) -> None:
+    """Dispatch a :class:`CupelSelectionEvent` through LlamaIndex instrumentation."""
+    dispatcher.event(
+        CupelSelectionEvent(
+            component=component,
+            report=report,
+            max_tokens=max_tokens,
+            target_tokens=target_tokens,
+            candidates=candidates,
+            selected=selected,
+            selected_tokens=selected_tokens,
+            query=query,
+        )
+    )
+
+
+def resolve_pipeline(owner: str, policy: PolicyLike, pipeline: Pipeline | None) -> Pipeline:
+    """The explicit pipeline if given, else one built from ``policy`` (a preset name or a
+    :class:`~cupel.policy.Policy`)."""
+    if pipeline is not None:
+        if not isinstance(pipeline, Pipeline):
+            raise ConfigurationError(
+                f"{owner}.pipeline: must be a cupel Pipeline, got {type(pipeline).__name__}",
+                field="pipeline",
+                value=pipeline,
+            )
+        return pipeline
+    if not isinstance(policy, (str, Policy)):
+        raise ConfigurationError(
+            f"{owner}.policy: must be a preset name or a cupel Policy, "
+            f"got {type(policy).__name__} {policy!r}",
+            field="policy",
+            value=policy,
+        )
+    try:
+        return Pipeline.from_policy(policy)
+    except PolicyError as exc:
+        raise PolicyError(f"{owner}.policy: {exc}", field="policy", value=policy) from None
+
+
+def raise_configuration_error(exc: ValidationError, owner: str) -> NoReturn:
+    """Re-raise a pydantic validation failure as cupel's :class:`ConfigurationError`:
+    the original one when a validator raised it, else one naming field, value and rule."""
+    errors = exc.errors(include_url=False)
+    for error in errors:
+        original = (error.get("ctx") or {}).get("error")
+        if isinstance(original, ConfigurationError):
+            raise original from None
+    first = errors[0]
+    field = ".".join(str(part) for part in first.get("loc", ())) or None
+    value = first.get("input")
+    message = str(first.get("msg", "invalid value"))
+    where = f"{owner}.{field}" if field else owner
+    raise ConfigurationError(
+        f"{where}: {message}, got {value!r}", field=field, value=value
+    ) from None
+
+
+_T = TypeVar("_T")
+
+
+def check_int(owner: str, field: str, value: Any, *, minimum: int) -> int:
+    """An ``int`` (not ``bool``) of at least ``minimum``, or a ConfigurationError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(
+            f"{owner}.{field}: must be an int >= {minimum}, got {value!r}",
+            field=field,
+            value=value,
+        )
+    return value
+
+
+def check_callable(owner: str, field: str, value: _T | None, *, optional: bool) -> _T | None:
+    """A callable (or ``None`` when ``optional``), or a ConfigurationError."""
+    if value is None and optional:
+        return None
+    if not callable(value):
+        raise ConfigurationError(
+            f"{owner}.{field}: must be callable, got {type(value).__name__} {value!r}",
+            field=field,
+            value=value,
+        )
+    return value
+
+
+def with_filtered(
+    report: SelectionReport,
+    removed: Sequence[ContextItem],
+    removed_name: str,
+    unmapped: Sequence[ContextItem] = (),
+    unmapped_name: str = "",
+) -> SelectionReport:
+    """``report`` with adapter-level filters applied: ``removed`` items move from
+    ``included`` to ``excluded`` and ``unmapped`` items (which never reached the
+    pipeline) join ``excluded`` and the totals, each as ``Filtered(<name>)``.
+    ``excluded`` stays sorted by score, descending (stable)."""
+    if not removed and not unmapped:
+        return report
+    gone = {id(item) for item in removed}
+    kept = tuple(entry for entry in report.included if id(entry.item) not in gone)
+    moved = [
+        ExcludedItem(entry.item, entry.score, Filtered(removed_name))
+        for entry in report.included
+        if id(entry.item) in gone
+    ]
+    added = [ExcludedItem(item, 0.0, Filtered(unmapped_name)) for item in unmapped]
+    excluded = sorted([*report.excluded, *moved, *added], key=_minus_score)
+    return dataclasses.replace(
+        report,
+        included=kept,
+        excluded=tuple(excluded),
+        total_candidates=report.total_candidates + len(unmapped),
+        total_tokens_considered=report.total_tokens_considered
+        + sum(item.tokens for item in unmapped),
+    )
+
+
+def state_without_caches(
+    component: Any, getstate: Callable[[], dict[str, Any]], caches: Sequence[str]
+) -> dict[str, Any]:
+    """``getstate()`` of a LlamaIndex component with its private ``caches`` left out.
+
+    ``BaseComponent.__setstate__`` re-runs ``__init__``, which rebuilds them; leaving them
+    out spares ``BaseComponent.__getstate__`` from pickling each one as a probe (and from
+    warning that a cupel ``Pipeline`` cannot be pickled).
+    """
+    private = component.__pydantic_private__
+    if not private:
+        return getstate()
+    object.__setattr__(
+        component,
+        "__pydantic_private__",
+        {key: value for key, value in private.items() if key not in caches},
+    )
+    try:
+        return getstate()
+    finally:
+        object.__setattr__(component, "__pydantic_private__", private)
+
+
+def _minus_score(entry: ExcludedItem) -> float:
+    return -entry.score

@@ -1,0 +1,194 @@
+"""CupelNodePostprocessor: select retrieved nodes within a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sized
+from typing import Any, Literal
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.utils import get_tokenizer
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
+from cupel.policy import Policy
+from cupel_llamaindex._common import (
+    check_callable,
+    check_int,
+    emit_selection,
+    raise_configuration_error,
+    resolve_pipeline,
+    state_without_caches,
+)
+from cupel_llamaindex._mapping import nodes_to_items
+
+__all__ = ["CupelNodePostprocessor"]
+
+_OWNER = "CupelNodePostprocessor"
+
+
+class CupelNodePostprocessor(BaseNodePostprocessor):
+    """A node postprocessor that keeps the most relevant nodes that fit ``max_tokens``.
+
+    Each node costs the tokens of ``node.get_content(metadata_mode=metadata_mode)`` — what
+    a synthesizer sends to the LLM (``MetadataMode.LLM`` by default) — counted with
+    ``tokenizer_fn`` (LlamaIndex's default tokenizer unless given). The retriever score
+    becomes cupel's relevance hint (``relevance``: see
+    :func:`~cupel_llamaindex.nodes_to_items`). The ``policy`` (default: the ``rag`` preset
+    — relevance-led, content deduplication, greedy fill, U-shaped placement) or an explicit
+    ``pipeline`` decides; the nodes come back in placed order, the very same
+    :class:`NodeWithScore` objects, unmodified.
+
+    Placement (``rag``): the best node is **always first** and the second best always
+    last, then third second, fourth second-to-last, ... — whatever the number of nodes.
+    ``LongContextReorder`` puts the best node first only for an odd count and *last* for
+    an even one.
+
+    After each call :attr:`last_report` holds the :class:`~cupel.SelectionReport`, and a
+    :class:`~cupel_llamaindex.CupelSelectionEvent` is dispatched through LlamaIndex
+    instrumentation.
+
+    >>> from llama_index.core.schema import TextNode
+    >>> nodes = [NodeWithScore(node=TextNode(text=t), score=s)
+    ...          for t, s in (("one two three", 0.2), ("four five", 0.9), ("six", 0.5))]
+    >>> post = CupelNodePostprocessor(max_tokens=5, tokenizer_fn=str.split)
+    >>> [n.node.get_content() for n in post.postprocess_nodes(nodes)]
+    ['four five', 'six']
+    >>> post.last_report.excluded[0].reason.name
+    'BudgetExceeded'
+    """
+
+    max_tokens: int = Field(description="Token budget for the selected nodes (> 0).")
+    target_tokens: int | None = Field(
+        default=None, description="Soft target within max_tokens (default: max_tokens)."
+    )
+    policy: str | Policy = Field(
+        default="rag", description="A cupel preset name or Policy (ignored with pipeline)."
+    )
+    metadata_mode: MetadataMode = Field(
+        default=MetadataMode.LLM, description="Which view of the node is counted."
+    )
+    relevance: Literal["auto", "score", "rank"] = Field(
+        default="auto", description="How node scores become relevance hints."
+    )
+    tokenizer_fn: Callable[[str], Sized] = Field(
+        default_factory=get_tokenizer,
+        exclude=True,
+        description="Text -> tokens (a sized sequence), LlamaIndex's convention.",
+    )
+    pipeline: Pipeline | None = Field(
+        default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
+    )
+
+    _pipeline: Pipeline = PrivateAttr()
+    _built_from: tuple[object, object] = PrivateAttr()
+    _last_report: SelectionReport | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise_configuration_error(exc, _OWNER)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return state_without_caches(self, super().__getstate__, ("_pipeline", "_built_from"))
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialization id."""
+        return "CupelNodePostprocessor"
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _check_max(cls, value: Any) -> int:
+        return check_int(_OWNER, "max_tokens", value, minimum=1)
+
+    @field_validator("target_tokens", mode="before")
+    @classmethod
+    def _check_target(cls, value: Any) -> int | None:
+        return None if value is None else check_int(_OWNER, "target_tokens", value, minimum=0)
+
+    @field_validator("tokenizer_fn", mode="before")
+    @classmethod
+    def _check_tokenizer(cls, value: Any) -> Any:
+        if value is None:
+            return get_tokenizer()
+        return check_callable(_OWNER, "tokenizer_fn", value, optional=False)
+
+    @field_validator("relevance", mode="before")
+    @classmethod
+    def _check_relevance(cls, value: Any) -> Any:
+        if value not in ("auto", "score", "rank"):
+            raise ConfigurationError(
+                f"{_OWNER}.relevance: must be one of 'auto', 'score', 'rank', got {value!r}",
+                field="relevance",
+                value=value,
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _build(self) -> CupelNodePostprocessor:
+        self._budget()
+        self._current_pipeline()
+        return self
+
+    # ------------------------------------------------------------------------------
+    @property
+    def last_report(self) -> SelectionReport | None:
+        """The :class:`~cupel.SelectionReport` of the most recent call (``None`` before)."""
+        return self._last_report
+
+    def _budget(self) -> ContextBudget:
+        target = self.max_tokens if self.target_tokens is None else self.target_tokens
+        if target > self.max_tokens:
+            raise ConfigurationError(
+                f"{_OWNER}.target_tokens: must be <= max_tokens ({self.max_tokens}), got {target}",
+                field="target_tokens",
+                value=target,
+            )
+        return ContextBudget(max_tokens=self.max_tokens, target_tokens=target)
+
+    def _current_pipeline(self) -> Pipeline:
+        key = (self.policy, self.pipeline)
+        built = getattr(self, "_built_from", None)
+        if built is None or built[0] is not key[0] or built[1] is not key[1]:
+            self._pipeline = resolve_pipeline(_OWNER, self.policy, self.pipeline)
+            self._built_from = key
+        return self._pipeline
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        budget = self._budget()
+        mapping = nodes_to_items(
+            nodes,
+            tokenizer_fn=self.tokenizer_fn,
+            metadata_mode=self.metadata_mode,
+            relevance=self.relevance,
+        )
+        result = self._current_pipeline().dry_run(mapping.items, budget)
+        report = result.report
+        assert report is not None  # dry_run always builds one
+        selected = mapping.to_nodes(result.items)
+        self._last_report = report
+        emit_selection(
+            _OWNER,
+            report,
+            max_tokens=budget.max_tokens,
+            target_tokens=budget.target_tokens,
+            candidates=len(nodes),
+            selected=len(selected),
+            selected_tokens=result.total_tokens,
+            query=None if query_bundle is None else query_bundle.query_str,
+        )
+        return selected
+
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        # Selection is CPU-bound and fast: no thread hop.
+        return self._postprocess_nodes(nodes, query_bundle)

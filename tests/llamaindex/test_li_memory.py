@@ -1,0 +1,527 @@
+"""CupelChatMemory: BaseMemory behaviour, chat engines, workflow agents, instrumentation."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from li_testkit import SelectionRecorder, check_window, recording, words
+from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import MockLLM
+from llama_index.core.llms.mock import (
+    MockFunctionCallingLLMWithChatMemoryOfLastCall,
+    MockLLMWithChatMemoryOfLastCall,
+)
+from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
+from llama_index.core.storage.chat_store import SimpleChatStore
+from llama_index.core.tools import FunctionTool
+from workflows.context.serializers import JsonSerializer
+
+from cupel import ConfigurationError, GreedySlice, PinnedBudgetError, Pipeline, RecencyScorer
+from cupel.policy import PolicyError
+from cupel_llamaindex import CupelChatMemory, CupelSelectionEvent
+
+
+@pytest.fixture
+def recorder() -> Iterator[SelectionRecorder]:
+    yield from recording()
+
+
+def _turns(count: int, length: int = 4) -> list[ChatMessage]:
+    out = []
+    for t in range(count):
+        out.append(ChatMessage(role="user", content=" ".join(f"u{t}w{j}" for j in range(length))))
+        out.append(
+            ChatMessage(role="assistant", content=" ".join(f"a{t}w{j}" for j in range(length)))
+        )
+    return out
+
+
+def _call(call_id: str) -> ChatMessage:
+    return ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id=call_id, tool_name="lookup", tool_kwargs={})],
+    )
+
+
+def _result(call_id: str, text: str = "tool says hi") -> ChatMessage:
+    return ChatMessage(role="tool", content=text, additional_kwargs={"tool_call_id": call_id})
+
+
+def _memory(history: list[ChatMessage], token_limit: int, **kwargs: Any) -> CupelChatMemory:
+    return CupelChatMemory.from_defaults(
+        chat_history=history, token_limit=token_limit, message_token_counter=words, **kwargs
+    )
+
+
+# -- BaseMemory behaviour ----------------------------------------------------------------
+def test_it_is_a_llamaindex_memory_with_a_tokenizer_fn_attribute() -> None:
+    memory = CupelChatMemory.from_defaults()
+    assert isinstance(memory, BaseMemory)
+    assert memory.token_limit == 3000
+    assert len(memory.tokenizer_fn("hello world")) == 2  # LlamaIndex's offline tokenizer
+
+
+def test_from_defaults_takes_the_token_limit_from_the_llm_like_chat_memory_buffer() -> None:
+    llm = MockLLM()
+    ours = CupelChatMemory.from_defaults(llm=llm)
+    theirs = ChatMemoryBuffer.from_defaults(llm=llm)
+    assert ours.token_limit == theirs.token_limit == int(llm.metadata.context_window * 0.75)
+
+
+def test_from_defaults_rejects_unknown_keywords() -> None:
+    with pytest.raises(ConfigurationError, match=r"unexpected keyword arguments \['limit'\]"):
+        CupelChatMemory.from_defaults(limit=10)
+
+
+def test_get_returns_recent_turns_within_the_limit_as_the_same_objects() -> None:
+    history = _turns(10)  # 20 messages of 5 tokens each
+    memory = _memory(history, token_limit=22)
+
+    window = memory.get()
+
+    assert window == history[-4:]
+    assert all(a is b for a, b in zip(window, history[-4:], strict=True))
+    check_window(window, history, budget=22, count=words)
+
+
+def test_get_leaves_the_chat_store_untouched() -> None:
+    history = [*_turns(10), _call("c"), _result("c")]
+    store = SimpleChatStore()
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history, chat_store=store, token_limit=12, message_token_counter=words
+    )
+    stored = store.store["chat_history"]
+    snapshot = [m.model_dump() for m in stored]
+
+    memory.get()
+    memory.get(initial_token_count=3)
+
+    assert store.store["chat_history"] is stored
+    assert len(stored) == len(history) and all(a is b for a, b in zip(stored, history, strict=True))
+    assert [m.model_dump() for m in stored] == snapshot
+
+
+def test_system_messages_are_kept_and_the_latest_user_message_too() -> None:
+    system = ChatMessage(role="system", content="be kind")
+    history = [system, *_turns(6)]
+    history.append(ChatMessage(role="user", content="a very long final question " * 3))
+    memory = _memory(history, token_limit=30)
+
+    window = memory.get()
+
+    assert window[0] is system and window[-1] is history[-1]
+    check_window(window, history, budget=30, count=words)
+
+
+def test_chat_memory_buffer_drops_the_system_message_where_cupel_keeps_it() -> None:
+    system = ChatMessage(role="system", content="rules " * 20)
+    history = [system, *_turns(5)]
+    ours = _memory(history, token_limit=40).get()
+    theirs = ChatMemoryBuffer.from_defaults(
+        chat_history=history, token_limit=40, tokenizer_fn=str.split
+    ).get()
+    assert ours[0] is system
+    assert system not in theirs
+
+
+def test_pinned_messages_over_the_limit_raise_a_clear_error() -> None:
+    history = [ChatMessage(role="system", content="x " * 30), ChatMessage(role="user", content="q")]
+    memory = _memory(history, token_limit=20)
+    with pytest.raises(PinnedBudgetError, match="Pinned items require 33 tokens"):
+        memory.get()
+
+
+def test_initial_token_count_shrinks_the_budget() -> None:
+    history = _turns(10)
+    memory = _memory(history, token_limit=22)
+    assert memory.get(initial_token_count=10) == history[-2:]
+    check_window(memory.get(initial_token_count=10), history, budget=12, count=words)
+
+
+@pytest.mark.parametrize("bad", [-1, 23, 1.5, "3", True])
+def test_initial_token_count_outside_the_limit_is_rejected(bad: object) -> None:
+    memory = _memory(_turns(2), token_limit=22)
+    with pytest.raises(ConfigurationError, match="initial_token_count must be an int between 0"):
+        memory.get(initial_token_count=bad)  # type: ignore[arg-type]
+
+
+def test_tool_call_groups_are_kept_whole_and_never_lead() -> None:
+    history = [
+        ChatMessage(role="user", content="look it up"),
+        _call("c1"),
+        _result("c1", "first result " * 5),
+        _call("c2"),
+        _result("c2", "second result"),
+        ChatMessage(role="assistant", content="here it is"),
+        ChatMessage(role="user", content="thanks"),
+    ]
+    for limit in range(2, 40):
+        memory = _memory(history, token_limit=limit)
+        try:
+            window = memory.get()
+        except PinnedBudgetError:
+            assert limit < 2
+            continue
+        check_window(window, history, budget=limit, count=words)
+
+
+def test_chat_memory_buffer_can_return_a_lone_tool_result_where_cupel_cannot() -> None:
+    # An agent mid-task: the user's question, a tool call, a big tool result.
+    history = [
+        ChatMessage(role="user", content="what is in the report?"),
+        _call("c1"),
+        _result("c1", "report " * 40),
+    ]
+    theirs = ChatMemoryBuffer.from_defaults(
+        chat_history=history, token_limit=45, tokenizer_fn=str.split
+    ).get()
+    ours = _memory(history, token_limit=45).get()
+
+    assert theirs == [history[2]]  # a lone tool result, the task and the call dropped
+    assert ours == [history[0]]  # the task kept; the call and its result go together
+    check_window(ours, history, budget=45, count=words)
+
+
+def test_start_on_user_drops_leading_assistant_units_and_reports_them() -> None:
+    history = [
+        ChatMessage(role="user", content="long question " * 10),
+        ChatMessage(role="assistant", content="short"),
+        ChatMessage(role="user", content="next"),
+    ]
+    strict = _memory(history, token_limit=10)
+    assert strict.get() == [history[2]]
+    report = strict.last_report
+    assert report is not None
+    filtered = report.excluded_by("Filtered")
+    assert [e.reason.filter_name for e in filtered] == ["start_on_user"]  # type: ignore[attr-defined]
+    assert filtered[0].item.content.startswith("[1] assistant")
+
+    relaxed = _memory(history, token_limit=10, start_on_user=False)
+    assert relaxed.get() == [history[1], history[2]]
+
+
+def test_leading_orphan_tool_results_are_never_returned_and_are_reported() -> None:
+    history = [_result("gone"), *_turns(2)]
+    memory = _memory(history, token_limit=100, start_on_user=False)
+    assert memory.get() == history[1:]
+    report = memory.last_report
+    assert report is not None
+    (orphan,) = report.excluded_by("Filtered")
+    assert orphan.reason.filter_name == "orphan_tool_result"  # type: ignore[attr-defined]
+    assert report.total_candidates == 5
+
+
+def test_each_message_is_counted_once_per_get() -> None:
+    calls: list[str] = []
+
+    def tokenizer(text: str) -> list[str]:
+        calls.append(text)
+        return text.split()
+
+    history = _turns(50)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history, token_limit=40, tokenizer_fn=tokenizer
+    )
+    memory.get()
+    assert len(calls) == len(history)
+
+
+def test_a_growing_conversation_is_counted_once_per_message_across_gets() -> None:
+    calls: list[str] = []
+
+    def tokenizer(text: str) -> list[str]:
+        calls.append(text)
+        return text.split()
+
+    memory = CupelChatMemory.from_defaults(
+        chat_history=_turns(25), token_limit=40, tokenizer_fn=tokenizer
+    )
+    memory.get()
+    memory.get()
+    assert len(calls) == 50
+    memory.put_messages(_turns(1))
+    memory.get()
+    assert len(calls) == 52
+
+
+def test_a_message_edited_in_place_is_recounted() -> None:
+    history = _turns(3)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history, token_limit=100, tokenizer_fn=str.split
+    )
+    assert memory.get() == history
+    history[1].blocks[0].text = "word " * 200  # type: ignore[union-attr]
+    window = memory.get()
+    assert history[1] not in window and window[-1] is history[-1]
+    report = memory.last_report
+    assert report is not None
+    assert max(e.item.tokens for e in report.excluded) == 200
+
+
+def test_changing_the_tokenizer_recounts_everything() -> None:
+    history = _turns(3)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history, token_limit=100, tokenizer_fn=str.split
+    )
+    assert memory.get() == history
+    memory.tokenizer_fn = lambda text: text.split() * 10
+    assert memory.get() == history[-2:]
+
+
+def test_policy_is_configurable_and_errors_name_the_field() -> None:
+    history = _turns(5)
+    pipeline = Pipeline(RecencyScorer(), GreedySlice())
+    with_pipeline = _memory(history, token_limit=22, pipeline=pipeline)
+    assert with_pipeline.get() == history[-4:]
+    assert _memory(history, token_limit=22, policy="long_running").get() == history[-4:]
+    with pytest.raises(PolicyError, match=r"CupelChatMemory\.policy: unknown preset"):
+        _memory(history, token_limit=22, policy="nope")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"token_limit": 0}, r"CupelChatMemory.token_limit: must be an int >= 1, got 0"),
+        ({"token_limit": 10, "tokenizer_fn": "split"}, r"tokenizer_fn: must be callable"),
+        ({"token_limit": 10, "message_token_counter": 3}, r"message_token_counter: must be"),
+        ({"token_limit": 10, "pin_system": "yes"}, r"pin_system: must be a bool, got 'yes'"),
+        ({"token_limit": 10, "policy": 3}, r"CupelChatMemory.policy"),
+    ],
+)
+def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        CupelChatMemory(**kwargs)
+
+
+def test_put_set_reset_and_get_all_use_the_chat_store() -> None:
+    memory = CupelChatMemory.from_defaults(token_limit=100, message_token_counter=words)
+    first, second = _turns(1)
+    memory.put(first)
+    memory.put_messages([second])
+    assert memory.get_all() == [first, second]
+    memory.set([second])
+    assert memory.get_all() == [second]
+    memory.reset()
+    assert memory.get_all() == [] and memory.get() == []
+
+
+def test_the_lists_given_to_from_defaults_and_set_are_never_appended_to() -> None:
+    history = _turns(2)
+    memory = CupelChatMemory.from_defaults(chat_history=history, token_limit=100)
+    memory.put(ChatMessage(role="user", content="more"))
+    replacement = _turns(1)
+    memory.set(replacement)
+    memory.put(ChatMessage(role="user", content="again"))
+    assert len(history) == 4 and len(replacement) == 2
+    assert len(memory.get_all()) == 3
+
+
+def test_async_variants_behave_like_the_sync_ones() -> None:
+    history = _turns(6)
+
+    async def scenario() -> tuple[list[ChatMessage], list[ChatMessage], list[ChatMessage]]:
+        memory = CupelChatMemory.from_defaults(token_limit=12, message_token_counter=words)
+        await memory.aset(history[:2])
+        await memory.aput(history[2])
+        await memory.aput_messages(history[3:])
+        window = await memory.aget()
+        everything = await memory.aget_all()
+        await memory.areset()
+        return window, everything, await memory.aget_all()
+
+    window, everything, after_reset = asyncio.run(scenario())
+    assert window == history[-2:] and all(a is b for a, b in zip(window, history[-2:], strict=True))
+    assert everything == history and after_reset == []
+
+
+# -- serialization ------------------------------------------------------------------------
+def test_string_round_trip_keeps_configuration_and_history() -> None:
+    history = [ChatMessage(role="system", content="rules"), *_turns(3), _call("c"), _result("c")]
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history,
+        token_limit=50,
+        policy="tool_use",
+        pin_last_user=False,
+        start_on_user=False,
+        tokenizer_fn=str.split,
+    )
+    clone = CupelChatMemory.from_string(memory.to_string())
+    assert clone.to_dict() == memory.to_dict()
+    assert (clone.policy, clone.pin_last_user, clone.start_on_user) == ("tool_use", False, False)
+    assert [m.model_dump() for m in clone.get_all()] == [m.model_dump() for m in history]
+    clone.tokenizer_fn = str.split
+    assert [m.model_dump() for m in clone.get()] == [m.model_dump() for m in memory.get()]
+
+
+def test_from_dict_takes_overrides_for_unserialized_fields() -> None:
+    memory = CupelChatMemory.from_defaults(token_limit=50)
+    pipeline = Pipeline(RecencyScorer())
+    clone = CupelChatMemory.from_dict(memory.to_dict(), pipeline=pipeline, tokenizer_fn=str.split)
+    assert clone.pipeline is pipeline and clone.tokenizer_fn is str.split
+
+
+def test_pickle_and_the_workflow_context_serializer_round_trip_the_memory(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = [*_turns(2), _call("c"), _result("c")]
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history, token_limit=30, policy="tool_use", tokenizer_fn=str.split
+    )
+    memory.get()
+    with caplog.at_level("WARNING"):
+        clone = pickle.loads(pickle.dumps(memory))
+    assert not caplog.records  # nothing "unpickleable" dropped with a warning
+    serializer = JsonSerializer()
+    restored = serializer.deserialize(serializer.serialize(memory))
+    for copy in (clone, restored):
+        assert isinstance(copy, CupelChatMemory) and copy.policy == "tool_use"
+        assert [m.model_dump() for m in copy.get_all()] == [m.model_dump() for m in history]
+        copy.tokenizer_fn = str.split
+        assert [m.model_dump() for m in copy.get()] == [m.model_dump() for m in memory.get()]
+
+
+# -- chat engines -------------------------------------------------------------------------
+def test_simple_chat_engine_sends_prefix_plus_a_window_that_fits_after_the_prefix() -> None:
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=None, is_chat_model=True)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=_turns(20), token_limit=40, tokenizer_fn=str.split
+    )
+    engine = SimpleChatEngine.from_defaults(
+        llm=llm, memory=memory, system_prompt="You answer in one word only please"
+    )
+
+    engine.chat("and now?")
+
+    sent = llm.last_chat_messages
+    assert sent is not None
+    assert sent[0].role == MessageRole.SYSTEM
+    window = list(sent[1:])
+    history = memory.get_all()[:-1]  # the engine stored its answer afterwards
+    check_window(window, history, budget=40 - 7, count=lambda m: len(str(m.content).split()))
+    assert window[-1].content == "and now?"
+    assert len(memory.get_all()) == 42
+
+
+def test_simple_chat_engine_accepts_the_class_through_memory_cls() -> None:
+    llm = MockLLM()
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory_cls=CupelChatMemory)
+    engine.chat("hello")
+    assert isinstance(engine._memory, CupelChatMemory)
+    assert [m.role for m in engine.chat_history] == [MessageRole.USER, MessageRole.ASSISTANT]
+
+
+def test_async_chat_in_simple_chat_engine() -> None:
+    llm = MockLLMWithChatMemoryOfLastCall(max_tokens=None, is_chat_model=True)
+    memory = CupelChatMemory.from_defaults(token_limit=30, tokenizer_fn=str.split)
+    engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+    asyncio.run(engine.achat("first"))
+    asyncio.run(engine.achat("second"))
+    sent = llm.last_chat_messages
+    assert sent is not None and [m.content for m in sent][-1] == "second"
+    assert len(memory.get_all()) == 4
+
+
+# -- workflow agents --------------------------------------------------------------------
+# Building a workflow agent triggers pydantic deprecation warnings inside llama-index-workflows.
+third_party_warnings = pytest.mark.filterwarnings(
+    "ignore::pydantic.warnings.PydanticDeprecatedSince20",
+    "ignore::pydantic.warnings.PydanticDeprecatedSince211",
+)
+
+
+def _lookup(q: str = "default") -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+@third_party_warnings
+def test_function_agent_runs_with_the_memory_and_sends_valid_tool_groups() -> None:
+    history = []
+    for t in range(8):
+        history.append(ChatMessage(role="user", content=f"task {t} " + "w " * 6))
+        history.append(_call(f"c{t}"))
+        history.append(_result(f"c{t}", f"result {t} " + "r " * 6))
+        history.append(ChatMessage(role="assistant", content=f"done {t}"))
+
+    def respond(messages: list[ChatMessage], **kwargs: object) -> ChatMessage:
+        if messages[-1].role == MessageRole.USER:  # a new task: call the tool
+            return _call("new-call")
+        return ChatMessage(role="assistant", content="all done")
+
+    llm = MockFunctionCallingLLMWithChatMemoryOfLastCall(response_generator=respond)
+    agent = FunctionAgent(
+        tools=[FunctionTool.from_defaults(_lookup)], llm=llm, system_prompt="Be terse."
+    )
+    memory = CupelChatMemory.from_defaults(
+        chat_history=list(history), token_limit=40, message_token_counter=words
+    )
+
+    async def run() -> object:
+        return await agent.run(user_msg="new task", memory=memory)
+
+    answer = asyncio.run(run())
+
+    assert str(answer) == "all done"
+    sent = llm.last_chat_messages  # the second LLM call: window + this run's tool group
+    assert sent is not None and sent[0].content == "Be terse."
+    stored = memory.get_all()
+    window = [m for m in sent[1:] if any(m is s for s in stored[: len(history) + 1])]
+    check_window(window, stored, budget=40, count=words)
+    assert window[-1].content == "new task"
+    assert [m.role for m in sent[1 + len(window) :]] == [MessageRole.ASSISTANT, MessageRole.TOOL]
+    # The run appended its own complete tool group and answer to the store.
+    assert [m.role for m in stored[len(history) :]] == [
+        MessageRole.USER,
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
+    ]
+
+
+@third_party_warnings
+def test_react_agent_runs_with_the_memory() -> None:
+    llm = MockFunctionCallingLLMWithChatMemoryOfLastCall(
+        response_generator=lambda messages, **kw: ChatMessage(
+            role="assistant", content="Thought: I can answer.\nAnswer: forty-two"
+        )
+    )
+    agent = ReActAgent(tools=[FunctionTool.from_defaults(_lookup)], llm=llm)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=_turns(30), token_limit=60, message_token_counter=words
+    )
+
+    async def run() -> object:
+        return await agent.run(user_msg="what is the answer?", memory=memory)
+
+    answer = asyncio.run(run())
+
+    assert "forty-two" in str(answer)
+    sent = llm.last_chat_messages
+    assert sent is not None
+    # ReAct folds the selected history into its prompt: the latest question is there, the
+    # oldest turns are not.
+    assert sent[-1].content == "what is the answer?"
+    assert not any("u0w0" in str(m.content) for m in sent)
+    assert memory.get_all()[-1].role == MessageRole.ASSISTANT
+
+
+# -- instrumentation ------------------------------------------------------------------------
+def test_get_dispatches_a_selection_event(recorder: SelectionRecorder) -> None:
+    history = _turns(10)
+    memory = _memory(history, token_limit=22)
+
+    memory.get(input="hello", initial_token_count=2)
+
+    (event,) = recorder.events
+    assert isinstance(event, CupelSelectionEvent)
+    assert event.component == "CupelChatMemory"
+    assert event.report is memory.last_report
+    assert (event.candidates, event.selected, event.max_tokens) == (20, 4, 20)
+    assert event.selected_tokens == 20 and event.query == "hello"
+    assert event.span_id is not None and "CupelChatMemory._select" in event.span_id

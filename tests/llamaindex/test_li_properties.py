@@ -1,0 +1,204 @@
+"""Property tests: random chat histories with tool calls through CupelChatMemory.get()."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from li_testkit import check_window, words
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.storage.chat_store import SimpleChatStore
+
+from cupel import PinnedBudgetError
+from cupel_llamaindex import CupelChatMemory
+
+_TEXT = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ok"]), max_size=12).map(
+    " ".join
+)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[ChatMessage]:
+    """A conversation: optional system prompt, then user / assistant / tool-call groups
+    (ToolCallBlocks or OpenAI-style additional_kwargs, parallel calls, results possibly
+    out of order or missing), sometimes a stray tool message."""
+    out: list[ChatMessage] = []
+    if draw(st.booleans()):
+        out.append(ChatMessage(role="system", content=draw(_TEXT)))
+    if draw(st.integers(0, 5)) == 0:
+        out.append(ChatMessage(role="tool", content=draw(_TEXT)))  # leading orphan
+    call_number = 0
+    for _ in range(draw(st.integers(0, 25))):
+        event = draw(st.sampled_from(["user", "user", "assistant", "assistant", "tools", "stray"]))
+        if event == "user":
+            out.append(ChatMessage(role="user", content=draw(_TEXT)))
+        elif event == "assistant":
+            out.append(ChatMessage(role="assistant", content=draw(_TEXT)))
+        elif event == "stray":
+            out.append(
+                ChatMessage(
+                    role="tool", content=draw(_TEXT), additional_kwargs={"tool_call_id": "none"}
+                )
+            )
+        else:
+            ids = [f"c{call_number + k}" for k in range(draw(st.integers(1, 3)))]
+            call_number += len(ids)
+            text = draw(_TEXT)
+            if draw(st.booleans()):
+                blocks: list[TextBlock | ToolCallBlock] = [TextBlock(text=text)] if text else []
+                blocks += [ToolCallBlock(tool_call_id=i, tool_name="f") for i in ids]
+                out.append(ChatMessage(role="assistant", blocks=blocks))
+            else:
+                calls = [{"id": i, "type": "function", "function": {"name": "f"}} for i in ids]
+                out.append(
+                    ChatMessage(
+                        role="assistant", content=text, additional_kwargs={"tool_calls": calls}
+                    )
+                )
+            answered = draw(st.permutations(ids))[: draw(st.integers(0, len(ids)))]
+            for call_id in answered:
+                out.append(
+                    ChatMessage(
+                        role="tool",
+                        content=draw(_TEXT),
+                        additional_kwargs={"tool_call_id": call_id},
+                    )
+                )
+    return out
+
+
+def _pinned_tokens(history: list[ChatMessage]) -> int:
+    users = [m for m in history if m.role == MessageRole.USER]
+    system = [m for m in history if m.role == MessageRole.SYSTEM]
+    return sum(words(m) for m in system) + (words(users[-1]) if users else 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    history=histories(),
+    limit=st.integers(1, 200),
+    initial=st.integers(0, 20),
+    start_on_user=st.booleans(),
+)
+def test_every_window_is_valid_within_budget_and_made_of_the_stored_objects(
+    history: list[ChatMessage], limit: int, initial: int, start_on_user: bool
+) -> None:
+    initial = min(initial, limit)
+    store = SimpleChatStore()
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history,
+        chat_store=store,
+        token_limit=limit,
+        message_token_counter=words,
+        start_on_user=start_on_user,
+    )
+    stored = store.store["chat_history"]
+    snapshot = [m.model_dump() for m in history]
+
+    try:
+        window = memory.get(initial_token_count=initial)
+    except PinnedBudgetError as exc:
+        # System messages and the latest user message (with any stray tool message
+        # travelling with it) cannot fit.
+        assert exc.available_tokens == limit - initial < exc.pinned_tokens
+        assert exc.pinned_tokens >= _pinned_tokens(history)
+        return
+
+    check_window(window, history, budget=limit - initial, count=words, start_on_user=start_on_user)
+    users = [m for m in history if m.role == MessageRole.USER]
+    if users:
+        assert any(m is users[-1] for m in window), "the latest user message was dropped"
+    # The store is untouched: same list, same objects, same contents.
+    assert store.store["chat_history"] is stored
+    assert all(a is b for a, b in zip(stored, history, strict=True)) and len(stored) == len(history)
+    assert [m.model_dump() for m in history] == snapshot
+    # The report accounts for every stored message's unit and matches the window.
+    report = memory.last_report
+    assert report is not None
+    assert report.included_tokens == sum(words(m) for m in window)
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=histories(), limit=st.integers(30, 200))
+def test_get_is_deterministic_and_repeatable(history: list[ChatMessage], limit: int) -> None:
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history, token_limit=limit, message_token_counter=words
+    )
+    try:
+        first = memory.get()
+    except PinnedBudgetError:
+        return
+    second = memory.get()
+    assert len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=histories())
+def test_a_budget_that_fits_everything_returns_every_valid_message(
+    history: list[ChatMessage],
+) -> None:
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history,
+        token_limit=10_000,
+        message_token_counter=words,
+        start_on_user=False,
+    )
+    window = memory.get()
+    report = memory.last_report
+    assert report is not None
+    orphans = {e.item.content for e in report.excluded_by("Filtered")}
+    # Everything except the leading orphan tool messages comes back, in order.
+    assert len(window) + len(orphans) == len(history)
+    assert [e.reason.name for e in report.excluded] == ["Filtered"] * len(orphans)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    history=histories(),
+    later=histories(),
+    edits=st.lists(st.tuples(st.integers(0, 40), _TEXT), max_size=4),
+    limit=st.integers(30, 150),
+)
+def test_reusing_the_previous_call_never_changes_the_result(
+    history: list[ChatMessage],
+    later: list[ChatMessage],
+    edits: list[tuple[int, str]],
+    limit: int,
+) -> None:
+    """A memory that has seen an earlier version of the history (and reuses its counts
+    and items) selects exactly what a fresh memory selects: after appends, after in-place
+    edits and after a message is removed from the middle."""
+    memory = CupelChatMemory.from_defaults(
+        chat_history=list(history), token_limit=limit, message_token_counter=words
+    )
+
+    def both() -> None:
+        current = memory.get_all()
+        fresh = CupelChatMemory.from_defaults(
+            chat_history=list(current), token_limit=limit, message_token_counter=words
+        )
+        try:
+            expected = fresh.get()
+        except PinnedBudgetError:
+            try:
+                memory.get()
+            except PinnedBudgetError:
+                return
+            raise AssertionError("the reusing memory did not raise") from None
+        got = memory.get()
+        assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected, strict=True))
+        assert memory.last_report is not None and fresh.last_report is not None
+        assert [e.item for e in memory.last_report.included] == [
+            e.item for e in fresh.last_report.included
+        ]
+
+    both()
+    memory.put_messages(later)
+    both()
+    stored = memory.get_all()
+    for position, text in edits:
+        if stored:
+            stored[position % len(stored)].blocks = [TextBlock(text=text)]
+    both()
+    if stored:
+        del stored[len(stored) // 2]
+    both()
