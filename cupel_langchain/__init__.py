@@ -1,0 +1,88 @@
+"""cupel for LangChain: explainable context selection as LangChain components.
+
+==============================  =========================================================
+component                       what it does
+==============================  =========================================================
+CupelMessageSelector            LCEL Runnable: ``prompt | selector | model``
+select_messages                 the same selection as a function (``..._with_report``)
+CupelDocumentCompressor         ``BaseDocumentCompressor`` (``ContextualCompressionRetriever``)
+CupelRetriever                  wraps any retriever: retrieve, then select (optional ``k``)
+CupelContextMiddleware          ``langchain.agents`` middleware (needs ``langchain``)
+messages_to_items / documents_  the mapping to :class:`~cupel.ContextItem` and back
+to_items
+tool_call_problems              why a provider would reject a message list's tool calls
+==============================  =========================================================
+
+Messages: an ``AIMessage`` with tool calls and its ``ToolMessage`` s are one unit (kept or
+dropped together), system messages are pinned, the output is the same message objects in
+conversation order. Every component can build the :class:`~cupel.SelectionReport` and
+emits it as the LangChain custom event ``"cupel_selection"``.
+
+>>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+>>> history = [HumanMessage("Weather in Oslo?"),
+...            AIMessage("", tool_calls=[{"name": "weather", "args": {}, "id": "c1"}]),
+...            ToolMessage("Rain, 4 °C " * 20, tool_call_id="c1"),
+...            AIMessage("Rainy, 4 °C."), HumanMessage("And tomorrow?")]
+>>> [m.type for m in select_messages(history, max_tokens=40)]
+['human', 'ai', 'human']
+>>> tool_call_problems(history[2:])
+["message 0: ToolMessage answers tool_call_id 'c1', which no preceding AIMessage left open"]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cupel_langchain._documents import (
+    CupelDocumentCompressor,
+    CupelRetriever,
+    DocumentItems,
+    documents_to_items,
+)
+from cupel_langchain._messages import (
+    DEFAULT_MESSAGE_KINDS,
+    MessageItems,
+    messages_to_items,
+    tool_call_problems,
+)
+from cupel_langchain._runnable import (
+    CupelMessageSelector,
+    select_messages,
+    select_messages_with_report,
+)
+from cupel_langchain._selection import REPORT_EVENT
+from cupel_langchain._tokens import approximate_message_tokens
+
+if TYPE_CHECKING:
+    from cupel_langchain._middleware import CupelContextMiddleware
+
+__all__ = [
+    "DEFAULT_MESSAGE_KINDS",
+    "REPORT_EVENT",
+    "CupelContextMiddleware",
+    "CupelDocumentCompressor",
+    "CupelMessageSelector",
+    "CupelRetriever",
+    "DocumentItems",
+    "MessageItems",
+    "approximate_message_tokens",
+    "documents_to_items",
+    "messages_to_items",
+    "select_messages",
+    "select_messages_with_report",
+    "tool_call_problems",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``CupelContextMiddleware`` on first use: it needs the ``langchain`` package."""
+    if name == "CupelContextMiddleware":
+        try:
+            from cupel_langchain._middleware import CupelContextMiddleware
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "CupelContextMiddleware needs the 'langchain' package (langchain.agents): "
+                "pip install 'cupel[langchain-agents]'"
+            ) from exc
+        return CupelContextMiddleware
+    raise AttributeError(f"module 'cupel_langchain' has no attribute {name!r}")

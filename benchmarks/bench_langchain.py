@@ -1,0 +1,173 @@
+"""Workload W5 of ../shared/bench/WORKLOADS.md: LangChain chat history, cupel vs trim_messages.
+
+N messages alternate HumanMessage / AIMessage (~50 words each, all distinct); every 10th
+AI turn carries a tool call answered by a ToolMessage. Budget B = 25% of the
+``count_tokens_approximately`` total. In the same process, after warm-ups, the median of
+>= 7 runs of:
+
+- incumbent: ``trim_messages(history, strategy="last", max_tokens=B,
+  token_counter=count_tokens_approximately)``
+- cupel:     ``select_messages(history, max_tokens=B,
+  token_counter=count_tokens_approximately)`` (chat preset), and the Runnable
+  ``CupelMessageSelector(...).invoke(history)``, which also builds the SelectionReport.
+
+Both outputs are checked: within budget, and a valid tool-call sequence (no tool result
+without its call, no call without its results).
+
+    python benchmarks/bench_langchain.py                      # N = 1,000 and 10,000
+    python benchmarks/bench_langchain.py --sizes 10000 --runs 11
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    trim_messages,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from cupel_langchain import CupelMessageSelector, select_messages, tool_call_problems
+
+SEED = 20261122
+WORDS_PER_TURN = 50
+
+
+def make_history(n: int, seed: int = SEED) -> list[BaseMessage]:
+    """The W5 conversation: ``n`` messages, fixed seed, distinct contents."""
+    rng = random.Random(seed)
+    vocabulary = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+        for _ in range(5000)
+    ]
+
+    def text(i: int) -> str:
+        return f"#{i} " + " ".join(rng.choice(vocabulary) for _ in range(WORDS_PER_TURN - 1))
+
+    history: list[BaseMessage] = []
+    ai_turns = 0
+    while len(history) < n:
+        history.append(HumanMessage(text(len(history)), id=f"m{len(history)}"))
+        if len(history) >= n:
+            break
+        ai_turns += 1
+        if ai_turns % 10 == 0 and len(history) + 2 <= n:
+            call_id = f"call_{len(history)}"
+            history.append(
+                AIMessage(
+                    text(len(history)),
+                    tool_calls=[
+                        {"name": "search", "args": {"query": f"q{ai_turns}"}, "id": call_id}
+                    ],
+                    id=f"m{len(history)}",
+                )
+            )
+            history.append(
+                ToolMessage(text(len(history)), tool_call_id=call_id, id=f"m{len(history)}")
+            )
+        else:
+            history.append(AIMessage(text(len(history)), id=f"m{len(history)}"))
+    return history
+
+
+def _median_ms(func: Callable[[], Any], runs: int, warmups: int) -> tuple[float, float, float]:
+    for _ in range(warmups):
+        func()
+    times = []
+    gc.collect()
+    for _ in range(runs):
+        start = time.perf_counter()
+        func()
+        times.append((time.perf_counter() - start) * 1000.0)
+    return statistics.median(times), min(times), max(times)
+
+
+@dataclass
+class Row:
+    n: int
+    budget: int
+    trim_ms: float
+    cupel_ms: float
+    runnable_ms: float
+    trim_valid: bool
+    cupel_valid: bool
+    trim_tokens: int
+    cupel_tokens: int
+    trim_count: int
+    cupel_count: int
+
+
+def run(n: int, runs: int = 7, warmups: int = 2) -> Row:
+    """Measure W5 at size ``n``."""
+    history = make_history(n)
+    budget = count_tokens_approximately(history) // 4
+
+    def incumbent() -> list[BaseMessage]:
+        return trim_messages(
+            history, strategy="last", max_tokens=budget, token_counter=count_tokens_approximately
+        )
+
+    def cupel() -> list[BaseMessage]:
+        return select_messages(history, max_tokens=budget, token_counter=count_tokens_approximately)
+
+    selector = CupelMessageSelector(max_tokens=budget, token_counter=count_tokens_approximately)
+
+    def runnable() -> list[BaseMessage]:
+        return selector.invoke(history)
+
+    trimmed, selected = incumbent(), cupel()
+    assert [m.id for m in runnable()] == [m.id for m in selected]
+    trim_ms = _median_ms(incumbent, runs, warmups)[0]
+    cupel_ms = _median_ms(cupel, runs, warmups)[0]
+    runnable_ms = _median_ms(runnable, runs, warmups)[0]
+    return Row(
+        n=n,
+        budget=budget,
+        trim_ms=trim_ms,
+        cupel_ms=cupel_ms,
+        runnable_ms=runnable_ms,
+        trim_valid=not tool_call_problems(trimmed),
+        cupel_valid=not tool_call_problems(selected),
+        trim_tokens=count_tokens_approximately(trimmed),
+        cupel_tokens=count_tokens_approximately(selected),
+        trim_count=len(trimmed),
+        cupel_count=len(selected),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000", help="comma-separated N values")
+    parser.add_argument("--runs", type=int, default=7, help="timed runs (median reported)")
+    parser.add_argument("--warmups", type=int, default=2)
+    args = parser.parse_args(argv)
+    print(
+        f"{'N':>7} {'budget':>8} {'trim_messages':>14} {'cupel':>9} {'ratio':>6} "
+        f"{'runnable+report':>16} {'ratio':>6}  valid tool calls (trim / cupel)  "
+        f"messages (trim / cupel)"
+    )
+    for n in (int(s) for s in args.sizes.split(",")):
+        row = run(n, args.runs, args.warmups)
+        print(
+            f"{row.n:>7} {row.budget:>8} {row.trim_ms:>11.2f} ms {row.cupel_ms:>6.2f} ms "
+            f"{row.cupel_ms / row.trim_ms:>6.2f} {row.runnable_ms:>13.2f} ms "
+            f"{row.runnable_ms / row.trim_ms:>6.2f}  {row.trim_valid!s:>5} / "
+            f"{row.cupel_valid!s:<5}                      {row.trim_count} / {row.cupel_count}"
+        )
+        assert row.cupel_valid, "cupel returned an invalid tool-call sequence"
+        assert row.cupel_tokens <= row.budget, "cupel exceeded the budget"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,410 @@
+"""Documents <-> context items, :class:`CupelDocumentCompressor` and :class:`CupelRetriever`.
+
+Mapping rules: one item per ``Document``, kind ``Document`` (configurable), source
+``Rag``; ``tokens`` = the counter on ``page_content``; ``future_relevance_hint`` = the
+number under ``metadata[relevance_key]`` (default ``"relevance_score"``, as rerankers
+set it) or, when absent, the input rank (``1 - i/n``: the first document 1.0);
+``metadata`` holds ``langchain.index`` and ``langchain.id``. Mapping back returns the
+same ``Document`` objects in the pipeline's placed order (U-shaped with the ``rag``
+preset: the best documents at both edges).
+
+>>> from langchain_core.documents import Document
+>>> docs = [Document("alpha " * 50), Document("beta " * 10, metadata={"relevance_score": 0.2})]
+>>> mapped = documents_to_items(docs)
+>>> [(i.tokens, i.future_relevance_hint) for i in mapped.items]
+[(75, 1.0), (13, 0.2)]
+>>> mapped.documents_for(mapped.items[::-1]) == docs[::-1]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+    Callbacks,
+)
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, ConfigDict, PrivateAttr, Strict, ValidationError
+
+from cupel import (
+    ConfigurationError,
+    ContextBudget,
+    ContextItem,
+    ContextKind,
+    ContextSource,
+    ItemError,
+    Pipeline,
+    SelectionReport,
+)
+from cupel_langchain._items import new_item
+from cupel_langchain._messages import add_filtered
+from cupel_langchain._pydantic import raise_configuration_error
+from cupel_langchain._selection import (
+    PolicyLike,
+    adispatch_report,
+    dispatch_report,
+    make_budget,
+    report_event_data,
+    resolve_pipeline,
+)
+from cupel_langchain._tokens import DocumentTokenCounter, resolve_document_counter
+
+__all__ = [
+    "CupelDocumentCompressor",
+    "CupelRetriever",
+    "DocumentItems",
+    "DocumentSelection",
+    "documents_to_items",
+]
+
+StrictInt = Annotated[int, Strict()]
+StrictBool = Annotated[bool, Strict()]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DocumentItems:
+    """Documents mapped to items (``items[i]`` is ``documents[i]``) and the way back."""
+
+    documents: Sequence[Document]
+    items: Sequence[ContextItem]
+    _positions: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def documents_for(self, selected: Iterable[ContextItem]) -> list[Document]:
+        """The same ``Document`` objects behind ``selected``, in the order given."""
+        positions = self._positions
+        if not positions:
+            positions.update((id(item), k) for k, item in enumerate(self.items))
+        out = []
+        for item in selected:
+            position = positions.get(id(item))
+            if position is None:
+                raise ConfigurationError(
+                    f"item {item.content[:40]!r} is not one of this mapping's items",
+                    field="items",
+                    value=item,
+                )
+            out.append(self.documents[position])
+        return out
+
+
+def _relevance(document: Document, index: int, count: int, key: str | None) -> float:
+    if key is not None:
+        value = document.metadata.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ItemError(
+                    f"documents[{index}].metadata[{key!r}] must be a number (the relevance "
+                    f"score), got {type(value).__name__} {value!r}",
+                    field=f"documents[{index}].metadata[{key!r}]",
+                    value=value,
+                )
+            return float(value)
+    return 1.0 - index / count
+
+
+def _map_documents(
+    documents: Sequence[Document],
+    count: Callable[[str], int],
+    *,
+    kind: ContextKind,
+    relevance_key: str | None,
+) -> DocumentItems:
+    items = []
+    total = len(documents)
+    rag = ContextSource.RAG
+    for index, document in enumerate(documents):
+        if not isinstance(document, Document):
+            raise ItemError(
+                f"documents[{index}] must be a langchain_core Document, got "
+                f"{type(document).__name__}",
+                field=f"documents[{index}]",
+                value=document,
+            )
+        text = document.page_content
+        metadata: dict[str, Any] = {"langchain.index": index}
+        if document.id is not None:
+            metadata["langchain.id"] = document.id
+        items.append(
+            new_item(
+                text if text else "[empty document]",
+                count(text),
+                kind,
+                rag,
+                metadata=metadata,
+                hint=_relevance(document, index, total, relevance_key),
+            )
+        )
+    return DocumentItems(list(documents), items)
+
+
+def _check_kind(kind: object) -> ContextKind:
+    try:
+        return ContextKind(kind)  # type: ignore[arg-type]
+    except ItemError:
+        raise ConfigurationError(
+            f"kind must be a non-empty kind name, got {kind!r}", field="kind", value=kind
+        ) from None
+
+
+def _check_relevance_key(key: object) -> str | None:
+    if key is None or (isinstance(key, str) and key):
+        return key
+    raise ConfigurationError(
+        f"relevance_key must be a non-empty string or None, got {key!r}",
+        field="relevance_key",
+        value=key,
+    )
+
+
+def documents_to_items(
+    documents: Sequence[Document],
+    *,
+    token_counter: DocumentTokenCounter = "approximate",
+    relevance_key: str | None = "relevance_score",
+    kind: str = "Document",
+) -> DocumentItems:
+    """Map documents to items (see the module docstring for the rules)."""
+    return _map_documents(
+        documents,
+        resolve_document_counter(token_counter),
+        kind=_check_kind(kind),
+        relevance_key=_check_relevance_key(relevance_key),
+    )
+
+
+class DocumentSelection:
+    """A validated document-selection configuration; :meth:`select` runs it."""
+
+    __slots__ = ("budget", "count", "k", "kind", "pipeline", "relevance_key")
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int,
+        target_tokens: int | None = None,
+        output_reserve: int = 0,
+        policy: PolicyLike = "rag",
+        pipeline: Pipeline | None = None,
+        token_counter: DocumentTokenCounter = "approximate",
+        relevance_key: str | None = "relevance_score",
+        deduplicate: bool | None = True,
+        k: int | None = None,
+        kind: str = "Document",
+    ) -> None:
+        self.budget: ContextBudget = make_budget(max_tokens, target_tokens, output_reserve)
+        self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
+        self.count = resolve_document_counter(token_counter)
+        self.relevance_key = _check_relevance_key(relevance_key)
+        self.kind = _check_kind(kind)
+        self.k = check_k(k)
+
+    def select(
+        self, documents: Sequence[Document], *, with_report: bool, k: int | None = None
+    ) -> tuple[list[Document], SelectionReport | None]:
+        """The selected documents (same objects, placed order), at most ``k`` of them
+        (the call's ``k``, else the configured one), and optionally the report."""
+        limit = self.k if k is None else check_k(k)
+        mapping = _map_documents(
+            list(documents), self.count, kind=self.kind, relevance_key=self.relevance_key
+        )
+        if with_report or limit is not None:
+            result = self.pipeline.dry_run(mapping.items, self.budget)
+        else:
+            result = self.pipeline.run(mapping.items, self.budget)
+        placed = result.items
+        report = result.report
+        if limit is not None and report is not None and len(placed) > limit:
+            placed, dropped = _top_k(placed, report, limit)
+            report = add_filtered(report, dropped=[(item, f"k={limit}") for item in dropped])
+        return mapping.documents_for(placed), report if with_report else None
+
+
+def check_k(k: object) -> int | None:
+    """``k`` as a count cap (``None``: no cap)."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ConfigurationError(
+            f"k must be a non-negative int or None, got {k!r}", field="k", value=k
+        )
+    return k
+
+
+def _top_k(
+    placed: list[ContextItem], report: SelectionReport, k: int
+) -> tuple[list[ContextItem], list[ContextItem]]:
+    """Keep the ``k`` best-scored items (the report's scores) in their placed order; ties
+    keep placed order. Removing the weakest items from a U-shaped order leaves the
+    U-shaped order of the rest."""
+    scores = {id(entry.item): entry.score for entry in report.included}
+    ranked = sorted(range(len(placed)), key=lambda i: -scores[id(placed[i])])
+    keep = set(ranked[:k])
+    kept = [item for i, item in enumerate(placed) if i in keep]
+    dropped = [item for i, item in enumerate(placed) if i not in keep]
+    return kept, dropped
+
+
+class _DocumentOptions(BaseModel):
+    """The fields the compressor and the retriever share."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    max_tokens: StrictInt
+    """The token budget for the selected documents."""
+    target_tokens: StrictInt | None = None
+    """A softer target the slicer aims for (default: ``max_tokens``)."""
+    output_reserve: StrictInt = 0
+    """Tokens kept free (for the prompt around the documents or the answer)."""
+    policy: PolicyLike = "rag"
+    """A :class:`~cupel.policy.Policy` or preset name (default ``"rag"``)."""
+    pipeline: Pipeline | None = None
+    """An explicit :class:`~cupel.Pipeline`, used instead of ``policy``."""
+    token_counter: Any = "approximate"
+    """``"approximate"`` (4 characters a token), a language model or a callable on text."""
+    relevance_key: str | None = "relevance_score"
+    """Metadata key of the retriever's relevance score (absent: the input rank)."""
+    deduplicate: StrictBool = True
+    """Drop documents repeating another's ``page_content`` (the best-scored stays)."""
+    k: StrictInt | None = None
+    """At most this many documents: the best-scored of the selection."""
+    kind: str = "Document"
+    """The kind given to documents."""
+    report: StrictBool = True
+    """Build, emit and keep the SelectionReport of each run."""
+
+    _selection: DocumentSelection = PrivateAttr()
+    _last_report: SelectionReport | None = PrivateAttr(default=None)
+
+    def _configure(self) -> None:
+        self._selection = DocumentSelection(
+            max_tokens=self.max_tokens,
+            target_tokens=self.target_tokens,
+            output_reserve=self.output_reserve,
+            policy=self.policy,
+            pipeline=self.pipeline,
+            token_counter=self.token_counter,
+            relevance_key=self.relevance_key,
+            deduplicate=self.deduplicate,
+            k=self.k,
+            kind=self.kind,
+        )
+
+    @property
+    def last_report(self) -> SelectionReport | None:
+        """The report of the latest selection (``None`` before it or with ``report=False``)."""
+        return self._last_report
+
+    def _select(
+        self, documents: Sequence[Document], k: int | None = None
+    ) -> tuple[list[Document], dict[str, Any] | None]:
+        selected, report = self._selection.select(documents, with_report=self.report, k=k)
+        if report is None:
+            return selected, None
+        self._last_report = report
+        return selected, report_event_data(type(self).__name__, report, self._selection.budget)
+
+
+class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor):
+    """A document compressor selecting documents within a token budget: deduplicated,
+    relevance-led, U-shaped (the ``rag`` preset), optionally at most ``k``.
+
+    Use it in document pipelines or as the ``base_compressor`` of
+    ``ContextualCompressionRetriever`` (``langchain-classic``). Returns the same
+    ``Document`` objects. With ``report=True`` the :class:`~cupel.SelectionReport` is kept
+    in :attr:`last_report` and sent to ``callbacks`` as the ``"cupel_selection"`` custom
+    event.
+
+    >>> from langchain_core.documents import Document
+    >>> docs = [Document("short and relevant"), Document("long " * 400), Document("ok " * 20)]
+    >>> compressor = CupelDocumentCompressor(max_tokens=100)
+    >>> [d.page_content[:10] for d in compressor.compress_documents(docs, "query")]
+    ['short and ', 'ok ok ok o']
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise_configuration_error(exc, type(self).__name__)
+        self._configure()
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """Select from ``documents`` (the query is not used: relevance comes from the
+        documents' metadata or their order)."""
+        selected, event = self._select(documents)
+        if event is not None:
+            dispatch_report(callbacks, event)
+        return selected
+
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """Async :meth:`compress_documents`."""
+        selected, event = self._select(documents)
+        if event is not None:
+            await adispatch_report(callbacks, event)
+        return selected
+
+
+class CupelRetriever(_DocumentOptions, BaseRetriever):
+    """Wrap any retriever: retrieve, then select within a token budget (deduplicated,
+    relevance-led, U-shaped by default), at most ``k`` documents.
+
+    ``k`` can also be given per call: ``retriever.invoke(query, k=3)``. The wrapped
+    retriever's own settings (its ``k``, filters) are untouched. The report goes to
+    :attr:`last_report` and, as the ``"cupel_selection"`` custom event, to the run's
+    callbacks.
+
+    >>> from langchain_core.documents import Document
+    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+    >>> from langchain_core.vectorstores import InMemoryVectorStore
+    >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    >>> _ = store.add_documents([Document(f"fact {i} " * 30) for i in range(6)])
+    >>> retriever = CupelRetriever(retriever=store.as_retriever(search_kwargs={"k": 6}),
+    ...                            max_tokens=250)
+    >>> len(retriever.invoke("fact")), len(retriever.invoke("fact", k=2))
+    (4, 2)
+    """
+
+    retriever: Runnable[str, list[Document]]
+    """The retriever (any Runnable from a query to documents) whose results are selected."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise_configuration_error(exc, type(self).__name__)
+        self._configure()
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        documents = self.retriever.invoke(query, config={"callbacks": run_manager.get_child()})
+        selected, event = self._select(documents, k)
+        if event is not None:
+            dispatch_report(run_manager.get_child(), event)
+        return selected
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        documents = await self.retriever.ainvoke(
+            query, config={"callbacks": run_manager.get_child()}
+        )
+        selected, event = self._select(documents, k)
+        if event is not None:
+            await adispatch_report(run_manager.get_child(), event)
+        return selected

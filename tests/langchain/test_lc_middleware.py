@@ -1,0 +1,187 @@
+"""CupelContextMiddleware in agents built with langchain.agents.create_agent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import tool
+
+from cupel import ConfigurationError, PinnedBudgetError, SelectionReport
+from cupel_langchain import CupelContextMiddleware, tool_call_problems
+
+
+class ToolCallingFakeModel(GenericFakeChatModel):
+    """LangChain's GenericFakeChatModel, accepting tools like a real chat model does."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFakeModel:
+        return self
+
+
+class Recorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.model_inputs: list[list[BaseMessage]] = []
+        self.events: list[tuple[str, Any]] = []
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        self.model_inputs.extend(messages)
+
+    def on_custom_event(
+        self,
+        name: str,
+        data: Any,
+        *,
+        run_id: UUID,
+        tags: Any = None,
+        metadata: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.events.append((name, data))
+
+
+@tool
+def river_length(river: str) -> str:
+    """Look up a river's length."""
+    return f"The {river} is long. " * 6
+
+
+def scripted_model() -> ToolCallingFakeModel:
+    return ToolCallingFakeModel(
+        messages=iter(
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "river_length", "args": {"river": "Nile"}, "id": "n1"}],
+                ),
+                AIMessage("The Nile is about 6,650 km."),
+            ]
+        )
+    )
+
+
+def earlier_turns() -> list[BaseMessage]:
+    return [
+        HumanMessage("Tell me about the Danube. " * 8, id="h0"),
+        AIMessage(
+            "",
+            tool_calls=[{"name": "river_length", "args": {"river": "Danube"}, "id": "d1"}],
+            id="a0",
+        ),
+        ToolMessage("The Danube is 2,850 km. " * 8, tool_call_id="d1", id="t0"),
+        AIMessage("The Danube is 2,850 km long. " * 4, id="a1"),
+        HumanMessage("How long is the Nile?", id="h1"),
+    ]
+
+
+SYSTEM = "You answer questions about rivers."
+
+
+def run_agent(middleware: CupelContextMiddleware) -> tuple[dict[str, Any], Recorder]:
+    agent = create_agent(
+        scripted_model(), [river_length], system_prompt=SYSTEM, middleware=[middleware]
+    )
+    recorder = Recorder()
+    state = agent.invoke({"messages": earlier_turns()}, config={"callbacks": [recorder]})
+    return state, recorder
+
+
+def test_every_model_call_gets_a_valid_history_within_the_budget() -> None:
+    state, recorder = run_agent(CupelContextMiddleware(max_tokens=100))
+    assert len(recorder.model_inputs) == 2
+    for sent in recorder.model_inputs:
+        assert count_tokens_approximately(sent) <= 100
+        assert tool_call_problems(sent) == []
+        assert isinstance(sent[0], SystemMessage) and sent[0].content == SYSTEM
+    first, second = recorder.model_inputs
+    assert [m.id for m in first[1:]] == ["a1", "h1"]  # the old question and tool round dropped
+    # the fresh tool round is always kept (keep_last=1); the older answer made room for it
+    assert [m.id for m in second[1:2]] == ["h1"] and len(second) == 4
+    assert second[2].tool_calls[0]["id"] == "n1" and isinstance(second[3], ToolMessage)  # type: ignore[attr-defined]
+    assert state["messages"][-1].content == "The Nile is about 6,650 km."
+
+
+def test_ephemeral_selection_leaves_the_agent_state_whole() -> None:
+    state, _ = run_agent(CupelContextMiddleware(max_tokens=100))
+    assert [m.id for m in state["messages"][:5]] == ["h0", "a0", "t0", "a1", "h1"]
+    assert len(state["messages"]) == 8  # + tool call, tool result, answer
+
+
+def test_persistent_selection_rewrites_the_state() -> None:
+    middleware = CupelContextMiddleware(max_tokens=100, persistent=True)
+    state, recorder = run_agent(middleware)
+    ids = [m.id for m in state["messages"]]
+    assert "h0" not in ids and "t0" not in ids and "a0" not in ids and "a1" not in ids
+    assert ids[0] == "h1" and len(ids) == 4  # question, tool call, tool result, answer
+    assert tool_call_problems(state["messages"]) == []
+    for sent in recorder.model_inputs:
+        assert count_tokens_approximately(sent) <= 100
+
+
+def test_the_report_is_kept_and_emitted_on_each_model_call() -> None:
+    middleware = CupelContextMiddleware(max_tokens=100)
+    _, recorder = run_agent(middleware)
+    names = [name for name, _ in recorder.events]
+    assert names == ["cupel_selection", "cupel_selection"]
+    data = recorder.events[-1][1]
+    assert data["component"] == "CupelContextMiddleware"
+    assert isinstance(middleware.last_report, SelectionReport)
+    assert data["report"] is middleware.last_report
+    assert middleware.last_report.included[0].item.content == SYSTEM
+    assert middleware.last_report.included[0].reason.value == "Pinned"
+
+
+def test_the_async_agent_selects_the_same_way() -> None:
+    middleware = CupelContextMiddleware(max_tokens=100)
+    agent = create_agent(
+        scripted_model(), [river_length], system_prompt=SYSTEM, middleware=[middleware]
+    )
+    recorder = Recorder()
+    state = asyncio.run(
+        agent.ainvoke({"messages": earlier_turns()}, config={"callbacks": [recorder]})
+    )
+    assert state["messages"][-1].content == "The Nile is about 6,650 km."
+    first_call = recorder.model_inputs[0]
+    assert [m.id for m in first_call[1:]] == ["a1", "h1"]
+    assert [name for name, _ in recorder.events] == ["cupel_selection"] * 2
+    persistent = CupelContextMiddleware(max_tokens=100, persistent=True)
+    agent = create_agent(
+        scripted_model(), [river_length], system_prompt=SYSTEM, middleware=[persistent]
+    )
+    state = asyncio.run(agent.ainvoke({"messages": earlier_turns()}))
+    assert state["messages"][0].id == "h1" and len(state["messages"]) == 4
+
+
+def test_a_system_prompt_larger_than_the_budget_is_a_clear_error() -> None:
+    agent = create_agent(
+        scripted_model(),
+        [river_length],
+        system_prompt=SYSTEM,
+        middleware=[CupelContextMiddleware(max_tokens=5)],
+    )
+    with pytest.raises(PinnedBudgetError, match="system message"):
+        agent.invoke({"messages": earlier_turns()})
+
+
+def test_bad_middleware_settings_fail_at_construction() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        CupelContextMiddleware(max_tokens=100, persistent="yes")  # type: ignore[arg-type]
+    assert raised.value.field == "persistent"
+    with pytest.raises(ConfigurationError) as raised:
+        CupelContextMiddleware(max_tokens=100, policy="agentic")
+    assert raised.value.field == "preset"
+    assert "persistent=False" in repr(CupelContextMiddleware(max_tokens=100))
