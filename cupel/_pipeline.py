@@ -17,8 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_, itemgetter, not_
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from cupel._errors import (
     ConfigurationError,
@@ -40,9 +45,17 @@ from cupel.diagnostics._reasons import (
     PinnedOverride,
 )
 from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
-from cupel.placers._base import Placer
-from cupel.scorers._base import Scorer, score_all
-from cupel.slicers._base import SliceOutcome, Slicer, slice_detailed
+from cupel.placers._base import Placer, fast_orderer
+from cupel.scorers._base import FloatArray, Scorer, batch_scores, float_array
+from cupel.slicers._base import (
+    MAX_EXACT_TOKENS,
+    Candidates,
+    IntArray,
+    SliceOutcome,
+    Slicer,
+    fast_selector,
+    slice_detailed,
+)
 
 if TYPE_CHECKING:
     from cupel.policy import Policy
@@ -50,6 +63,12 @@ if TYPE_CHECKING:
 __all__ = ["ContextResult", "Pipeline", "effective_budget"]
 
 OverflowCallback = Callable[[OverflowEvent], Any]
+
+_ITEM = itemgetter(0)
+_SCORE = itemgetter(1)
+_TOKENS = attrgetter("tokens")
+_PINNED = attrgetter("pinned")
+_CONTENT = attrgetter("content")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,33 +240,25 @@ class Pipeline:
         on: bool,
         on_overflow: OverflowCallback | None,
     ) -> ContextResult:
+        """The six stages.
+
+        From Score to Place the candidates travel as positions into ``scoreable`` and,
+        when every score is a NaN-free float (all built-in scorers), as float64/int64
+        arrays that the built-in slicers and placers read directly (their
+        ``_select_positions`` / ``_order`` fast paths). Otherwise, or for custom
+        components, the stages exchange the spec's lists of :class:`ScoredItem`. Both
+        routes give identical results (tests/core/perf/test_perf_pipeline.py).
+        """
         clock = perf_counter if on else _no_clock
+        if not isinstance(items, (list, tuple)):
+            items = list(items)  # the stages below read the input more than once
 
         # 1. Classify ------------------------------------------------------------------
         if on:
             trace.on_stage_start(PipelineStage.CLASSIFY)
         start = clock()
-        pinned: list[ContextItem] = []
-        scoreable: list[ContextItem] = []
-        negative: list[ContextItem] = []
-        total_tokens_considered = 0
-        for index, item in enumerate(items):
-            if not isinstance(item, ContextItem):
-                raise ItemError(
-                    f"Pipeline.run: items[{index}] must be a ContextItem, "
-                    f"got {type(item).__name__}",
-                    field=f"items[{index}]",
-                    value=item,
-                )
-            tokens = item.tokens
-            total_tokens_considered += tokens
-            if tokens < 0:
-                negative.append(item)
-            elif item.pinned:
-                pinned.append(item)
-            else:
-                scoreable.append(item)
-        pinned_tokens = sum(item.tokens for item in pinned)
+        pinned, scoreable, tokens, negative, total_tokens_considered = _classify(items)
+        pinned_tokens = sum(map(_TOKENS, pinned))
         available_for_pinned = budget.max_tokens - budget.output_reserve
         if pinned_tokens > available_for_pinned:
             raise PinnedBudgetError(pinned_tokens, available_for_pinned)
@@ -264,7 +275,7 @@ class Pipeline:
         if on:
             trace.on_stage_start(PipelineStage.SCORE)
         start = clock()
-        scores = score_all(self.scorer, scoreable) if scoreable else []
+        scores: FloatArray | list[Any] = batch_scores(self.scorer, scoreable) if scoreable else []
         if len(scores) != len(scoreable):
             raise CupelError(
                 f"scorer {self.scorer!r} returned {len(scores)} scores for {len(scoreable)} items"
@@ -278,52 +289,74 @@ class Pipeline:
         if on:
             trace.on_stage_start(PipelineStage.DEDUPLICATE)
         start = clock()
-        if self.deduplication and scoreable:
-            best: dict[str, int] = {}
-            for i, item in enumerate(scoreable):
-                kept = best.get(item.content)
-                if kept is None or scores[i] > scores[kept]:
-                    best[item.content] = i
-            survivors = [i for i, item in enumerate(scoreable) if best[item.content] == i]
-            if on and len(survivors) != len(scoreable):
-                for i, item in enumerate(scoreable):
-                    kept = best[item.content]
-                    if kept != i:
-                        trace.on_excluded(
-                            PipelineStage.DEDUPLICATE,
-                            ExcludedItem(item, scores[i], Deduplicated(scoreable[kept].content)),
-                        )
-        else:
-            survivors = list(range(len(scoreable)))
+        survivors = self._deduplicate(scoreable, scores, trace if on else None)
         if on:
             trace.record_stage_event(
                 TraceEvent(PipelineStage.DEDUPLICATE, _ms(clock() - start), len(scoreable))
             )
 
         # 4. Sort (stable: equal scores keep their order) -----------------------------------
-        survivors.sort(key=lambda i: -scores[i])
-        ranked = [ScoredItem(scoreable[i], scores[i]) for i in survivors]
+        columns = _columns(scores, tokens)
+        order: IntArray | list[int]
+        if columns is not None:
+            order = _rank_order(columns.scores, survivors)
+        else:
+            values = _as_list(scores)
+            order = list(range(len(scoreable))) if survivors is None else survivors
+            order.sort(key=lambda i: -values[i])
 
         # 5. Slice -----------------------------------------------------------------------
         if on:
             trace.on_stage_start(PipelineStage.SLICE)
         start = clock()
         sliced_budget = effective_budget(budget, pinned_tokens)
-        outcome = slice_detailed(self.slicer, ranked, sliced_budget)
-        sliced = _reassociate(ranked, outcome.selected, self.slicer)
+        chosen = self._fast_slice(scoreable, order, columns, sliced_budget)
+        sliced_scores: FloatArray | list[Any]
+        if chosen is not None and columns is not None:
+            sliced_items = list(map(scoreable.__getitem__, chosen.tolist()))
+            sliced_scores = columns.scores[chosen]
+            sliced_tokens = int(columns.tokens[chosen].sum())
+            if on:
+                assert isinstance(order, np.ndarray)
+                ranked_items = list(map(scoreable.__getitem__, order.tolist()))
+                ranked_scores = columns.scores[order].tolist()
+                outcome = SliceOutcome(sliced_items)
+        else:
+            ranked = _ranked(scoreable, order, scores)
+            outcome = slice_detailed(self.slicer, ranked, sliced_budget)
+            sliced = _reassociate(ranked, outcome.selected, self.slicer)
+            sliced_items = list(map(_ITEM, sliced))
+            sliced_scores = list(map(_SCORE, sliced))
+            sliced_tokens = sum(map(_TOKENS, sliced_items))
+            if on:
+                ranked_items = list(map(_ITEM, ranked))
+                ranked_scores = list(map(_SCORE, ranked))
         if on:
-            self._report_slice(trace, ranked, outcome, sliced, pinned, budget, sliced_budget)
+            self._report_slice(
+                trace,
+                ranked_items,
+                ranked_scores,
+                outcome,
+                sliced_items,
+                pinned,
+                budget,
+                sliced_budget,
+            )
             trace.record_stage_event(
-                TraceEvent(PipelineStage.SLICE, _ms(clock() - start), len(ranked))
+                TraceEvent(PipelineStage.SLICE, _ms(clock() - start), len(order))
             )
 
         # 6. Place -----------------------------------------------------------------------
         if on:
             trace.on_stage_start(PipelineStage.PLACE)
         start = clock()
-        merged = [ScoredItem(item, 1.0) for item in pinned]
-        merged.extend(sliced)
-        merged_tokens = sum(entry.item.tokens for entry in merged)
+        merged_items = [*pinned, *sliced_items]
+        merged_scores: FloatArray | list[Any]
+        if isinstance(sliced_scores, np.ndarray):
+            merged_scores = np.concatenate((np.ones(len(pinned)), sliced_scores))
+        else:
+            merged_scores = [1.0] * len(pinned) + sliced_scores
+        merged_tokens = pinned_tokens + sliced_tokens
         overflow: OverflowEvent | None = None
         # The spec checks overflow against target_tokens and also requires the window never
         # to exceed max_tokens - output_reserve; with target above that ceiling, only the
@@ -334,22 +367,30 @@ class Pipeline:
             if strategy is OverflowStrategy.THROW:
                 raise OverflowBudgetError(merged_tokens, target)
             if strategy is OverflowStrategy.TRUNCATE:
-                merged = self._truncate(merged, target, pinned, trace if on else None)
-            else:
-                overflow = OverflowEvent(
-                    merged_tokens - target, tuple(entry.item for entry in merged), budget
+                kept = self._truncate(
+                    _scored(merged_items, _as_list(merged_scores)),
+                    target,
+                    pinned,
+                    trace if on else None,
                 )
+                merged_items = list(map(_ITEM, kept))
+                merged_scores = list(map(_SCORE, kept))
+                merged_tokens = sum(map(_TOKENS, merged_items))
+            else:
+                overflow = OverflowEvent(merged_tokens - target, tuple(merged_items), budget)
                 callback = on_overflow if on_overflow is not None else self.on_overflow
                 if callback is not None:
                     callback(overflow)
                 if on:
                     trace.on_overflow(overflow)
-        placed = list(self.placer.place(merged))
-        _check_placement(merged, placed, self.placer)
-        total = sum(item.tokens for item in placed)
+        origin = None
+        if chosen is not None and len(merged_items) == len(pinned) + len(chosen):
+            # where each merged item came from: pinned items first, then input positions
+            origin = np.concatenate((np.arange(-len(pinned), 0), chosen))
+        placed = self._place(merged_items, merged_scores, origin)
         report: SelectionReport | None = None
         if on:
-            scores_by_id = {id(entry.item): entry.score for entry in merged}
+            scores_by_id = dict(zip(map(id, merged_items), _as_list(merged_scores), strict=True))
             for item in placed:
                 if item.pinned:
                     trace.on_included(IncludedItem(item, 1.0, InclusionReason.PINNED))
@@ -366,44 +407,116 @@ class Pipeline:
             )
             trace.on_run_end(len(items), total_tokens_considered)
             report = trace.build_report()
-        return ContextResult(placed, total, report, overflow)
+        return ContextResult(placed, merged_tokens, report, overflow)
+
+    def _deduplicate(
+        self,
+        scoreable: list[ContextItem],
+        scores: FloatArray | list[Any],
+        trace: TraceCollector | None,
+    ) -> list[int] | None:
+        """Positions of the items that survive deduplication, in input order, or ``None``
+        when all do (deduplication off, or all contents distinct, found with one set).
+        Of equal contents the first best-scored copy survives."""
+        if not self.deduplication or not scoreable:
+            return None
+        contents = list(map(_CONTENT, scoreable))
+        if len(set(contents)) == len(contents):
+            return None
+        values = _as_list(scores)
+        best: dict[str, int] = {}
+        for i, content in enumerate(contents):
+            kept = best.get(content)
+            if kept is None or values[i] > values[kept]:
+                best[content] = i
+        survivors = [i for i, content in enumerate(contents) if best[content] == i]
+        if trace is not None:
+            for i, content in enumerate(contents):
+                kept = best[content]
+                if kept != i:
+                    trace.on_excluded(
+                        PipelineStage.DEDUPLICATE,
+                        ExcludedItem(
+                            scoreable[i], values[i], Deduplicated(scoreable[kept].content)
+                        ),
+                    )
+        return survivors
+
+    def _fast_slice(
+        self,
+        scoreable: list[ContextItem],
+        order: IntArray | list[int],
+        columns: _Columns | None,
+        budget: ContextBudget,
+    ) -> IntArray | None:
+        """The built-in slicer's array fast path: the selected positions into
+        ``scoreable``, in the slicer's output order, or ``None`` (no array path)."""
+        select = fast_selector(self.slicer)
+        if select is None or columns is None or not isinstance(order, np.ndarray):
+            return None
+        candidates = Candidates(scoreable, order, columns.tokens[order], columns.scores[order])
+        positions = select(candidates, budget)
+        return None if positions is None else order[positions]
+
+    def _place(
+        self,
+        merged_items: list[ContextItem],
+        merged_scores: FloatArray | list[Any],
+        origin: IntArray | None,
+    ) -> list[ContextItem]:
+        """The placer's order: the built-in placer's array fast path when the scores are
+        NaN-free floats (``origin``: each merged item's input position, if known), else
+        ``placer.place`` checked to return exactly its input."""
+        order = fast_orderer(self.placer)
+        if order is not None:
+            scores = float_array(merged_scores)
+            if scores is not None and not np.isnan(scores).any():
+                return list(map(merged_items.__getitem__, order(merged_items, scores, origin)))
+        placed = list(self.placer.place(_scored(merged_items, _as_list(merged_scores))))
+        _check_placement(merged_items, placed, self.placer)
+        return placed
 
     # ------------------------------------------------------------------------------
     @staticmethod
     def _report_slice(
         trace: TraceCollector,
-        ranked: list[ScoredItem],
+        ranked_items: list[ContextItem],
+        ranked_scores: list[Any],
         outcome: SliceOutcome,
-        sliced: list[ScoredItem],
+        sliced_items: list[ContextItem],
         pinned: list[ContextItem],
         budget: ContextBudget,
         sliced_budget: ContextBudget,
     ) -> None:
+        """One exclusion per candidate the slicer did not select, in ranked order. Equal
+        reasons (immutable values) are built once and shared."""
         if outcome.shortfalls:
             trace.on_shortfalls(outcome.shortfalls)
-        selected_ids = {id(entry.item) for entry in sliced}
+        selected_ids = set(map(id, sliced_items))
         capped = {id(c.item): c for c in outcome.cap_exclusions}
-        selected_tokens = sum(entry.item.tokens for entry in sliced)
-        available = sliced_budget.target_tokens - selected_tokens
+        target = sliced_budget.target_tokens
+        available = target - sum(map(_TOKENS, sliced_items))
         without_pinned = budget.target_tokens - budget.output_reserve
-        displaced_by = pinned[0].content if pinned else None
-        for entry in ranked:
-            item = entry.item
-            if id(item) in selected_ids:
+        displaced = PinnedOverride(pinned[0].content) if pinned else None
+        budget_exceeded: dict[int, BudgetExceeded] = {}
+        stage = PipelineStage.SLICE
+        for item, score in zip(ranked_items, ranked_scores, strict=True):
+            key = id(item)
+            if key in selected_ids:
                 continue
-            cap = capped.get(id(item))
+            tokens = item.tokens
+            cap = capped.get(key) if capped else None
             reason: ExclusionReason
             if cap is not None:
                 reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
-            elif (
-                displaced_by is not None
-                and item.tokens > sliced_budget.target_tokens
-                and item.tokens <= without_pinned
-            ):
-                reason = PinnedOverride(displaced_by)
+            elif displaced is not None and target < tokens <= without_pinned:
+                reason = displaced
             else:
-                reason = BudgetExceeded(item.tokens, available)
-            trace.on_excluded(PipelineStage.SLICE, ExcludedItem(item, entry.score, reason))
+                shared = budget_exceeded.get(tokens)
+                if shared is None:
+                    shared = budget_exceeded[tokens] = BudgetExceeded(tokens, available)
+                reason = shared
+            trace.on_excluded(stage, ExcludedItem(item, score, reason))
 
     @staticmethod
     def _truncate(
@@ -450,33 +563,126 @@ def _ms(seconds: float) -> float:
     return seconds * 1000.0
 
 
+def _classify(
+    items: Sequence[ContextItem],
+) -> tuple[list[ContextItem], list[ContextItem], list[int], list[ContextItem], int]:
+    """Split the input: (pinned, scoreable, scoreable tokens, negative-token, total tokens).
+
+    When every element is a ContextItem and no token count is negative, this is a few
+    C-level passes (``map``/``compress``); otherwise the per-item loop, which also names
+    the first element that is not a ContextItem.
+    """
+    if all(issubclass(kind, ContextItem) for kind in set(map(type, items))):
+        tokens = list(map(_TOKENS, items))
+        if not tokens or min(tokens) >= 0:
+            flags = list(map(_PINNED, items))
+            if not any(flags):
+                return [], list(items), tokens, [], sum(tokens)
+            unpinned = list(map(not_, flags))
+            return (
+                list(compress(items, flags)),
+                list(compress(items, unpinned)),
+                list(compress(tokens, unpinned)),
+                [],
+                sum(tokens),
+            )
+    pinned: list[ContextItem] = []
+    scoreable: list[ContextItem] = []
+    scoreable_tokens: list[int] = []
+    negative: list[ContextItem] = []
+    total = 0
+    for index, item in enumerate(items):
+        if not isinstance(item, ContextItem):
+            raise ItemError(
+                f"Pipeline.run: items[{index}] must be a ContextItem, got {type(item).__name__}",
+                field=f"items[{index}]",
+                value=item,
+            )
+        tokens_of_item = item.tokens
+        total += tokens_of_item
+        if tokens_of_item < 0:
+            negative.append(item)
+        elif item.pinned:
+            pinned.append(item)
+        else:
+            scoreable.append(item)
+            scoreable_tokens.append(tokens_of_item)
+    return pinned, scoreable, scoreable_tokens, negative, total
+
+
+class _Columns(NamedTuple):
+    scores: FloatArray
+    tokens: npt.NDArray[np.int64]
+
+
+def _columns(scores: FloatArray | list[Any], tokens: list[int]) -> _Columns | None:
+    """The scores and tokens as arrays, when the array route applies: every score a
+    NaN-free float and the token total below :data:`MAX_EXACT_TOKENS` (so int64 sums and
+    float64 densities are exact)."""
+    array = float_array(scores)
+    if array is None or np.isnan(array).any() or sum(tokens) >= MAX_EXACT_TOKENS:
+        return None
+    return _Columns(array, np.array(tokens, dtype=np.int64))
+
+
+def _rank_order(scores: FloatArray, survivors: list[int] | None) -> IntArray:
+    """The survivors' positions by descending score, ties in position order: a stable
+    argsort, which on NaN-free floats orders exactly as ``list.sort(key=-score)``."""
+    if survivors is None:
+        return np.argsort(-scores, kind="stable")
+    kept = np.array(survivors, dtype=np.intp)
+    return kept[np.argsort(-scores[kept], kind="stable")]
+
+
+def _as_list(scores: FloatArray | list[Any]) -> list[Any]:
+    """Scores as a list of Python values (floats, never NumPy scalars, in reports)."""
+    return scores.tolist() if isinstance(scores, np.ndarray) else scores
+
+
+def _scored(items: list[ContextItem], scores: list[Any]) -> list[ScoredItem]:
+    """``ScoredItem(item, score)`` pairs, built without a Python-level call per pair."""
+    return list(map(tuple.__new__, repeat(ScoredItem), zip(items, scores, strict=True)))
+
+
+def _ranked(
+    scoreable: list[ContextItem], order: IntArray | list[int], scores: FloatArray | list[Any]
+) -> list[ScoredItem]:
+    """The sorted candidates as the spec's score-descending ScoredItem list."""
+    if isinstance(order, np.ndarray) and isinstance(scores, np.ndarray):
+        return _scored(list(map(scoreable.__getitem__, order.tolist())), scores[order].tolist())
+    values = _as_list(scores)
+    return _scored([scoreable[i] for i in order], [values[i] for i in order])
+
+
 def _reassociate(
     ranked: list[ScoredItem], selected: Sequence[ContextItem], slicer: object
 ) -> list[ScoredItem]:
     """Pair the slicer's items with their scores by identity, checking it returned a subset."""
-    scores = {id(entry.item): entry.score for entry in ranked}
-    out: list[ScoredItem] = []
-    for item in selected:
-        score = scores.get(id(item))
-        if score is None:
-            raise CupelError(
-                f"slicer {slicer!r} returned an item that was not among its candidates: "
-                f"{item.content[:60]!r}"
-            )
-        out.append(ScoredItem(item, score))
-    if len({id(item) for item in selected}) != len(selected):
+    score_of = dict(zip(map(id, map(_ITEM, ranked)), map(_SCORE, ranked), strict=True))
+    scores = list(map(score_of.get, map(id, selected)))
+    if any(map(is_, scores, repeat(None))):
+        stranger = next(item for item, score in zip(selected, scores, strict=True) if score is None)
+        raise CupelError(
+            f"slicer {slicer!r} returned an item that was not among its candidates: "
+            f"{stranger.content[:60]!r}"
+        )
+    if len(set(map(id, selected))) != len(selected):
         available = Counter(id(entry.item) for entry in ranked)
         for key, count in Counter(id(item) for item in selected).items():
             if count > available[key]:
                 raise CupelError(f"slicer {slicer!r} returned the same item more than once")
-    return out
+    return _scored(list(selected), scores)
 
 
-def _check_placement(merged: list[ScoredItem], placed: list[ContextItem], placer: object) -> None:
-    if len(placed) != len(merged) or Counter(map(id, placed)) != Counter(
-        id(entry.item) for entry in merged
-    ):
-        raise CupelError(
-            f"placer {placer!r} must return exactly the items it was given "
-            f"(got {len(placed)} for {len(merged)})"
-        )
+def _check_placement(merged: list[ContextItem], placed: list[ContextItem], placer: object) -> None:
+    """The placer must return exactly the items it was given (as a multiset of objects)."""
+    if len(placed) == len(merged):
+        merged_ids = set(map(id, merged))
+        if len(merged_ids) == len(merged) and merged_ids == set(map(id, placed)):
+            return
+        if Counter(map(id, placed)) == Counter(map(id, merged)):
+            return
+    raise CupelError(
+        f"placer {placer!r} must return exactly the items it was given "
+        f"(got {len(placed)} for {len(merged)})"
+    )

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import cast
+from itertools import islice
+from operator import attrgetter, eq, itemgetter
+
+import numpy as np
 
 from cupel._model import ContextItem, ScoredItem
-from cupel.placers._base import BasePlacer
+from cupel.placers._base import BasePlacer, FloatArray, IntArray
 
 __all__ = ["ChronologicalPlacer"]
+
+_ITEM = itemgetter(0)
+_TIMESTAMP = attrgetter("timestamp")
 
 
 class ChronologicalPlacer(BasePlacer):
@@ -28,13 +33,37 @@ class ChronologicalPlacer(BasePlacer):
     """
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
-        timed = [s.item for s in items if s.item.timestamp is not None]
-        untimed = [s.item for s in items if s.item.timestamp is None]
-        # list.sort is stable: equal timestamps keep input order.
-        timed.sort(key=_timestamp)
-        timed.extend(untimed)
-        return timed
+        contents = list(map(_ITEM, items))
+        return list(map(contents.__getitem__, _chronological_order(contents, None)))
+
+    def _order(
+        self, items: Sequence[ContextItem], scores: FloatArray, origin: IntArray | None
+    ) -> list[int]:
+        """The chronological order as input positions (``scores`` is not used); the sort
+        starts from the items' ``origin`` order when given (see _chronological_order)."""
+        hint = None if origin is None else np.argsort(origin, kind="stable")
+        return _chronological_order(items, hint)
 
 
-def _timestamp(item: ContextItem) -> datetime:
-    return cast(datetime, item.timestamp)
+def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) -> list[int]:
+    """Positions sorted by timestamp (a stable sort: ties keep input order), then the
+    positions of untimestamped items in input order.
+
+    When every item has a timestamp and ``hint`` (a permutation of the positions) is
+    given, the sort starts from the hint instead: if the sorted timestamps turn out all
+    distinct, the starting order cannot have mattered, and a hint that is already nearly
+    chronological makes the sort close to linear. With a tie, the plain stable sort
+    decides.
+    """
+    stamps = list(map(_TIMESTAMP, items))
+    if None not in stamps:
+        if hint is not None:
+            order: list[int] = sorted(hint.tolist(), key=stamps.__getitem__)
+            ordered = list(map(stamps.__getitem__, order))
+            if not any(map(eq, islice(ordered, 1, None), ordered)):
+                return order
+        return sorted(range(len(stamps)), key=stamps.__getitem__)
+    timed = [i for i, stamp in enumerate(stamps) if stamp is not None]
+    timed.sort(key=stamps.__getitem__)
+    timed.extend(i for i, stamp in enumerate(stamps) if stamp is None)
+    return timed

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from cupel._model import ContextItem, ScoredItem
-from cupel.placers._base import BasePlacer
+from cupel.placers._base import BasePlacer, FloatArray, IntArray, split_scored
 
 __all__ = ["UShapedPlacer"]
 
@@ -22,18 +24,41 @@ class UShapedPlacer(BasePlacer):
     """
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
-        n = len(items)
-        if n <= 1:
-            return [s.item for s in items]
-        # sorted() is stable, so equal scores keep ascending input index.
-        order = sorted(range(n), key=lambda i: -items[i].score)
-        result: list[ContextItem] = [items[0].item] * n
-        left, right = 0, n - 1
-        for rank, index in enumerate(order):
-            if rank % 2 == 0:
-                result[left] = items[index].item
-                left += 1
-            else:
-                result[right] = items[index].item
-                right -= 1
+        contents, scores = split_scored(items)
+        if scores is None:
+            return _u_shaped(items)
+        return list(map(contents.__getitem__, self._order(contents, scores, None)))
+
+    def _order(
+        self, items: Sequence[ContextItem], scores: FloatArray, origin: IntArray | None
+    ) -> list[int]:
+        """The U-shaped order as input positions, on arrays: a stable argsort by descending
+        score gives the ranks; rank ``r`` goes to slot ``r // 2`` from the left when even,
+        from the right when odd. ``scores`` must be NaN-free; ``origin`` is not used."""
+        n = len(scores)
+        ranked = np.argsort(-scores, kind="stable")
+        rank = np.arange(n)
+        slots = np.where(rank % 2 == 0, rank // 2, n - 1 - rank // 2)
+        order = np.empty(n, dtype=np.intp)
+        order[slots] = ranked
+        result: list[int] = order.tolist()
         return result
+
+
+def _u_shaped(items: Sequence[ScoredItem]) -> list[ContextItem]:
+    """The spec's U-SHAPED-PLACE, item by item (for scores the array path does not take)."""
+    n = len(items)
+    if n <= 1:
+        return [s.item for s in items]
+    # sorted() is stable, so equal scores keep ascending input index.
+    order = sorted(range(n), key=lambda i: -items[i].score)
+    result: list[ContextItem] = [items[0].item] * n
+    left, right = 0, n - 1
+    for rank, index in enumerate(order):
+        if rank % 2 == 0:
+            result[left] = items[index].item
+            left += 1
+        else:
+            result[right] = items[index].item
+            right -= 1
+    return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import Any
 
 from cupel._errors import ScorerConfigError
@@ -65,9 +65,7 @@ def require_scorer(owner: str, field: str, scorer: Any) -> None:
         )
 
 
-def check_batch(
-    owner: str, scorer: object, batch: Sequence[float], items: Sequence[ContextItem]
-) -> None:
+def check_batch(owner: str, scorer: object, batch: Sized, items: Sequence[ContextItem]) -> None:
     """A child's ``score_all`` must return one score per item."""
     if len(batch) != len(items):
         raise ScorerConfigError(

@@ -7,9 +7,18 @@ import reprlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from cupel._errors import CycleError, ScorerConfigError
 from cupel._model import ContextItem
-from cupel.scorers._base import BaseScorer, Scorer, score_all
+from cupel.scorers._base import (
+    ArrayScorer,
+    FloatArray,
+    Scorer,
+    batch_scores,
+    float_array,
+    score_all,
+)
 from cupel.scorers._validation import check_batch, fail, number, require_scorer
 
 __all__ = ["CompositeScorer"]
@@ -62,7 +71,7 @@ def _check_acyclic(root: object) -> None:
         stack.append(iter(_children(child)))
 
 
-class CompositeScorer(BaseScorer):
+class CompositeScorer(ArrayScorer):
     """``sum(child.score(item, all_items) * weight)`` with weights normalized to sum to 1.
 
     ``entries`` is a non-empty sequence of ``(scorer, weight)`` pairs; each weight must be
@@ -136,7 +145,22 @@ class CompositeScorer(BaseScorer):
             result += scorer.score(item, all_items) * weight
         return result
 
-    def score_all(self, items: Sequence[ContextItem]) -> list[float]:
+    def _scores(self, items: Sequence[ContextItem]) -> FloatArray | None:
+        """The weighted sum as an array, accumulated child by child in entry order
+        (``0.0 + s1 * w1 + s2 * w2 ...``, the same IEEE 754 operations as the per-item
+        loop); ``None`` when a child's scores are not all floats."""
+        result = np.zeros(len(items))
+        for scorer, weight in zip(self._scorers, self._weights, strict=True):
+            batch = batch_scores(scorer, items)
+            check_batch("CompositeScorer", scorer, batch, items)
+            scores = float_array(batch)
+            if scores is None:
+                return None
+            with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN, as in Python
+                result += scores * weight
+        return result
+
+    def _score_list(self, items: Sequence[ContextItem]) -> list[float]:
         result = [0.0] * len(items)
         for scorer, weight in zip(self._scorers, self._weights, strict=True):
             batch = score_all(scorer, items)

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+import numpy as np
+
 from cupel._errors import ItemError, ScorerConfigError
 from cupel._model import ContextItem, ContextKind
-from cupel.scorers._base import BaseScorer
+from cupel.scorers._base import ArrayScorer, FloatArray
 from cupel.scorers._validation import fail, number
 
 __all__ = ["KindScorer"]
 
 
-class KindScorer(BaseScorer):
+_KIND_KEY = attrgetter("kind.key")
+
+
+class KindScorer(ArrayScorer):
     """Score an item by the weight configured for its kind (0.0 for unlisted kinds).
 
     Kinds match case-insensitively (ASCII folding). Weights must be finite and
@@ -83,6 +89,14 @@ class KindScorer(BaseScorer):
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         return self._lookup.get(item.kind.key, 0.0)
+
+    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        """``score`` for every item: one weight lookup per item, through a table that
+        holds every folded kind of the pass (unlisted ones at 0.0)."""
+        keys = list(map(_KIND_KEY, items))
+        table = dict.fromkeys(keys, 0.0)
+        table.update((key, weight) for key, weight in self._lookup.items() if key in table)
+        return np.fromiter(map(table.__getitem__, keys), dtype=np.float64, count=len(keys))
 
     def __repr__(self) -> str:
         shown = {str(kind): weight for kind, weight in self._weights.items()}

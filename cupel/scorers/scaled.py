@@ -6,8 +6,17 @@ import math
 import reprlib
 from collections.abc import Sequence
 
+import numpy as np
+
 from cupel._model import ContextItem
-from cupel.scorers._base import BaseScorer, Scorer, score_all
+from cupel.scorers._base import (
+    ArrayScorer,
+    FloatArray,
+    Scorer,
+    batch_scores,
+    float_array,
+    score_all,
+)
 from cupel.scorers._validation import check_batch, require_scorer
 
 __all__ = ["ScaledScorer"]
@@ -24,7 +33,7 @@ def _bounds(scores: Sequence[float]) -> tuple[float, float]:
     return low, high
 
 
-class ScaledScorer(BaseScorer):
+class ScaledScorer(ArrayScorer):
     """``(raw - min) / (max - min)`` of the inner scorer's scores over ``all_items``.
 
     When every inner score is equal (including a pass of one item) or ``all_items`` is
@@ -73,7 +82,28 @@ class ScaledScorer(BaseScorer):
             return 0.5
         return (raw - low) / (high - low)
 
-    def score_all(self, items: Sequence[ContextItem]) -> list[float]:
+    def _scores(self, items: Sequence[ContextItem]) -> FloatArray | None:
+        """The min-max scaling of the inner batch as an array, when the inner scores are
+        floats without NaN and no object is listed twice (``None`` otherwise: then
+        :meth:`_score_list` applies the definition in Python). The bounds are the first
+        minimum and maximum (``argmin``/``argmax``), exactly what the spec's strict
+        ``<``/``>`` scan keeps on NaN-free values, including which of 0.0 and -0.0; the
+        scaling is the same elementwise IEEE 754 arithmetic."""
+        batch = batch_scores(self._inner, items)
+        check_batch("ScaledScorer", self._inner, batch, items)
+        raw = float_array(batch)
+        if raw is None or np.isnan(raw).any() or len(set(map(id, items))) != len(items):
+            return None
+        if len(raw) == 0:
+            return raw
+        low, high = float(raw[raw.argmin()]), float(raw[raw.argmax()])
+        if high == low:
+            return np.full(len(raw), 0.5)
+        with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in the definition
+            scaled: FloatArray = (raw - low) / (high - low)
+        return scaled
+
+    def _score_list(self, items: Sequence[ContextItem]) -> list[float]:
         batch = score_all(self._inner, items)
         check_batch("ScaledScorer", self._inner, batch, items)
         low, high = _bounds(batch)

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
 from types import MappingProxyType
+
+import numpy as np
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem, ascii_fold
-from cupel.scorers._base import BaseScorer
+from cupel.scorers._base import ArrayScorer, FloatArray
 from cupel.scorers._validation import fail, number
 
 __all__ = ["TagScorer"]
 
 
-class TagScorer(BaseScorer):
+_TAGS = attrgetter("tags")
+
+
+class TagScorer(ArrayScorer):
     """``min(sum of matched tag weights / sum of all configured weights, 1.0)``.
 
     Tags are looked up exactly (ordinal, case-sensitive) unless ``case_insensitive=True``
@@ -94,14 +101,59 @@ class TagScorer(BaseScorer):
         return self._case_insensitive
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        if self._total == 0.0 or not item.tags:
+        return self._tags_score(item.tags)
+
+    def _tags_score(self, tags: tuple[str, ...]) -> float:
+        if self._total == 0.0 or not tags:
             return 0.0
         matched = 0.0
-        for tag in item.tags:
+        for tag in tags:
             weight = self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag)
             if weight is not None:
                 matched += weight
         return min(matched / self._total, 1.0)
+
+    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        """``score`` for every item: computed by :meth:`_tuple_scores` once per distinct
+        ``tags`` tuple of the pass and looked up for each item (or directly for every item
+        when most tuples are distinct)."""
+        tags = list(map(_TAGS, items))
+        distinct = list(dict.fromkeys(tags))
+        if 2 * len(distinct) > len(tags):  # mostly distinct: not worth the lookup table
+            return self._tuple_scores(tags)
+        table = dict(zip(distinct, self._tuple_scores(distinct).tolist(), strict=True))
+        return np.fromiter(map(table.__getitem__, tags), dtype=np.float64, count=len(tags))
+
+    def _tuple_scores(self, tags: list[tuple[str, ...]]) -> FloatArray:
+        """``_tags_score`` of each tuple, on arrays.
+
+        The weights of all tags form one flat array (looked up once per distinct tag).
+        Each tuple's weights are then added column by column, in tag order, exactly like
+        the per-item ``matched += weight`` loop; an unmatched tag adds 0.0, which leaves
+        the non-negative sum unchanged. Column ``j`` touches only the tuples longer than
+        ``j``, so the work is one step per tag occurrence.
+        """
+        n = len(tags)
+        flat = list(chain.from_iterable(tags))
+        if self._total == 0.0 or not flat:
+            return np.zeros(n)
+        table = dict.fromkeys(flat, 0.0)
+        for tag in table:
+            weight = self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag)
+            if weight is not None:
+                table[tag] = weight
+        weights = np.fromiter(map(table.__getitem__, flat), dtype=np.float64, count=len(flat))
+        lengths = np.fromiter(map(len, tags), dtype=np.intp, count=n)
+        starts = np.cumsum(lengths) - lengths
+        longest_first = np.argsort(-lengths, kind="stable")
+        sorted_lengths = lengths[longest_first]
+        matched = np.zeros(n)
+        for column in range(int(sorted_lengths[0])):
+            rows = longest_first[: int(np.count_nonzero(sorted_lengths > column))]
+            matched[rows] += weights[starts[rows] + column]
+        with np.errstate(over="ignore"):
+            result: FloatArray = np.minimum(matched / self._total, 1.0)
+        return result
 
     def __repr__(self) -> str:
         flag = ", case_insensitive=True" if self._case_insensitive else ""

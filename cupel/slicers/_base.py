@@ -11,21 +11,35 @@ could not meet; they expose that through ``slice_detailed`` returning a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 
 __all__ = [
+    "MAX_EXACT_TOKENS",
     "BaseSlicer",
+    "Candidates",
     "CapExclusion",
     "CountRequirementShortfall",
     "SliceOutcome",
     "Slicer",
+    "candidates_of",
+    "fast_selector",
     "slice_detailed",
 ]
+
+IntArray = npt.NDArray[np.intp]
+FloatArray = npt.NDArray[np.float64]
+
+MAX_EXACT_TOKENS = 2**53
+"""Token sums below this are exact in int64 and float64 (the array paths' precondition)."""
 
 
 @runtime_checkable
@@ -138,3 +152,75 @@ def index_by_kind(
             )
         by_key[kind.key] = entry
     return by_key
+
+
+# -- array fast paths ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Score-descending slicer input as columns: candidate ``i`` is ``items[index[i]]``
+    with ``tokens[i]`` and ``scores[i]``.
+
+    Invariants (checked by whoever builds it): scores are float64 without NaN, tokens are
+    non-negative and sum to less than :data:`MAX_EXACT_TOKENS`. ``items``/``index`` let
+    the pipeline pass its own item list and sort order without building a new list.
+    """
+
+    items: Sequence[ContextItem]
+    index: IntArray
+    tokens: npt.NDArray[np.int64]
+    scores: FloatArray
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def take(self, positions: IntArray) -> Candidates:
+        """The candidates at ``positions``, in that order."""
+        return Candidates(
+            self.items, self.index[positions], self.tokens[positions], self.scores[positions]
+        )
+
+    def item_list(self) -> list[ContextItem]:
+        """The candidates' items, in candidate order."""
+        return list(map(self.items.__getitem__, self.index.tolist()))
+
+
+_SCORE = itemgetter(1)
+_ITEM = itemgetter(0)
+_TOKENS = attrgetter("tokens")
+
+
+def candidates_of(scored: Sequence[ScoredItem]) -> Candidates | None:
+    """``scored`` as :class:`Candidates`, or ``None`` when it breaks their invariants
+    (a score that is not a ``float`` or is NaN, a negative token count, a huge total):
+    then a slicer runs its per-item definition instead."""
+    scores = list(map(_SCORE, scored))
+    if not set(map(type, scores)) <= {float}:
+        return None
+    score_array = np.array(scores, dtype=np.float64)
+    if np.isnan(score_array).any():
+        return None
+    items = list(map(_ITEM, scored))
+    tokens = list(map(_TOKENS, items))
+    if tokens and (min(tokens) < 0 or sum(tokens) >= MAX_EXACT_TOKENS):
+        return None
+    index = np.arange(len(items), dtype=np.intp)
+    return Candidates(items, index, np.array(tokens, dtype=np.int64), score_array)
+
+
+Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]
+
+
+def fast_selector(slicer: object) -> Selector | None:
+    """The array fast path of a built-in slicer, or ``None``.
+
+    Only an exact built-in type qualifies (its own class defines ``_select_positions``),
+    so a subclass overriding ``slice`` keeps its behaviour. The selector returns the
+    selected candidates' positions in output order, or ``None`` when it cannot decide on
+    arrays (the caller then runs ``slice_detailed``).
+    """
+    if "_select_positions" not in type(slicer).__dict__:
+        return None
+    select: Selector = getattr(slicer, "_select_positions")  # noqa: B009
+    return select

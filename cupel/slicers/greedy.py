@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+import numpy as np
+
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.slicers._base import BaseSlicer
+from cupel.slicers._base import BaseSlicer, Candidates, IntArray, candidates_of
 
 __all__ = ["GreedySlice"]
 
@@ -34,23 +36,63 @@ class GreedySlice(BaseSlicer):
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
         if not scored or budget.target_tokens <= 0:
             return []
-        keys: list[float] = []
-        for entry in scored:
-            tokens = entry.item.tokens
-            keys.append(-(_ZERO_TOKEN_DENSITY if tokens == 0 else entry.score / tokens))
-        # sorted() is stable: equal densities keep ascending input index.
-        order = sorted(range(len(scored)), key=keys.__getitem__)
-        remaining = budget.target_tokens
-        selected: list[ContextItem] = []
-        for index in order:
-            item = scored[index].item
-            tokens = item.tokens
-            if tokens == 0:
-                selected.append(item)
-            elif 0 < tokens <= remaining:
-                selected.append(item)
-                remaining -= tokens
-        return selected
+        candidates = candidates_of(scored)
+        if candidates is not None:
+            return candidates.take(self._select_positions(candidates, budget)).item_list()
+        return _greedy(scored, budget.target_tokens)
+
+    def _select_positions(self, candidates: Candidates, budget: ContextBudget) -> IntArray:
+        """The greedy selection as candidate positions, in greedy order, computed on arrays.
+
+        Densities are sorted with a stable argsort. Walking that order, every item up to
+        the first one that does not fit is taken: the longest prefix whose token sum is
+        within the target (a cumulative sum and a binary search). After that first miss
+        only items no larger than the tokens then remaining can still fit; those few are
+        walked one by one exactly as in the per-item loop.
+        """
+        target = budget.target_tokens
+        tokens = candidates.tokens
+        if len(tokens) == 0 or target <= 0:
+            return np.zeros(0, dtype=np.intp)
+        free = tokens == 0
+        density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.divide(candidates.scores, tokens, out=density, where=~free)
+        order = np.argsort(-density, kind="stable")
+        ordered_tokens = tokens[order]
+        filled = np.cumsum(ordered_tokens)
+        fit = int(np.searchsorted(filled, target, side="right"))
+        if fit == len(order):
+            return order
+        remaining = target - (int(filled[fit - 1]) if fit else 0)
+        rest = np.flatnonzero(ordered_tokens[fit + 1 :] <= remaining) + (fit + 1)
+        taken: list[int] = []
+        for position, size in zip(rest.tolist(), ordered_tokens[rest].tolist(), strict=True):
+            if size <= remaining:
+                taken.append(position)
+                remaining -= size
+        return np.concatenate((order[:fit], order[taken]))
 
     def __repr__(self) -> str:
         return "GreedySlice()"
+
+
+def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:
+    """The spec's GREEDY-SLICE, item by item (for inputs the array path does not take)."""
+    keys: list[float] = []
+    for entry in scored:
+        tokens = entry.item.tokens
+        keys.append(-(_ZERO_TOKEN_DENSITY if tokens == 0 else entry.score / tokens))
+    # sorted() is stable: equal densities keep ascending input index.
+    order = sorted(range(len(scored)), key=keys.__getitem__)
+    remaining = target
+    selected: list[ContextItem] = []
+    for index in order:
+        item = scored[index].item
+        tokens = item.tokens
+        if tokens == 0:
+            selected.append(item)
+        elif 0 < tokens <= remaining:
+            selected.append(item)
+            remaining -= tokens
+    return selected

@@ -1,0 +1,1 @@
+"""Benchmarks of ../shared/bench/WORKLOADS.md: ``python -m benchmarks`` (see benchmarks/run.py)."""

@@ -1,0 +1,125 @@
+"""The benchmark harness runs (``python -m benchmarks --quick``) and prints its table.
+
+A check that the harness works, not a timing gate: no figure is compared with a limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+HEADER = (
+    "workload",
+    "N",
+    "median ms",
+    "min–max ms",
+    "peak MiB",
+    "input MiB",
+    "÷floor",
+    "incumbent ms",
+    "÷incumbent",
+    "×10 N",
+)
+CORE_ROWS = {
+    ("W1 chat", "100"),
+    ("W1 chat", "1,000"),
+    ("W2 rag bucket 100", "200"),
+    ("W2 rag bucket 1", "200"),
+    ("W3 stress", "100"),
+    ("W3 stress", "1,000"),
+    ("W3f frequency", "1,000"),
+    ("W4 quota", "1,000"),
+}
+NUMBER = r"\d[\d,]*(\.\d+)?"
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, object]]:
+    out = tmp_path_factory.mktemp("bench") / "quick.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads(out.read_text())
+
+
+def table(stdout: str) -> list[list[str]]:
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("workload "))
+    rows = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def test_quick_run_prints_the_table_header_and_one_row_per_case(
+    quick_run: tuple[str, dict[str, object]],
+) -> None:
+    stdout, _ = quick_run
+    rows = table(stdout)
+    assert tuple(rows[0]) == HEADER
+    assert all(len(row) == len(HEADER) for row in rows[1:])
+    assert {(row[0], row[1]) for row in rows[1:]} >= CORE_ROWS
+
+
+def test_core_rows_have_a_median_a_range_memory_and_a_floor_ratio(
+    quick_run: tuple[str, dict[str, object]],
+) -> None:
+    rows = [row for row in table(quick_run[0])[1:] if (row[0], row[1]) in CORE_ROWS]
+    for row in rows:
+        _, _, median, spread, peak, input_mib, floor, incumbent, ratio, _ = row
+        assert re.fullmatch(NUMBER, median) and float(median) > 0
+        low, high = spread.split("–")
+        assert float(low) <= float(median) <= float(high)
+        assert re.fullmatch(NUMBER, peak) and re.fullmatch(NUMBER, input_mib)
+        assert re.fullmatch(NUMBER, floor)
+        assert incumbent == ratio == "–"
+
+
+def test_scaling_column_is_set_exactly_for_ten_times_larger_sizes(
+    quick_run: tuple[str, dict[str, object]],
+) -> None:
+    rows = {(row[0], row[1]): row[9] for row in table(quick_run[0])[1:]}
+    assert re.fullmatch(NUMBER, rows[("W1 chat", "1,000")])
+    assert re.fullmatch(NUMBER, rows[("W3 stress", "1,000")])
+    assert rows[("W1 chat", "100")] == rows[("W4 quota", "1,000")] == "–"
+
+
+def test_adapter_workloads_are_measured_against_their_incumbent_or_skipped_with_a_note(
+    quick_run: tuple[str, dict[str, object]],
+) -> None:
+    stdout, data = quick_run
+    rows = table(stdout)[1:]
+    for workload, label in (
+        ("W5", "W5 langchain"),
+        ("W6", "W6 llamaindex"),
+        ("W7", "W7 llamaindex"),
+    ):
+        measured = [row for row in rows if row[0].startswith(label)]
+        skipped = [note for note in data["skipped"] if str(note).startswith(workload)]  # type: ignore[attr-defined]
+        assert measured or skipped, f"{workload}: neither measured nor skipped"
+        for row in measured:
+            assert re.fullmatch(NUMBER, row[7]) and re.fullmatch(NUMBER, row[8])
+        for note in skipped:
+            assert f"note: {note}" in stdout
+
+
+def test_json_output_holds_the_same_rows(quick_run: tuple[str, dict[str, object]]) -> None:
+    stdout, data = quick_run
+    assert data["quick"] is True and data["runs"] == 3
+    printed = {(row[0], row[1]) for row in table(stdout)[1:]}
+    dumped = {(row["label"], f"{row['n']:,}") for row in data["rows"]}  # type: ignore[attr-defined]
+    assert printed == dumped
