@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import string
@@ -19,8 +20,10 @@ from enum import Enum
 from typing import Annotated, Any, ClassVar, NamedTuple, NoReturn, TypeVar
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
@@ -38,6 +41,8 @@ __all__ = [
     "ContextItem",
     "ContextKind",
     "ContextSource",
+    "FrozenDict",
+    "KindMap",
     "OverflowStrategy",
     "ScoredItem",
     "ascii_fold",
@@ -56,6 +61,64 @@ def ascii_fold(text: str) -> str:
 
 
 _L = TypeVar("_L", bound="_Label")
+_KT = TypeVar("_KT")
+_VT = TypeVar("_VT")
+
+
+class FrozenDict(dict[_KT, _VT]):
+    """A ``dict`` that refuses every change: ``ContextItem.metadata`` and
+    ``ContextBudget.reserved_slots`` are these, so a constructed item or budget stays
+    immutable. It reads, compares, copies, pickles and serializes as a plain ``dict``.
+
+    >>> slots = FrozenDict({"Memory": 2})
+    >>> slots["Memory"], slots == {"Memory": 2}, isinstance(slots, dict)
+    (2, True, True)
+    >>> slots["Memory"] = 3  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: FrozenDict is read-only (cupel items and budgets are immutable); ...
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"{type(self).__name__} is read-only (cupel items and budgets are immutable); "
+            f"copy it with dict(...) to change it"
+        )
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+    def __copy__(self) -> FrozenDict[_KT, _VT]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict[_KT, _VT]:
+        return type(self)(copy.deepcopy(dict(self), memo))
+
+
+_EMPTY: FrozenDict[Any, Any] = FrozenDict()
+
+
+def _frozen(value: dict[Any, Any]) -> dict[Any, Any]:
+    """The validated dict as a :class:`FrozenDict` (after pydantic has copied it)."""
+    return FrozenDict(value) if value else _EMPTY
+
+
+def _not_bool_or_text(value: Any) -> Any:
+    """Numbers only: ``True`` or ``"0.5"`` is not a float field's value."""
+    if isinstance(value, (bool, str, bytes)):
+        raise ValueError(f"must be a number, got {type(value).__name__} {value!r}")
+    return value
 
 
 class _Label(str):
@@ -172,6 +235,46 @@ ContextSource.TOOL = ContextSource("Tool")
 ContextSource.RAG = ContextSource("Rag")
 
 
+def _as_kind(key: object) -> object:
+    """A plain string key as the ContextKind it names (unchanged if it names none)."""
+    if isinstance(key, str) and not isinstance(key, _Label):
+        try:
+            return ContextKind(key)
+        except ItemError:
+            return key
+    return key
+
+
+class KindMap(FrozenDict[ContextKind, _VT]):
+    """A read-only mapping keyed by :class:`ContextKind` that also accepts plain strings
+    in lookups, matched like kinds (ASCII case-insensitively): ``ContextBudget.reserved_slots``.
+
+    >>> slots = ContextBudget(max_tokens=10, target_tokens=5, reserved_slots={"Memory": 2})
+    >>> slots.reserved_slots["memory"], "MEMORY" in slots.reserved_slots
+    (2, True)
+    """
+
+    __slots__ = ()
+
+    def __missing__(self, key: object) -> _VT:
+        kind = _as_kind(key)
+        if kind is not key and dict.__contains__(self, kind):
+            return super().__getitem__(kind)  # type: ignore[index]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, _as_kind(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """``self[key]`` (plain strings matched as kinds), or ``default``."""
+        return dict.get(self, _as_kind(key), default)  # type: ignore[misc]
+
+
+def _kind_map(value: dict[ContextKind, int]) -> dict[ContextKind, int]:
+    """The validated reserved slots as a :class:`KindMap`."""
+    return KindMap(value)
+
+
 class ChoiceEnum(str, Enum):
     """A closed set of names, parsed ASCII case-insensitively (base of the option enums)."""
 
@@ -253,6 +356,7 @@ def _raise_as(exc: ValidationError, model: str, error: type[ConfigurationError])
 
 StrictInt = Annotated[int, Strict()]
 StrictBool = Annotated[bool, Strict()]
+Number = Annotated[float, BeforeValidator(_not_bool_or_text)]
 
 
 class ContextItem(BaseModel):
@@ -260,8 +364,9 @@ class ContextItem(BaseModel):
 
     Only ``content`` (non-empty) and ``tokens`` (caller-counted; negative items are
     excluded by the pipeline) are required. ``metadata`` is opaque to the pipeline
-    (only the metadata scorers read it) and preserved untouched. Naive timestamps are
-    taken as UTC; aware ones are converted to UTC.
+    (only the metadata scorers read it) and preserved untouched; like ``tags`` (a tuple)
+    it is read-only (a :class:`FrozenDict`), so an item never changes once built. Naive
+    timestamps are taken as UTC; aware ones are converted to UTC.
 
     JSON uses snake_case names; the spec's camelCase (``futureRelevanceHint``,
     ``originalTokens``) is accepted on input.
@@ -282,9 +387,11 @@ class ContextItem(BaseModel):
     source: ContextSource = ContextSource.CHAT
     priority: StrictInt | None = None
     tags: tuple[str, ...] = ()
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], AfterValidator(_frozen)] = Field(
+        default_factory=lambda: _EMPTY
+    )
     timestamp: datetime | None = None
-    future_relevance_hint: float | None = Field(
+    future_relevance_hint: Number | None = Field(
         default=None,
         validation_alias=AliasChoices("future_relevance_hint", "futureRelevanceHint"),
     )
@@ -387,10 +494,11 @@ class ContextBudget(BaseModel):
     output_reserve: int = Field(
         default=0, validation_alias=AliasChoices("output_reserve", "outputReserve")
     )
-    reserved_slots: dict[ContextKind, int] = Field(
-        default_factory=dict, validation_alias=AliasChoices("reserved_slots", "reservedSlots")
+    reserved_slots: Annotated[dict[ContextKind, int], AfterValidator(_kind_map)] = Field(
+        default_factory=KindMap,
+        validation_alias=AliasChoices("reserved_slots", "reservedSlots"),
     )
-    estimation_safety_margin_percent: float = Field(
+    estimation_safety_margin_percent: Number = Field(
         default=0.0,
         validation_alias=AliasChoices(
             "estimation_safety_margin_percent", "estimationSafetyMarginPercent"
@@ -418,6 +526,14 @@ class ContextBudget(BaseModel):
             if isinstance(slots, Mapping):
                 seen: dict[str, str] = {}
                 for kind, count in slots.items():
+                    try:
+                        ContextKind(kind)
+                    except ItemError as exc:
+                        raise BudgetError(
+                            f"ContextBudget.reserved_slots: {exc}",
+                            field="reserved_slots",
+                            value=kind,
+                        ) from None
                     folded = ascii_fold(str(kind))
                     if folded in seen:
                         raise BudgetError(

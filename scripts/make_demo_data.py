@@ -1093,6 +1093,9 @@ class Gen:
 def build() -> list[dict[str, Any]]:
     """The whole conversation as item dicts (wire format)."""
     g = Gen()
+    # The assistant's configuration predates everything it remembers, so a chronological
+    # window opens with the system prompt.
+    g.add(SYSTEM_PROMPT, "SystemPrompt", "Chat", START - timedelta(days=31), pinned=True)
     for i, (text, topic) in enumerate(MEMORIES):  # from earlier sessions
         g.add(
             text,
@@ -1102,7 +1105,6 @@ def build() -> list[dict[str, Any]]:
             tags=["memory", topic],
             priority=3 if topic == "preference" else None,
         )
-    g.add(SYSTEM_PROMPT, "SystemPrompt", "Chat", START - timedelta(minutes=1), pinned=True)
     retrieved: Counter[str] = Counter()
     for turn, (user, actions, docs, plan, reply) in enumerate(TURNS):
         g.add(

@@ -22,7 +22,9 @@ The vector format is the spec's chapter "Test Vector Format" plus the keys docum
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,13 +112,19 @@ def report(
         print(f"{prog}: error: no .toml vectors found under {', '.join(paths)}", file=err)
         return 2
     result = ConformanceResult(tuple(run_vector(f, display=d) for f, d in files))
-    if as_json:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False), file=out)
-    else:
-        for line in result.failure_lines():
-            print(line, file=out)
-        print(result.summary(), file=out)
-    return 0 if result.ok else 1
+    status = 0 if result.ok else 1
+    try:
+        if as_json:
+            print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False), file=out)
+        else:
+            for line in result.failure_lines():
+                print(line, file=out)
+            print(result.summary(), file=out)
+        out.flush()
+    except BrokenPipeError:  # the reader went away (``... | head``): keep the status
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -237,8 +237,11 @@ def build_scorer(
                 table["inner"], reference_time=reference_time, where=f"{where}.inner"
             )
         elif "inner_scorer" in table:
+            # The inner scorer's own keys (weights, tag_weights, curve, ...) sit beside
+            # inner_scorer in the same table.
+            siblings = {k: v for k, v in table.items() if k not in ("type", "inner_scorer")}
             inner = build_scorer(
-                {"type": table["inner_scorer"]},
+                {**siblings, "type": table["inner_scorer"]},
                 reference_time=reference_time,
                 where=f"{where}.inner_scorer",
             )

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -444,11 +445,21 @@ def _build_pipeline(data: Mapping[str, Any]) -> tuple[Pipeline, ContextBudget]:
 
 
 def run_pipeline(data: Mapping[str, Any]) -> list[str]:
-    """``stage = "pipeline"``: output order, diagnostics, counts and overflow events."""
+    """``stage = "pipeline"``: output order, diagnostics, counts and overflow events.
+
+    The vector runs twice: with a :class:`~cupel.DiagnosticTraceCollector` (``dry_run``,
+    whose report the diagnostics assertions read) and with the default null collector
+    (``run``). Both must give the same window, token total and overflow events (and, for
+    ``test.expect_error``, the same error); the report must agree with the window.
+    """
     expected = _expected(data)
     pipeline, budget = _build_pipeline(data)
     items = _items(data)
     eps = _epsilon(data)
+
+    def run_plain() -> list[str]:
+        pipeline.run(items, budget)
+        return []
 
     def run() -> list[str]:
         events: list[OverflowEvent] = []
@@ -458,9 +469,26 @@ def run_pipeline(data: Mapping[str, Any]) -> list[str]:
             for i, e in enumerate(_list(data, "expected_output"))
         ]
         messages = _order_diff("output", want, _contents(result.items))
+        plain_events: list[OverflowEvent] = []
+        plain = pipeline.run(items, budget, on_overflow=plain_events.append)
+        messages += _order_diff(
+            "output without diagnostics", _contents(result.items), _contents(plain.items)
+        )
+        if plain.total_tokens != result.total_tokens:
+            messages.append(
+                f"total_tokens without diagnostics: expected {result.total_tokens}, "
+                f"got {plain.total_tokens}"
+            )
+        over = [e.tokens_over_budget for e in events]
+        plain_over = [e.tokens_over_budget for e in plain_events]
+        if plain_over != over:
+            messages.append(
+                f"overflow events without diagnostics: expected {over}, got {plain_over}"
+            )
         report = result.report
         if report is None:
             return [*messages, "dry_run returned no SelectionReport"]
+        messages += _report_invariants(report, result.items)
         diagnostics = expected.get("diagnostics")
         if diagnostics is not None:
             if not isinstance(diagnostics, Mapping):
@@ -479,7 +507,37 @@ def run_pipeline(data: Mapping[str, Any]) -> list[str]:
                 )
         return messages
 
+    if "expect_error" in _test(data):
+        plain = [f"without diagnostics: {m}" for m in _with_expect_error(data, run_plain)]
+        return [*_with_expect_error(data, run), *plain]
     return _with_expect_error(data, run)
+
+
+def _report_invariants(report: SelectionReport, window: Sequence[ContextItem]) -> list[str]:
+    """What every report must satisfy whatever the vector asserts: ``included`` is the
+    window (same objects, placed order), and the totals count every candidate."""
+    messages: list[str] = []
+    if [id(e.item) for e in report.included] != [id(i) for i in window]:
+        messages.append(
+            f"report.included {_contents(e.item for e in report.included)} is not the "
+            f"window {_contents(window)}"
+        )
+    listed = len(report.included) + len(report.excluded)
+    if report.total_candidates != listed:
+        messages.append(
+            f"report.total_candidates {report.total_candidates} != included + excluded {listed}"
+        )
+    tokens = sum(e.item.tokens for e in report.included)
+    tokens += sum(e.item.tokens for e in report.excluded)
+    if report.total_tokens_considered != tokens:
+        messages.append(
+            f"report.total_tokens_considered {report.total_tokens_considered} != "
+            f"tokens of included + excluded {tokens}"
+        )
+    scores = [e.score for e in report.excluded]
+    if any(a < b for a, b in pairwise(scores)):
+        messages.append(f"report.excluded is not sorted by score descending: {scores}")
+    return messages
 
 
 def _check_diagnostics(diag: Table, report: SelectionReport, eps: float) -> list[str]:

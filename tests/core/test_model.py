@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -13,10 +17,23 @@ from cupel._model import (
     ContextItem,
     ContextKind,
     ContextSource,
+    FrozenDict,
     OverflowStrategy,
     ScoredItem,
     ascii_fold,
 )
+
+# Every way to change a dict in place.
+MUTATIONS: list[Callable[[dict[Any, Any]], object]] = [
+    lambda d: d.__setitem__("k", 1),
+    lambda d: d.__delitem__(next(iter(d))),
+    lambda d: d.update({"k": 1}),
+    lambda d: d.setdefault("k", 1),
+    lambda d: d.pop(next(iter(d))),
+    lambda d: d.popitem(),
+    lambda d: d.clear(),
+    lambda d: d.__ior__({"k": 1}),
+]
 
 
 class TestContextKind:
@@ -106,6 +123,39 @@ class TestContextItem:
         item = ContextItem(content="x", tokens=1)
         with pytest.raises(Exception, match="frozen"):
             item.tokens = 5  # type: ignore[misc]
+
+    @pytest.mark.parametrize("mutate", MUTATIONS)
+    def test_metadata_cannot_be_changed_in_place(self, mutate: Callable[[Any], object]) -> None:
+        item = ContextItem(content="x", tokens=1, metadata={"cupel:trust": "0.5"})
+        with pytest.raises(TypeError, match="read-only"):
+            mutate(item.metadata)
+        assert item.metadata == {"cupel:trust": "0.5"}
+
+    def test_metadata_is_a_copy_of_the_given_dict(self) -> None:
+        given = {"a": 1}
+        item = ContextItem(content="x", tokens=1, metadata=given)
+        given["b"] = 2
+        assert item.metadata == {"a": 1} and isinstance(item.metadata, dict)
+        assert isinstance(ContextItem(content="y", tokens=1).metadata, FrozenDict)
+
+    def test_copies_and_pickles_stay_equal_and_read_only(self) -> None:
+        item = ContextItem(content="x", tokens=1, tags=("t",), metadata={"k": [1]})
+        for other in (copy.copy(item), copy.deepcopy(item), pickle.loads(pickle.dumps(item))):
+            assert other == item and isinstance(other.metadata, FrozenDict)
+        assert item.model_dump()["metadata"] == {"k": [1]}
+        assert json.loads(item.model_dump_json())["metadata"] == {"k": [1]}
+
+    @pytest.mark.parametrize("hint", [True, "0.5", b"0.5"])
+    def test_future_relevance_hint_must_be_a_number(self, hint: object) -> None:
+        with pytest.raises(
+            ItemError, match=r"ContextItem\.future_relevance_hint: must be a number"
+        ):
+            ContextItem(content="x", tokens=1, future_relevance_hint=hint)  # type: ignore[arg-type]
+
+    def test_integer_hint_is_a_float(self) -> None:
+        assert (
+            ContextItem(content="x", tokens=1, future_relevance_hint=1).future_relevance_hint == 1.0
+        )
 
     def test_empty_content_rejected_naming_the_field(self) -> None:
         with pytest.raises(
@@ -260,6 +310,17 @@ class TestContextBudget:
     def test_reserved_slots_keys_are_kinds(self) -> None:
         budget = ContextBudget(max_tokens=10, target_tokens=5, reserved_slots={"memory": 2})
         assert budget.reserved_slots[ContextKind.MEMORY] == 2
+        assert list(budget.reserved_slots) == [ContextKind.MEMORY]
+
+    def test_reserved_slots_look_up_plain_strings_as_kinds(self) -> None:
+        slots = ContextBudget(max_tokens=10, target_tokens=5, reserved_slots={"Memory": 2})
+        slots_map = slots.reserved_slots
+        assert slots_map["memory"] == slots_map["MEMORY"] == slots_map.get("Memory") == 2
+        assert "mEmOrY" in slots_map and "Message" not in slots_map and "" not in slots_map
+        assert slots_map.get("Message", 0) == 0
+        with pytest.raises(KeyError):
+            slots_map["Message"]
+        assert copy.deepcopy(slots) == slots == pickle.loads(pickle.dumps(slots))
 
     def test_json_round_trip_and_camel_case(self) -> None:
         budget = ContextBudget(
@@ -285,6 +346,33 @@ class TestContextBudget:
         budget = ContextBudget(max_tokens=10, target_tokens=5)
         with pytest.raises(Exception, match="frozen"):
             budget.max_tokens = 3  # type: ignore[misc]
+
+    @pytest.mark.parametrize("mutate", MUTATIONS)
+    def test_reserved_slots_cannot_be_changed_in_place(
+        self, mutate: Callable[[Any], object]
+    ) -> None:
+        budget = ContextBudget(max_tokens=10, target_tokens=5, reserved_slots={"Memory": 1})
+        with pytest.raises(TypeError, match="read-only"):
+            mutate(budget.reserved_slots)
+        assert budget.reserved_slots == {ContextKind.MEMORY: 1}
+
+    @pytest.mark.parametrize("margin", [True, "5"])
+    def test_safety_margin_must_be_a_number(self, margin: object) -> None:
+        with pytest.raises(
+            BudgetError, match=r"estimation_safety_margin_percent: must be a number, got"
+        ):
+            ContextBudget(
+                max_tokens=10,
+                target_tokens=5,
+                estimation_safety_margin_percent=margin,  # type: ignore[arg-type]
+            )
+
+    @pytest.mark.parametrize("kind", ["", "  "])
+    def test_reserved_slot_kind_must_be_a_kind(self, kind: str) -> None:
+        with pytest.raises(
+            BudgetError, match=r"ContextBudget\.reserved_slots: ContextKind must be"
+        ):
+            ContextBudget(max_tokens=10, target_tokens=5, reserved_slots={kind: 1})
 
 
 def test_scored_item_is_a_pair() -> None:

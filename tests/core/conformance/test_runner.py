@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -455,3 +457,162 @@ def test_module_entry_point(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[-1] == "0 passed, 1 failed"
+
+
+# -- slicing -----------------------------------------------------------------------------
+CAP_EXCLUSION = """
+[test]
+name = "cap exclusion"
+stage = "slicing"
+slicer = "count_constrained_knapsack"
+
+[budget]
+target_tokens = 600
+
+[config]
+bucket_size = 100
+
+[[config.entries]]
+kind = "tool"
+require_count = 1
+cap_count = 2
+
+[[scored_items]]
+content = "tool-a"
+tokens = 100
+score = 0.9
+kind = "tool"
+
+[[scored_items]]
+content = "tool-b"
+tokens = 100
+score = 0.8
+kind = "tool"
+
+[[scored_items]]
+content = "tool-c"
+tokens = 100
+score = 0.7
+kind = "tool"
+
+[expected]
+selected_contents = {selected}
+shortfall_count = {shortfalls}
+cap_excluded_count = {capped}
+"""
+
+
+def test_slicing_set_and_counts_are_checked(tmp_path: Path) -> None:
+    good = CAP_EXCLUSION.format(selected='["tool-b", "tool-a"]', shortfalls=0, capped=1)
+    assert messages(tmp_path, good) == ()
+    wrong = CAP_EXCLUSION.format(selected='["tool-a", "tool-c"]', shortfalls=1, capped=0)
+    assert messages(tmp_path, wrong) == (
+        "selected: expected ['tool-a', 'tool-c'], got ['tool-a', 'tool-b'] "
+        "(missing ['tool-c'], unexpected ['tool-b'])",
+        "shortfall_count: expected 1, got 0",
+        "cap_excluded_count: expected 0, got 1",
+    )
+
+
+# -- pipeline: both collector paths and the report's own invariants ----------------------
+def test_pipeline_output_must_not_depend_on_diagnostics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cupel import Pipeline
+
+    original = Pipeline.run
+
+    def run_differently_without_a_collector(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        if kwargs.get("collector") is None:
+            return dataclasses.replace(result, items=[], total_tokens=0)
+        return result
+
+    monkeypatch.setattr(Pipeline, "run", run_differently_without_a_collector)
+    assert messages(tmp_path, DIAGNOSTICS) == (
+        "output without diagnostics: expected ['fits'], got []",
+        "total_tokens without diagnostics: expected 150, got 0",
+    )
+
+
+def test_expected_errors_must_be_raised_without_diagnostics_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cupel import Pipeline
+
+    original = Pipeline.run
+
+    def swallow_errors_without_a_collector(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("collector") is None:
+            return None
+        return original(self, *args, **kwargs)
+
+    text = OVERFLOW_PROCEED.format(over=10).replace('"proceed"', '"throw"')
+    text = text.replace(
+        'stage = "pipeline"', 'stage = "pipeline"\nexpect_error = "exceeding target"'
+    )
+    assert messages(tmp_path, text) == ()
+    monkeypatch.setattr(Pipeline, "run", swallow_errors_without_a_collector)
+    assert messages(tmp_path, text) == (
+        "without diagnostics: expected an error containing 'exceeding target', "
+        "but the run succeeded",
+    )
+
+
+def test_report_invariants_are_checked() -> None:
+    from cupel import (
+        BudgetExceeded,
+        ContextItem,
+        ExcludedItem,
+        IncludedItem,
+        InclusionReason,
+        SelectionReport,
+    )
+    from cupel.conformance._runner import _report_invariants
+
+    a, b, c = (ContextItem(content=x, tokens=10) for x in "abc")
+    report = SelectionReport(
+        events=(),
+        included=(IncludedItem(a, 0.5, InclusionReason.SCORED),),
+        excluded=(
+            ExcludedItem(b, 0.1, BudgetExceeded(10, 0)),
+            ExcludedItem(c, 0.2, BudgetExceeded(10, 0)),
+        ),
+        total_candidates=4,
+        total_tokens_considered=31,
+    )
+    assert _report_invariants(report, [a]) == [
+        "report.total_candidates 4 != included + excluded 3",
+        "report.total_tokens_considered 31 != tokens of included + excluded 30",
+        "report.excluded is not sorted by score descending: [0.1, 0.2]",
+    ]
+    assert _report_invariants(report, [b])[0] == "report.included ['a'] is not the window ['b']"
+
+
+# -- builders ----------------------------------------------------------------------------
+def test_scaled_inner_scorer_reads_the_keys_beside_it() -> None:
+    from cupel import ContextKind, KindScorer, ScaledScorer
+
+    scaled = build_scorer(
+        {"type": "scaled", "inner_scorer": "kind", "weights": [{"kind": "Memory", "weight": 2}]}
+    )
+    assert isinstance(scaled, ScaledScorer) and isinstance(scaled.inner, KindScorer)
+    assert dict(scaled.inner.weights) == {ContextKind.MEMORY: 2.0}
+    with pytest.raises(VectorError, match="needs 'inner_scorer' or \\[inner\\]"):
+        build_scorer({"type": "scaled", "inner_scorer": "scaled"})
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    for i in range(400):  # a JSON report larger than a pipe buffer
+        write(tmp_path, f"v{i:03d}.toml", PLACING_WRONG_ORDER)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cupel.conformance", str(tmp_path), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `| head -c 10`
+    status = proc.wait(timeout=60)
+    assert "Traceback" not in proc.stderr.read().decode()
+    assert status == 1  # the vectors' verdict, not a crash
