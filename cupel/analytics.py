@@ -281,6 +281,15 @@ def _check_int(owner: str, name: str, value: object) -> int:
     return value
 
 
+def _slicer_chain(slicer: object) -> list[object]:
+    """``slicer`` and the slicers it decorates (``inner``, ``inner.inner``, ...)."""
+    chain: list[object] = []
+    while slicer is not None and all(slicer is not seen for seen in chain):
+        chain.append(slicer)
+        slicer = getattr(slicer, "inner", None)
+    return chain
+
+
 def _included(report: SelectionReport | None, target: ContextItem) -> bool:
     assert report is not None  # dry_run always builds a report
     return any(entry.item is target for entry in report.included)
@@ -300,13 +309,14 @@ def get_marginal_items(
     the caller's item objects. ``slack_tokens`` must be an integer in
     ``[0, budget.target_tokens]`` and leave ``max_tokens >= output_reserve``
     (:class:`~cupel.ConfigurationError`). A pipeline whose slicer is a
-    :class:`~cupel.QuotaSlice` raises :class:`~cupel.InvalidOperationError` with the
-    spec's message (:data:`MARGINAL_ITEMS_GUARD_MESSAGE`). Errors of the runs (e.g.
+    :class:`~cupel.QuotaSlice`, or decorates one (a ``CountQuotaSlice`` whose ``inner`` is
+    a QuotaSlice, say), raises :class:`~cupel.InvalidOperationError` with the spec's
+    message (:data:`MARGINAL_ITEMS_GUARD_MESSAGE`). Errors of the runs (e.g.
     :class:`~cupel.PinnedBudgetError` at the reduced budget) propagate.
     """
     owner = "get_marginal_items"
     runner = _pipeline(pipeline, owner)
-    if isinstance(runner.slicer, QuotaSlice):
+    if any(isinstance(s, QuotaSlice) for s in _slicer_chain(runner.slicer)):
         raise InvalidOperationError(MARGINAL_ITEMS_GUARD_MESSAGE)
     _check_budget(budget, owner)
     slack = _check_int(owner, "slack_tokens", slack_tokens)
@@ -369,15 +379,18 @@ def find_min_budget_for(
 
     ``target_item`` must be one of ``items`` (by identity) and ``search_ceiling`` an
     integer >= ``target_item.tokens`` (:class:`~cupel.ConfigurationError`). Pipelines over
-    :class:`~cupel.QuotaSlice` or a count-quota slicer raise
+    :class:`~cupel.QuotaSlice` or a count-quota slicer (at the top or as some decorator's
+    ``inner``) raise
     :class:`~cupel.InvalidOperationError` with the spec's message
     (:data:`FIND_MIN_BUDGET_GUARD_MESSAGE`). A negative-token item is never selected:
     ``None``.
     """
     owner = "find_min_budget_for"
     runner = _pipeline(pipeline, owner)
-    slicer = runner.slicer
-    if isinstance(slicer, QuotaSlice) or getattr(slicer, "is_count_quota", False):
+    if any(
+        isinstance(s, QuotaSlice) or getattr(s, "is_count_quota", False)
+        for s in _slicer_chain(runner.slicer)
+    ):
         raise InvalidOperationError(FIND_MIN_BUDGET_GUARD_MESSAGE)
     if not any(item is target_item for item in items):
         raise ConfigurationError(

@@ -210,7 +210,16 @@ def _build_one(name: str, args: argparse.Namespace) -> Scorer:
         return TagScorer(_tag_weights(args.tag_weight))
     if args.half_life is None:
         raise CliError("--scorer decay needs --half-life SECONDS")
-    return DecayScorer(SystemTimeProvider(), ExponentialDecay(timedelta(seconds=args.half_life)))
+    seconds = args.half_life
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise CliError(f"--half-life must be a positive number of seconds, got {seconds:g}")
+    try:
+        half_life = timedelta(seconds=seconds)
+    except OverflowError:
+        raise CliError(f"--half-life {seconds:g}: too large for a duration") from None
+    if half_life <= timedelta(0):
+        raise CliError(f"--half-life {seconds:g}: rounds to zero (the unit is a microsecond)")
+    return DecayScorer(SystemTimeProvider(), ExponentialDecay(half_life))
 
 
 _CONFIG_FLAGS = (
@@ -236,7 +245,10 @@ def _flag_pipeline(args: argparse.Namespace) -> Pipeline:
     scorer: Scorer = entries[0][0] if len(entries) == 1 else CompositeScorer(entries)
     slicer: Slicer
     if args.slicer == "knapsack":
-        slicer = KnapsackSlice(bucket_size=args.bucket_size or 100)
+        bucket_size = 100 if args.bucket_size is None else args.bucket_size
+        if bucket_size <= 0:
+            raise CliError(f"--bucket-size must be a positive integer, got {bucket_size}")
+        slicer = KnapsackSlice(bucket_size=bucket_size)
     elif args.bucket_size is not None:
         raise CliError("--bucket-size applies only with --slicer knapsack")
     else:
@@ -272,12 +284,17 @@ def load_policy(spec: str) -> Policy:
         raise CliError(f"policy file {spec}: {exc}") from None
 
 
+def _given(value: object) -> bool:
+    """Whether a configuration flag was given (``0`` counts: ``--bucket-size 0`` was)."""
+    return value is not None and value is not False and value != []
+
+
 def build_pipeline(args: argparse.Namespace) -> Pipeline:
     """The pipeline the configuration flags (or ``--policy``) describe."""
     policy = getattr(args, "policy", None)
     if policy is None:
         return _flag_pipeline(args)
-    given = [flag for dest, flag in _CONFIG_FLAGS if getattr(args, dest) not in (None, [], False)]
+    given = [flag for dest, flag in _CONFIG_FLAGS if _given(getattr(args, dest))]
     if given:
         raise CliError(
             f"--policy cannot be combined with {', '.join(given)}: the policy sets the "
@@ -712,7 +729,7 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
 def _cmd_conformance(args: argparse.Namespace) -> int:
     from cupel.conformance import report
 
-    return report(args.paths, as_json=args.json, prog=PROG)
+    return report(args.paths, as_json=args.json or args.report == "json", prog=PROG)
 
 
 def _config_flags(*, policy: bool = True) -> _Parser:
@@ -866,7 +883,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_cmd_demo)
     conformance = commands.add_parser("conformance", help="run conformance vectors (TOML)")
     conformance.add_argument("paths", nargs="*", metavar="PATH", help="default: conformance/")
-    conformance.add_argument("--json", action="store_true", help="machine-readable report")
+    conformance.add_argument(
+        "--report",
+        choices=("text", "json"),
+        default="text",
+        help="json: a machine-readable summary on stdout (default: text)",
+    )
+    conformance.add_argument("--json", action="store_true", help="the same as --report json")
     conformance.set_defaults(handler=_cmd_conformance)
     return parser
 

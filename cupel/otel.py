@@ -19,11 +19,12 @@ FULL                 + after Place, one ``cupel.item.included`` event per window
                      ``cupel.item.score``)
 ==================== ================================================================
 
-The pipeline has no hook for a run that raises (pinned items over budget, overflow under
-``Throw``, a failing scorer). Run under the collector as a context manager, or with
-:func:`run_traced`, so that a failed run still ends its open spans with an ``ERROR``
-status and the exception recorded. Inside the context manager the stage span is also
-the *current* span, so spans your own scorer or slicer creates nest under it.
+A run that raises (pinned items over budget, overflow under ``Throw``, a failing scorer)
+still ends its open stage span and the root with an ``ERROR`` status and the exception
+recorded: the pipeline reports the failure through :meth:`TraceCollector.on_run_error
+<cupel.TraceCollector.on_run_error>`. Used as a context manager (as :func:`run_traced`
+does), the collector also makes each stage span the *current* span, so spans your own
+scorer or slicer creates nest under it.
 
 >>> from opentelemetry.sdk.trace import TracerProvider
 >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -139,10 +140,12 @@ class OpenTelemetryTraceCollector(TraceCollector):
     Place: pinned + sliced) and ``item_count_out = item_count_in - exclusions`` of the
     stage (Score excludes nothing; Place's exclusions are Truncate drops).
 
-    One collector traces one run. Use it as a context manager around ``pipeline.run``
-    (or call :func:`run_traced`) so a run that raises still ends its spans, with an
-    ``ERROR`` status and the exception recorded; :meth:`on_run_error` does the same by
-    hand. ``build_report`` returns ``None``: combine with a
+    One collector traces one run. A run that raises ends its spans with an ``ERROR``
+    status and the exception recorded (the pipeline calls :meth:`on_run_error`). Used as
+    a context manager around ``pipeline.run`` (or through :func:`run_traced`), it also
+    makes the root and each stage span current while they are open, so spans created
+    inside the run nest under them; leaving the block with the run still open ends it as
+    failed. ``build_report`` returns ``None``: combine with a
     :class:`~cupel.DiagnosticTraceCollector` through
     :class:`~cupel.diagnostics.MultiTraceCollector`
     (as :func:`run_traced` does) for a report as well.
@@ -286,7 +289,8 @@ class OpenTelemetryTraceCollector(TraceCollector):
 
     def on_run_error(self, error: BaseException) -> None:
         """End the open stage span and the root span with an ``ERROR`` status and
-        ``error`` recorded (a run that raised; the context manager calls this)."""
+        ``error`` recorded (the pipeline calls this when a run raises; a later call is a
+        no-op)."""
         if self._state != "running":
             return
         status = Status(StatusCode.ERROR, f"{type(error).__name__}: {error}")

@@ -844,8 +844,12 @@ class Policy(_Spec):
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def to_toml(self) -> str:
-        """The policy as TOML text (custom scorer ``params`` must be TOML-expressible)."""
-        return _toml_document(self.model_dump(mode="python", exclude_none=True))
+        """The policy as TOML text. Custom scorer ``params`` must be TOML-expressible (no
+        ``None``, which TOML cannot write); otherwise a :class:`PolicyError` names the
+        offending value's path (``scorer.params['boost']``)."""
+        data = self.model_dump(mode="python", exclude_none=True)
+        _check_toml(data, "", free=False)
+        return _toml_document(data)
 
     def save(self, path: str | Path) -> None:
         """Write the policy to ``path`` as ``.json`` or ``.toml`` (chosen by the suffix)."""
@@ -1047,6 +1051,28 @@ def _toml_key(key: str) -> str:
 
 def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+_FREE_TABLES = ("params",)
+"""Keys whose tables hold user data, whose keys are shown as ``['key']`` in paths."""
+
+
+def _check_toml(value: Any, path: str, *, free: bool) -> None:
+    """Raise a :class:`PolicyError` at the first value TOML cannot express."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            step = f"[{key!r}]" if free else f".{key}" if path else str(key)
+            _check_toml(inner, path + step, free=free or key in _FREE_TABLES)
+    elif isinstance(value, (list, tuple)):
+        for index, inner in enumerate(value):
+            _check_toml(inner, f"{path}[{index}]", free=free)
+    elif not isinstance(value, (bool, Enum, int, float, str, datetime, date, time)):
+        raise _fail(
+            path,
+            f"{type(value).__name__} {value!r} cannot be written as TOML"
+            + (" (TOML has no null; leave the key out)" if value is None else ""),
+            value,
+        )
 
 
 def _toml_value(value: Any) -> str:

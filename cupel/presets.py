@@ -122,7 +122,10 @@ def document_qa() -> Policy:
     tie-breaker; the knapsack (bucket 100) packs large documents tightly, and the
     U-shaped placer puts the best at the edges. Kind 2 + Reflexive 2 + Priority 1.
 
-    Use it when a few large documents compete for a tight budget.
+    Use it when a few large documents compete for a tight budget. The knapsack counts in
+    100-token buckets (an item's tokens rounded up, the target rounded down), so it suits
+    budgets of thousands of tokens; with an effective target below 100 it selects nothing
+    but pinned and zero-token items.
     """
     return _policy(
         "document_qa",

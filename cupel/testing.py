@@ -311,7 +311,9 @@ class SelectionReportAssertionChain:
                 value=budget,
             )
         included_tokens = sum(e.item.tokens for e in self.report.included)
-        actual = included_tokens / budget.max_tokens
+        # A zero max_tokens (allowed here, unlike in the spec) selects nothing: 0.0, as
+        # cupel.analytics.budget_utilization reports it.
+        actual = included_tokens / budget.max_tokens if budget.max_tokens else 0.0
         if not actual >= threshold:
             _fail(
                 "HaveBudgetUtilizationAbove",
@@ -375,8 +377,16 @@ class SelectionReportAssertionChain:
         # sorted() is stable: equal scores keep placed order.
         top = sorted(range(count), key=lambda i: -included[i].score)[:n]
         edges = [i // 2 if i % 2 == 0 else count - 1 - i // 2 for i in range(n)]
+        edge_set = set(edges)
         floor = included[top[-1]].score
-        fail_count = sum(1 for position in edges if not included[position].score >= floor)
+        # Every item scored above the n-th score must sit on an edge; the edges left over
+        # may hold any item tied with the n-th score. A top item counts as misplaced when
+        # it is above the floor and off the edges, or when the floor ties cannot fill the
+        # remaining edges.
+        above = [i for i in range(count) if included[i].score > floor]
+        off_edge = sum(1 for i in above if i not in edge_set)
+        tied_on_edges = sum(1 for i in edges if included[i].score == floor)
+        fail_count = off_edge + max(0, (n - len(above)) - tied_on_edges)
         if fail_count:
             top_items = ", ".join(
                 f"(kind={included[i].item.kind}, score={included[i].score}, idx={i})" for i in top

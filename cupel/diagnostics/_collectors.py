@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cupel._errors import ConfigurationError, InvalidOperationError
-from cupel._model import ContextBudget
+from cupel._model import ContextBudget, ascii_fold
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
 from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
 from cupel.slicers._base import CountRequirementShortfall
@@ -171,8 +171,9 @@ class DiagnosticTraceCollector(TraceCollector):
 
     ``detail_level=TraceDetailLevel.STAGE`` (default) keeps stage events only;
     ``ITEM`` adds one event per decision (each stage's item events precede its stage
-    event). Inclusions and exclusions are recorded at every level, so the report is
-    complete either way. Use one collector per run.
+    event); the level may also be given by name (``"item"``, any case) or value (``1``).
+    Inclusions and exclusions are recorded at every level, so the report is complete
+    either way. Use one collector per run.
 
     ``observer`` is called synchronously with every recorded event, as it is recorded.
     Observer failures are **isolated**: an exception (any ``Exception``) raised by the
@@ -200,12 +201,12 @@ class DiagnosticTraceCollector(TraceCollector):
 
     def __init__(
         self,
-        detail_level: TraceDetailLevel = TraceDetailLevel.STAGE,
+        detail_level: TraceDetailLevel | str = TraceDetailLevel.STAGE,
         *,
         observer: TraceObserver | None = None,
     ) -> None:
         try:
-            self.detail_level = TraceDetailLevel(detail_level)
+            self.detail_level = _detail_level(detail_level)
         except ValueError:
             allowed = ", ".join(f"{m.name} ({m.value})" for m in TraceDetailLevel)
             raise ConfigurationError(
@@ -307,6 +308,19 @@ class DiagnosticTraceCollector(TraceCollector):
             count_requirement_shortfalls=tuple(self._shortfalls),
             overflow=self._overflow,
         )
+
+
+def _detail_level(value: object) -> TraceDetailLevel:
+    """A level from a member, its value or its name (ASCII case-insensitive)."""
+    if isinstance(value, str):
+        folded = ascii_fold(value.strip())
+        for member in TraceDetailLevel:
+            if ascii_fold(member.name) == folded:
+                return member
+        raise ValueError(value)
+    if isinstance(value, int):
+        return TraceDetailLevel(value)  # ValueError for an unknown value
+    raise ValueError(value)
 
 
 def _stage_name(event: TraceEvent) -> str:

@@ -86,3 +86,14 @@ class OverflowEvent:
             "overflowing_items": [item.to_dict() for item in self.overflowing_items],
             "budget": self.budget.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OverflowEvent:
+        """Parse the wire form."""
+        return cls(
+            tokens_over_budget=int(data["tokens_over_budget"]),
+            overflowing_items=tuple(
+                ContextItem.from_dict(item) for item in data.get("overflowing_items", [])
+            ),
+            budget=ContextBudget.from_dict(data["budget"]),
+        )

@@ -151,6 +151,11 @@ class SelectionReport:
             total_candidates=int(data.get("total_candidates", len(included) + len(excluded))),
             total_tokens_considered=int(data.get("total_tokens_considered", 0)),
             count_requirement_shortfalls=shortfalls,
+            overflow=(
+                OverflowEvent.from_dict(data["overflow"])
+                if isinstance(data.get("overflow"), Mapping)
+                else None
+            ),
         )
 
     @classmethod

@@ -273,6 +273,7 @@ def test_conformance_subcommand(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert run(capsys, "conformance", str(vector)) == (0, "1 passed, 0 failed\n", "")
     status, out, _ = run(capsys, "conformance", str(vector), "--json")
     assert status == 0 and json.loads(out)["passed"] == 1
+    assert run(capsys, "conformance", str(vector), "--report", "json") == (status, out, "")
     assert_one_line_error(*run(capsys, "conformance", str(tmp_path / "missing")), "missing")
 
 
@@ -347,6 +348,30 @@ def test_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         (["--max-tokens", "10", "--tag-weight", "x=1"], "--tag-weight applies only"),
         (["--max-tokens", "10", "--scorer", "decay"], "--half-life"),
         (["--max-tokens", "10", "--scorer", "decay", "--half-life", "0"], "half"),
+        (
+            ["--max-tokens", "10", "--scorer", "decay", "--half-life", "inf"],
+            "--half-life must be a positive number of seconds, got inf",
+        ),
+        (
+            ["--max-tokens", "10", "--scorer", "decay", "--half-life", "nan"],
+            "--half-life must be a positive number of seconds, got nan",
+        ),
+        (
+            ["--max-tokens", "10", "--scorer", "decay", "--half-life", "1e300"],
+            "--half-life 1e+300: too large for a duration",
+        ),
+        (
+            ["--max-tokens", "10", "--scorer", "decay", "--half-life", "1e-9"],
+            "--half-life 1e-09: rounds to zero",
+        ),
+        (
+            ["--max-tokens", "10", "--slicer", "knapsack", "--bucket-size", "0"],
+            "--bucket-size must be a positive integer, got 0",
+        ),
+        (
+            ["--max-tokens", "10", "--policy", "chat", "--bucket-size", "0"],
+            "--policy cannot be combined with --bucket-size",
+        ),
         (["--max-tokens", "10", "--bucket-size", "5"], "--bucket-size applies only"),
         (["--max-tokens", "10", "--slicer", "magic"], "invalid choice: 'magic'"),
         (["--max-tokens", "10", "--target-tokens", "20"], "invalid budget"),

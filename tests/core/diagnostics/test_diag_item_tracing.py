@@ -111,9 +111,21 @@ class TestItemEvents:
     def test_detail_level_accepts_its_integer_value(self) -> None:
         assert DiagnosticTraceCollector(1).detail_level is TraceDetailLevel.ITEM  # type: ignore[arg-type]
 
-    def test_invalid_detail_level_is_rejected_naming_the_allowed_values(self) -> None:
-        with pytest.raises(ConfigurationError, match=r"detail_level must be one of STAGE \(0\)"):
-            DiagnosticTraceCollector(7)  # type: ignore[arg-type]
+    @pytest.mark.parametrize("name", ["item", "ITEM", " Item "])
+    def test_detail_level_accepts_its_name_in_any_case(self, name: str) -> None:
+        assert DiagnosticTraceCollector(name).detail_level is TraceDetailLevel.ITEM
+
+    @pytest.mark.parametrize("level", [7, "items", "\u0131tem"])
+    def test_invalid_detail_level_is_rejected_naming_the_allowed_values(
+        self, level: object
+    ) -> None:
+        with pytest.raises(ConfigurationError) as err:
+            DiagnosticTraceCollector(level)  # type: ignore[arg-type]
+        assert str(err.value) == (
+            f"DiagnosticTraceCollector: detail_level must be one of STAGE (0), ITEM (1), "
+            f"got {level!r}"
+        )
+        assert (err.value.field, err.value.value) == ("detail_level", level)
 
 
 class TestObserver:

@@ -462,7 +462,8 @@ class TestCoreIndependence:
     def test_importing_cupel_does_not_import_opentelemetry(self) -> None:
         script = (
             "import sys\n"
-            "import cupel, cupel.diagnostics, cupel.testing\n"
+            "import cupel, cupel.diagnostics, cupel.testing, cupel.analytics, cupel.policy\n"
+            "import cupel.presets, cupel.cli, cupel.conformance\n"
             "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
         )
         out = subprocess.run(

@@ -7,9 +7,12 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from diag_scenarios import BUDGET, every_decision_items, every_decision_pipeline, hinted
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cupel import (
     BudgetExceeded,
@@ -21,6 +24,7 @@ from cupel import (
     Deduplicated,
     ExclusionReason,
     GreedySlice,
+    IncludedItem,
     InclusionReason,
     KindScorer,
     Pipeline,
@@ -335,6 +339,16 @@ class TestHaveBudgetUtilizationAbove:
             "(includedTokens=25, budget.MaxTokens=100)."
         )
 
+    def test_a_zero_max_tokens_budget_has_zero_utilization(self) -> None:
+        zero = ContextBudget(max_tokens=0, target_tokens=0)
+        report = Pipeline(ReflexiveScorer()).dry_run([hinted("a", 5)], zero).report
+        assert report is not None
+        should(report).have_budget_utilization_above(0.0, zero)
+        assert message(lambda: should(report).have_budget_utilization_above(0.1, zero)) == (
+            "HaveBudgetUtilizationAbove(0.1) failed: computed utilization was 0.000000 "
+            "(includedTokens=0, budget.MaxTokens=0)."
+        )
+
 
 class TestHaveKindCoverageCount:
     def test_passes_at_the_distinct_kind_count(self, report: SelectionReport) -> None:
@@ -398,6 +412,54 @@ class TestPlaceTopNScoredAtEdges:
             "idx=0), (kind=ToolOutput, score=0.8, idx=3), (kind=Message, score=0.6, idx=2)]. "
             "Expected edge positions: [0, 3, 1]."
         )
+
+    def test_ties_on_the_edges_do_not_excuse_a_higher_item_in_the_middle(self) -> None:
+        # chronological: a 0.5, best 0.9, b 0.5, c 0.5 -> edges 0 and 3 hold 0.5 ties,
+        # which may stand in for the 2nd-best item, but "best" itself is at index 1
+        t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        hints = [("a", 0.5), ("best", 0.9), ("b", 0.5), ("c", 0.5)]
+        items = [
+            hinted(content, 10, hint, timestamp=t0 + timedelta(minutes=i))
+            for i, (content, hint) in enumerate(hints)
+        ]
+        report = Pipeline(ReflexiveScorer()).dry_run(items, BUDGET).report
+        assert report is not None
+        assert [e.item.content for e in report.included] == ["a", "best", "b", "c"]
+        assert message(lambda: should(report).place_top_n_scored_at_edges(2)) == (
+            "PlaceTopNScoredAtEdges(2) failed: 1 of the top-2 scored items were not at "
+            "expected edge positions. Top-2 items (by score): [(kind=Message, score=0.9, "
+            "idx=1), (kind=Message, score=0.5, idx=0)]. Expected edge positions: [0, 3]."
+        )
+        should(report).place_top_n_scored_at_edges(0)
+
+    @given(
+        scores=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), max_size=7),
+        n=st.integers(0, 7),
+    )
+    def test_passes_exactly_when_the_edges_hold_the_top_n_scores(
+        self, scores: list[float], n: int
+    ) -> None:
+        # A hand-built fixture (as the spec allows): the assertion passes iff the scores at
+        # positions 0, last, 1, last - 1, ... are, as a multiset, the n highest scores.
+        report = SelectionReport(
+            events=(),
+            included=tuple(
+                IncludedItem(hinted(f"i{i}", 1), s, InclusionReason.SCORED)
+                for i, s in enumerate(scores)
+            ),
+            excluded=(),
+            total_candidates=len(scores),
+            total_tokens_considered=len(scores),
+        )
+        count = len(scores)
+        edges = [i // 2 if i % 2 == 0 else count - 1 - i // 2 for i in range(min(n, count))]
+        expected = n <= count and sorted(scores[i] for i in edges) == sorted(scores)[count - n :]
+        try:
+            should(report).place_top_n_scored_at_edges(n)
+        except SelectionReportAssertionError:
+            assert not expected
+        else:
+            assert expected
 
     def test_fails_when_n_exceeds_the_window(self, report: SelectionReport) -> None:
         assert message(lambda: should(report).place_top_n_scored_at_edges(5)) == (

@@ -117,6 +117,14 @@ def test_quota_slice_is_refused_with_the_spec_message() -> None:
         get_marginal_items(policy, workload(), BUDGET, 10)
 
 
+def test_a_quota_slice_inside_a_decorator_is_refused_too() -> None:
+    inner = QuotaSlice(GreedySlice(), [QuotaEntry("Document", 10)])
+    nested = CountQuotaSlice(inner, [CountQuotaEntry("Message", 1)])
+    with pytest.raises(InvalidOperationError) as caught:
+        get_marginal_items(Pipeline(PriorityScorer(), nested), workload(), BUDGET, 10)
+    assert str(caught.value) == SPEC_MESSAGE
+
+
 def test_count_quota_and_knapsack_pipelines_are_allowed() -> None:
     items = workload()
     for slicer in (

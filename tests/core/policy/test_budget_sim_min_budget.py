@@ -144,6 +144,20 @@ def test_quota_slicers_are_refused_with_the_spec_message(slicer: object) -> None
     assert str(caught.value) == SPEC_MESSAGE
 
 
+def test_a_count_quota_slicer_inside_a_decorator_is_refused_too() -> None:
+    class Logged(GreedySlice):
+        """A user's decorator that exposes what it wraps as ``inner``."""
+
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+    wrapped = Logged(CountQuotaSlice(GreedySlice(), [CountQuotaEntry("Document", 1)]))
+    items = workload()
+    with pytest.raises(InvalidOperationError) as caught:
+        find_min_budget_for(Pipeline(PriorityScorer(), wrapped), items, items[0], 500)
+    assert str(caught.value) == SPEC_MESSAGE
+
+
 def test_policies_and_preset_names_are_accepted_and_guarded() -> None:
     items = workload()
     target = items[-3]

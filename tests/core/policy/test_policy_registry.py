@@ -79,6 +79,33 @@ def test_custom_specs_round_trip_through_toml(registered: list[dict[str, float]]
     assert Policy.from_json(policy.to_json()) == policy
 
 
+def test_params_toml_cannot_write_are_named_by_path() -> None:
+    register_scorer("tolerant", lambda **params: LengthScorer())
+    try:
+        policy = Policy.from_dict(
+            {
+                "scorer": {
+                    "type": "scaled",
+                    "inner": {
+                        "type": "custom",
+                        "name": "tolerant",
+                        "params": {"limits": {"low": None, "high": [1, 2]}},
+                    },
+                }
+            }
+        )
+        assert Policy.from_json(policy.to_json()) == policy  # JSON has null
+        with pytest.raises(PolicyError) as caught:
+            policy.to_toml()
+    finally:
+        unregister_scorer("tolerant")
+    assert str(caught.value) == (
+        "scorer.inner.params['limits']['low']: NoneType None cannot be written as TOML "
+        "(TOML has no null; leave the key out)"
+    )
+    assert caught.value.field == "scorer.inner.params['limits']['low']"
+
+
 def test_unknown_custom_name_lists_the_registered_ones(
     registered: list[dict[str, float]],
 ) -> None:
