@@ -141,7 +141,7 @@ def window_problems(window: Sequence[ChatMessage], history: Sequence[ChatMessage
     kept = {id(m) for m in window}
     split = 0
     for message in history:
-        answered = message.additional_kwargs.get("tool_answered")
+        answered = message.additional_kwargs.get("tool_call_id")
         if (
             message.role == MessageRole.TOOL
             and answered in caller

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # re-export
     get_dispatcher,
 )
+from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import InstanceOf, ValidationError, field_serializer
 
@@ -21,12 +22,17 @@ from cupel import (
     SelectionReport,
 )
 from cupel.policy import Policy, PolicyError
+from cupel.presets import PRESET_NAMES
 
 __all__ = [
     "CupelSelectionEvent",
     "PolicyLike",
+    "check_callable",
+    "check_int",
+    "check_policy",
     "dispatcher",
     "emit_selection",
+    "has_listeners",
     "raise_configuration_error",
     "resolve_pipeline",
     "with_filtered",
@@ -73,6 +79,21 @@ class CupelSelectionEvent(BaseEvent):
         return report.to_dict()
 
 
+def has_listeners() -> bool:
+    """Whether an event dispatched through :data:`dispatcher` reaches any handler other
+    than LlamaIndex's default ``NullEventHandler`` (walking up the propagation chain the
+    way ``Dispatcher.event`` does)."""
+    current: Any = dispatcher
+    while current is not None:
+        for handler in current.event_handlers:
+            if type(handler) is not NullEventHandler:
+                return True
+        if not current.propagate or current.manager is None or not current.parent_name:
+            return False
+        current = current.manager.dispatchers.get(current.parent_name)
+    return False
+
+
 def emit_selection(
     component: str,
     report: SelectionReport,
@@ -111,21 +132,19 @@ def resolve_pipeline(owner: str, policy: PolicyLike, pipeline: Pipeline | None) 
             )
         return pipeline
     if not isinstance(policy, (str, Policy)):
-        raise ConfigurationError(
-            f"{owner}.policy: must be a preset name or a cupel Policy, "
-            f"got {type(policy).__name__} {policy!r}",
-            field="policy",
-            value=policy,
-        )
+        raise _policy_error(owner, policy)
     try:
         return Pipeline.from_policy(policy)
     except PolicyError as exc:
         raise PolicyError(f"{owner}.policy: {exc}", field="policy", value=policy) from None
 
 
-def raise_configuration_error(exc: ValidationError, owner: str) -> NoReturn:
+def raise_configuration_error(
+    exc: ValidationError, owner: str, fields: Iterable[str] = ()
+) -> NoReturn:
     """Re-raise a pydantic validation failure as cupel's :class:`ConfigurationError`:
-    the original one when a validator raised it, else one naming field, value and rule."""
+    the original one when a validator raised it, else one naming field, value and rule
+    (for an unknown field: the known ``fields``)."""
     errors = exc.errors(include_url=False)
     for error in errors:
         original = (error.get("ctx") or {}).get("error")
@@ -133,12 +152,39 @@ def raise_configuration_error(exc: ValidationError, owner: str) -> NoReturn:
             raise original from None
     first = errors[0]
     field = ".".join(str(part) for part in first.get("loc", ())) or None
+    where = f"{owner}.{field}" if field else owner
+    if first.get("type") == "missing":
+        raise ConfigurationError(f"{where}: is required", field=field, value=None) from None
+    if first.get("type") == "extra_forbidden":
+        known = ", ".join(sorted(name for name in fields if not name.startswith("_")))
+        raise ConfigurationError(
+            f"{owner}: unknown field {field!r} (fields: {known})",
+            field=field,
+            value=first.get("input"),
+        ) from None
     value = first.get("input")
     message = str(first.get("msg", "invalid value"))
-    where = f"{owner}.{field}" if field else owner
     raise ConfigurationError(
         f"{where}: {message}, got {value!r}", field=field, value=value
     ) from None
+
+
+def check_policy(owner: str, value: Any) -> Any:
+    """A preset name, a :class:`~cupel.policy.Policy` or a policy's dict form (as
+    ``to_dict()`` writes it; pydantic turns it into a ``Policy``), or a
+    ConfigurationError listing what is allowed."""
+    if isinstance(value, (str, Policy, Mapping)):
+        return value
+    raise _policy_error(owner, value)
+
+
+def _policy_error(owner: str, value: object) -> ConfigurationError:
+    return ConfigurationError(
+        f"{owner}.policy: must be a preset name ({', '.join(PRESET_NAMES)}) or a cupel "
+        f"Policy, got {type(value).__name__} {value!r}",
+        field="policy",
+        value=value,
+    )
 
 
 _T = TypeVar("_T")

@@ -20,8 +20,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -31,6 +30,7 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource
+from cupel_llamaindex._items import chat_fields, new_items, synthetic_timestamps
 
 __all__ = [
     "MessageMapping",
@@ -54,7 +54,11 @@ Relevance = Literal["auto", "score", "rank"]
 NODE_ID_KEY = "llamaindex_node_id"
 """Item metadata key holding the node id (the node's own metadata is copied alongside)."""
 
-_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_MESSAGE = ContextKind.MESSAGE
+_SYSTEM_PROMPT = ContextKind.SYSTEM_PROMPT
+_TOOL_OUTPUT = ContextKind.TOOL_OUTPUT
+_CHAT = ContextSource.CHAT
+_TOOL = ContextSource.TOOL
 
 
 def count_tokens(tokenizer_fn: TokenizerFn, text: str) -> int:
@@ -111,15 +115,17 @@ class NodeMapping:
 def nodes_to_items(
     nodes: Sequence[NodeWithScore],
     *,
-    tokenizer_fn: TokenizerFn,
+    tokenizer_fn: TokenizerFn | None = None,
+    token_counter: Callable[[str], int] | None = None,
     metadata_mode: MetadataMode = MetadataMode.LLM,
     relevance: Relevance = "auto",
 ) -> NodeMapping:
     """Map nodes to ``Document`` items (source ``Rag``).
 
     * ``content``: ``node.get_content(metadata_mode=metadata_mode)`` — the text the LLM
-      sees — and ``tokens`` counted on it. A node with empty content becomes a 0-token
-      item whose content is a placeholder naming its id.
+      sees — and ``tokens`` counted on it: ``token_counter(text)`` if given, else
+      ``len(tokenizer_fn(text))``. A node with empty content becomes a 0-token item whose
+      content is a placeholder naming its id.
     * ``metadata``: a copy of the node's metadata plus ``"llamaindex_node_id"``.
     * ``future_relevance_hint`` from ``relevance``:
 
@@ -146,6 +152,12 @@ def nodes_to_items(
             field="relevance",
             value=relevance,
         )
+    if tokenizer_fn is None and token_counter is None:
+        raise ConfigurationError(
+            "nodes_to_items needs tokenizer_fn or token_counter, got neither",
+            field="tokenizer_fn",
+            value=None,
+        )
     nodes = tuple(nodes)
     hints = _relevance_hints(nodes, relevance)
     items: list[ContextItem] = []
@@ -160,10 +172,12 @@ def nodes_to_items(
         node_id = node.node.node_id
         metadata = dict(node.node.metadata)
         metadata[NODE_ID_KEY] = node_id
-        if text:
-            content, tokens = text, count_tokens(tokenizer_fn, text)
-        else:
+        if not text:
             content, tokens = f"<empty node {node_id}>", 0
+        elif token_counter is not None:
+            content, tokens = text, _checked_count(token_counter(text), index, "token_counter")
+        else:
+            content, tokens = text, count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
         items.append(
             ContextItem(
                 content=content,
@@ -300,6 +314,19 @@ class MessageUnit:
     item: ContextItem
 
 
+class _Progress(NamedTuple):
+    """What :func:`messages_to_items` needs to continue a mapping where it stopped."""
+
+    config: tuple[object, object, bool, bool]  # tokenizer_fn, counter, pin flags
+    roles: list[str]  # each message's role as a plain string
+    links: dict[int, object]  # message index -> what links it (non-plain messages only)
+    makes_calls: list[bool]  # per unit: its first message makes tool calls
+    calls_unit: dict[str, int]  # tool call id -> unit
+    attach: int  # the unit an id-less tool message would join next (-1: none)
+    last_user: int  # the latest user message (-1: none), whatever pin_last_user says
+    last_user_unit: int
+
+
 class MessageMapping:
     """Units built from a chat history and the way back to its messages.
 
@@ -315,6 +342,7 @@ class MessageMapping:
 
     __slots__ = (
         "_position",
+        "_progress",
         "counts",
         "items",
         "members",
@@ -342,6 +370,7 @@ class MessageMapping:
         self.orphan_members = orphan_members
         self.orphan_items = orphan_items
         self._position: dict[int, int] | None = None
+        self._progress: _Progress | None = None
 
     def __repr__(self) -> str:
         return (
@@ -428,11 +457,22 @@ def messages_to_items(
     holds ``{"role": ...}`` of the unit's first message. With ``pin_last_user`` the most
     recent user message is pinned, so the question being answered is never dropped.
 
-    ``previous``: a mapping of an earlier version of the same history, built with the
-    same counter and pin settings. A message that is the same object at the same
-    position with the same text keeps its count (it is not tokenized again), and a unit
-    whose messages, position and pinning are all unchanged keeps its item. A growing
-    conversation is thus counted once per message, not once per call.
+    Counting is one batched ``map`` over the texts when nothing is reused and there is
+    no ``message_token_counter``; otherwise one call per message. Both give the same
+    counts (``tests/llamaindex/test_li_fast_paths.py``).
+
+    ``previous``: the mapping of an earlier version of the same history (ignored unless
+    built with the same ``tokenizer_fn`` / ``message_token_counter`` objects and pin
+    settings). A fast path: when ``messages`` still starts with every message of
+    ``previous`` — the same objects at the same positions, each with the same role, text
+    and tool linkage — mapping continues where ``previous`` stopped. Only the new
+    messages are read and counted, units are extended (a late tool result joins its
+    call) and only the units that changed get new items (one that gained a message; the
+    former latest user message, which loses its pin). Otherwise every message is mapped
+    again, and a message that is the same object with the same text (at any position)
+    keeps its count. Either way the result equals a mapping built from scratch
+    (property-tested), and a growing conversation is counted once per message, not once
+    per call.
 
     >>> history = [
     ...     ChatMessage(role="system", content="Be brief."),
@@ -464,23 +504,55 @@ def messages_to_items(
         )
     messages = tuple(messages)
     n = len(messages)
-    old_messages: Sequence[ChatMessage] = previous.messages if previous is not None else ()
+    config = (tokenizer_fn, message_token_counter, pin_system, pin_last_user)
+    progress = previous._progress if previous is not None else None
+    if progress is not None and not (
+        progress.config[0] is tokenizer_fn
+        and progress.config[1] is message_token_counter
+        and progress.config[2:] == config[2:]
+    ):
+        previous = progress = None  # built differently: nothing carries over
+    start = 0  # messages before `start` are resumed from `previous` as they are
+    counted: dict[int, int] = {}  # id(message) -> its index in `previous` (fallback reuse)
+    if previous is not None and progress is not None:
+        if _continues(messages, previous, progress):
+            start = len(previous.messages)
+        else:
+            counted = {id(message): j for j, message in enumerate(previous.messages)}
+    if start:
+        assert previous is not None and progress is not None
+        extra_slots = n - start
+        texts = previous.texts + [""] * extra_slots
+        counts = previous.counts + [0] * extra_slots
+        roles = progress.roles + [""] * extra_slots
+        links = dict(progress.links)
+        members = list(previous.members)
+        makes_calls = list(progress.makes_calls)
+        calls_unit = dict(progress.calls_unit)
+        orphans = [m[0] for m in previous.orphan_members]
+        attach = progress.attach
+        last_user = progress.last_user
+        last_user_unit = progress.last_user_unit
+    else:
+        texts = [""] * n
+        counts = [0] * n
+        roles = [""] * n  # plain strings: hashing/comparing enum members is slow
+        links = {}
+        members = []
+        makes_calls = []
+        calls_unit = {}
+        orphans = []
+        attach = -1  # the unit an id-less tool message joins: the previous message's
+        last_user = last_user_unit = -1
+    old_units = len(members)
+    joined: set[int] = set()  # resumed units that gained a tool message
     old_texts = previous.texts if previous is not None else []
     old_counts = previous.counts if previous is not None else []
-    reusable = min(n, len(old_messages))
-    same = [False] * n  # message i is unchanged since `previous`
-    # Pass 1: assign every message to a unit, count each message once. Roles compare as
-    # plain strings (MessageRole is a str enum; hashing an enum member is slow).
-    unit_of = [0] * n
-    members: list[list[int]] = []
-    head_roles: list[str] = []
-    makes_calls: list[bool] = []
-    calls_unit: dict[str, int] = {}
-    orphans: list[int] = []
-    counts = [0] * n
-    texts: list[str] = [""] * n
-    last_user = -1
-    for i, message in enumerate(messages):
+    # Pass 1: assign every message to a unit and count each message once (in one batch
+    # after the loop, unless counts are reused or come from message_token_counter).
+    one_by_one = bool(counted) or message_token_counter is not None
+    for i in range(start, n):
+        message = messages[i]
         if type(message) is not ChatMessage and not isinstance(message, ChatMessage):
             raise ConfigurationError(
                 f"messages[{i}] must be a ChatMessage, got {type(message).__name__}",
@@ -489,141 +561,190 @@ def messages_to_items(
             )
         blocks = message.blocks
         extra = message.additional_kwargs
-        if not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock:
-            text = blocks[0].text  # message_text's common case, inlined
-        else:
-            text = message_text(message)
+        plain = not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock
+        # message_text's common case, inlined
+        text = blocks[0].text if plain else message_text(message)  # type: ignore[union-attr]
         texts[i] = text
-        if i < reusable and old_messages[i] is message and old_texts[i] == text:
-            same[i] = True
-            counts[i] = old_counts[i]
-        elif message_token_counter is not None:
-            counts[i] = _checked_count(message_token_counter(message), i)
-        elif text:
-            counts[i] = count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
-        role = message.role
+        role = roles[i] = str.__str__(message.role)
+        if one_by_one:
+            j = counted.get(id(message), -1)
+            if j >= 0 and old_texts[j] == text:
+                counts[i] = old_counts[j]
+            elif message_token_counter is not None:
+                counts[i] = _checked_count(message_token_counter(message), i)
+            else:
+                counts[i] = count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
         if role == "tool" or role == "function":
-            call_id = extra.get("tool_call_id")
-            target = -1
-            if isinstance(call_id, str) and call_id in calls_unit:
-                target = calls_unit[call_id]
-            elif i > 0:
-                previous_unit = unit_of[i - 1]
-                if previous_unit >= 0 and not _is_system(head_roles[previous_unit]):
-                    # No (known) id: answer the calls right before it, or travel with the
-                    # previous message's unit.
-                    target = previous_unit
-            unit_of[i] = target
+            call_id = None
+            if not plain:
+                call_id = links[i] = extra.get("tool_call_id")
+            target = attach
+            if isinstance(call_id, str):
+                target = calls_unit.get(call_id, attach)
             if target < 0:
                 orphans.append(i)
             else:
-                members[target].append(i)
+                members[target] = (*members[target], i)
+                if target < old_units:
+                    joined.add(target)
+            attach = target
             continue
         k = len(members)
-        unit_of[i] = k
-        members.append([i])
-        head_roles.append(role)
+        members.append((i,))
         calls = False
         if role == "user":
             last_user = i
-        elif not _is_system(role):
-            ids, calls = tool_call_ids(message)
-            for call_id in ids:
-                calls_unit[call_id] = k
+            last_user_unit = attach = k
+            if not plain:
+                links[i] = None
+        elif role == "system" or role == "developer":
+            attach = -1
+            if not plain:
+                links[i] = None
+        else:
+            attach = k
+            if not plain:  # a plain message (one text block, no extras) makes no calls
+                ids, calls = tool_call_ids(message)
+                links[i] = (tuple(ids), calls)
+                for call_id in ids:
+                    calls_unit[call_id] = k
         makes_calls.append(calls)
-    if not pin_last_user:
-        last_user = -1
-    # Units of `previous`, by the position of their first message.
-    old_unit_at: dict[int, int] = {}
-    if previous is not None:
-        old_unit_at = {m[0]: k for k, m in enumerate(previous.members) if m[0] < reusable}
-    # Pass 2: one item per unit (reused when nothing about the unit changed).
-    second = timedelta(seconds=1)
-    items: list[ContextItem] = []
-    frozen_members: list[tuple[int, ...]] = []
-    for indices, head_role, calls in zip(members, head_roles, makes_calls, strict=True):
-        head = indices[0]
-        is_system = _is_system(head_role)
-        pinned = (is_system and pin_system) or head == last_user
-        unit = tuple(indices)
-        frozen_members.append(unit)
-        role_name = _role_name(head_role)
-        old = old_unit_at.get(head)
-        if old is not None and previous is not None:
-            old_item = previous.items[old]
-            if (
-                previous.members[old] == unit
-                and old_item.pinned == pinned
-                and old_item.metadata["role"] == role_name
-                and (same[head] if len(unit) == 1 else all(same[j] for j in unit))
-            ):
-                items.append(old_item)
-                continue
-        has_calls = calls or len(unit) > 1
-        if is_system:
-            kind = ContextKind.SYSTEM_PROMPT
-        elif has_calls:
-            kind = ContextKind.TOOL_OUTPUT
-        else:
-            kind = ContextKind.MESSAGE
+    if not one_by_one and start < n:
+        counts[start:] = _count_all(tokenizer_fn, texts[start:])  # type: ignore[arg-type]
+    pinned_user = last_user if pin_last_user else -1
+    # Pass 2: one item per new unit, and per resumed unit that changed (it gained a tool
+    # result, or the latest user message moved on). Items are built from complete field
+    # dicts by `new_items` (see cupel_llamaindex._items).
+    if start:
+        assert previous is not None and progress is not None
+        todo = joined
+        if pin_last_user and progress.last_user_unit != last_user_unit:
+            todo.add(progress.last_user_unit)  # no longer the latest user message
+        todo.discard(-1)
+        todo_units: Iterable[int] = [*sorted(todo), *range(old_units, len(members))]
+    else:
+        todo_units = range(len(members))
+    stamps = synthetic_timestamps(n)
+    fresh: list[dict[str, Any]] = []
+    add = fresh.append
+    blank = chat_fields("", 0, "", 0).copy  # Message / Chat / not pinned, filled in below
+    for k in todo_units:
+        unit = members[k]
+        head = unit[0]
+        role = roles[head]
+        fields = blank()
         if len(unit) == 1:
-            content = f"[{head}] {role_name}: {texts[head]}"
-            tokens = counts[head]
+            fields["content"] = f"[{head}] {role}: {texts[head]}"
+            fields["tokens"] = counts[head]
+            calls = makes_calls[k]
         else:
-            content = " | ".join(f"[{j}] {_role_name(messages[j].role)}: {texts[j]}" for j in unit)
-            tokens = sum(counts[j] for j in unit)
-        if kind is ContextKind.MESSAGE:
-            # Message / Chat are ContextItem's defaults: not passing them skips their
-            # validation (a measurable share of a 10,000-message history).
-            item = ContextItem(
-                content=content,
-                tokens=tokens,
-                metadata={"role": role_name},
-                timestamp=_EPOCH + second * head,
-                pinned=pinned,
+            fields["content"] = " | ".join(f"[{j}] {roles[j]}: {texts[j]}" for j in unit)
+            fields["tokens"] = sum(counts[j] for j in unit)
+            calls = True
+        if role == "system" or role == "developer":
+            fields["kind"] = _SYSTEM_PROMPT
+            fields["pinned"] = pin_system
+        elif calls:
+            fields["kind"] = _TOOL_OUTPUT
+            fields["source"] = _TOOL
+        if head == pinned_user:
+            fields["pinned"] = True
+        fields["metadata"] = {"role": role}
+        fields["timestamp"] = stamps[head]
+        add(fields)
+    built = new_items(fresh)
+    items: list[ContextItem]
+    if start:
+        assert previous is not None
+        items = [*previous.items, *built[len(built) - (len(members) - old_units) :]]
+        for k, item in zip(todo_units, built, strict=False):
+            if k >= old_units:
+                break
+            items[k] = item
+    else:
+        items = built
+    old_orphans = len(previous.orphan_items) if start and previous is not None else 0
+    new_orphans = orphans[old_orphans:]
+    orphan_items = new_items(
+        [
+            chat_fields(
+                f"[{i}] {roles[i]}: {texts[i]}",
+                counts[i],
+                roles[i],
+                i,
+                kind=_TOOL_OUTPUT,
+                source=_TOOL,
             )
-        else:
-            item = ContextItem(
-                content=content,
-                tokens=tokens,
-                kind=kind,
-                source=ContextSource.TOOL if has_calls else ContextSource.CHAT,
-                metadata={"role": role_name},
-                timestamp=_EPOCH + second * head,
-                pinned=pinned,
-            )
-        items.append(item)
-    orphan_items = [
-        ContextItem(
-            content=f"[{i}] {_role_name(messages[i].role)}: {texts[i]}",
-            tokens=counts[i],
-            kind=ContextKind.TOOL_OUTPUT,
-            source=ContextSource.TOOL,
-            metadata={"role": _role_name(messages[i].role)},
-            timestamp=_EPOCH + second * i,
-        )
-        for i in orphans
-    ]
-    return MessageMapping(
-        messages, texts, counts, frozen_members, items, [(i,) for i in orphans], orphan_items
+            for i in new_orphans
+        ]
     )
+    if old_orphans:
+        assert previous is not None
+        orphan_items = [*previous.orphan_items, *orphan_items]
+    mapping = MessageMapping(
+        messages, texts, counts, members, items, [(i,) for i in orphans], orphan_items
+    )
+    mapping._progress = _Progress(
+        config, roles, links, makes_calls, calls_unit, attach, last_user, last_user_unit
+    )
+    return mapping
 
 
-def _is_system(role: str) -> bool:
-    return role == "system" or role == "developer"
+def _count_all(tokenizer_fn: TokenizerFn, texts: list[str]) -> list[int]:
+    """``len(tokenizer_fn(text))`` for each text, in one C-level pass; on a ``TypeError``
+    :func:`count_tokens` explains a tokenizer that breaks the sized-result convention."""
+    try:
+        return list(map(len, map(tokenizer_fn, texts)))
+    except TypeError:
+        return [count_tokens(tokenizer_fn, text) for text in texts]
 
 
-def _role_name(role: str) -> str:
-    """``"user"`` for ``MessageRole.USER`` (the plain string value of a str enum)."""
-    return str.__str__(role)
+def _continues(
+    messages: tuple[ChatMessage, ...], previous: MessageMapping, progress: _Progress
+) -> bool:
+    """Whether ``messages`` starts with every message of ``previous``, each unchanged: the
+    same object at the same position, with the same role, text and tool linkage."""
+    old = previous.messages
+    if len(old) > len(messages):
+        return False
+    texts = previous.texts
+    roles = progress.roles
+    links = progress.links
+    for i, (message, before) in enumerate(zip(messages, old, strict=False)):  # may be longer
+        if message is not before:
+            return False
+        blocks = message.blocks
+        extra = message.additional_kwargs
+        if not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock:
+            if blocks[0].text != texts[i] or i in links:
+                return False
+        elif i not in links or message_text(message) != texts[i]:
+            return False
+        role = str.__str__(message.role)
+        if role != roles[i]:
+            return False
+        if i in links and _link(message, role) != links[i]:
+            return False
+    return True
 
 
-def _checked_count(value: Any, index: int) -> int:
+def _link(message: ChatMessage, role: str) -> object:
+    """What ties a (non-plain) message to others, as pass 1 of
+    :func:`messages_to_items` records it."""
+    if role == "tool" or role == "function":
+        return message.additional_kwargs.get("tool_call_id")
+    if role in ("user", "system", "developer"):
+        return None
+    ids, calls = tool_call_ids(message)
+    return (tuple(ids), calls)
+
+
+def _checked_count(value: Any, index: int, counter: str = "message_token_counter") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        what = "messages" if counter == "message_token_counter" else "nodes"
         raise ConfigurationError(
-            f"message_token_counter must return a non-negative int, got {value!r} "
-            f"for messages[{index}]",
-            field="message_token_counter",
+            f"{counter} must return a non-negative int, got {value!r} for {what}[{index}]",
+            field=counter,
             value=value,
         )
-    return value
+    return int(value)  # an exact int (not a subclass), as ContextItem stores it

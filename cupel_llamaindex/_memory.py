@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Callable, Sequence, Sized
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from typing import Any, NamedTuple
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
@@ -22,13 +22,22 @@ from pydantic import (
     model_validator,
 )
 
-from cupel import ConfigurationError, ContextBudget, ContextItem, Pipeline, SelectionReport
+from cupel import (
+    ConfigurationError,
+    ContextBudget,
+    ContextItem,
+    CupelError,
+    Pipeline,
+    SelectionReport,
+)
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     check_callable,
     check_int,
+    check_policy,
     dispatcher,
     emit_selection,
+    has_listeners,
     raise_configuration_error,
     resolve_pipeline,
     state_without_caches,
@@ -48,6 +57,43 @@ ORPHAN_FILTER = "orphan_tool_result"
 START_ON_USER_FILTER = "start_on_user"
 
 
+def _ignore(event: object) -> None:
+    return None
+
+
+class _PendingReport(NamedTuple):
+    """What a ``get()`` that skipped its report needs to build it later."""
+
+    pipeline: Pipeline
+    items: list[ContextItem]
+    budget: ContextBudget
+    selected: list[ContextItem]  # the pipeline's window, in placed order
+    dropped: list[ContextItem]  # units left out by start_on_user
+    orphans: list[ContextItem]
+
+    def build(self) -> SelectionReport:
+        """Run the pipeline again with a diagnostic collector; check it selects the same.
+        (The pipeline's ``on_overflow`` callback already ran during ``get()``: not again.)"""
+        result = self.pipeline.dry_run(self.items, self.budget, on_overflow=_ignore)
+        again = result.items
+        if len(again) != len(self.selected) or any(
+            a is not b for a, b in zip(again, self.selected, strict=True)
+        ):
+            raise CupelError(
+                f"{_OWNER}.last_report: the pipeline selected a different window when run "
+                "again to build the report; its scorer, slicer and placer must be "
+                "deterministic (same items and budget -> same selection)"
+            )
+        assert result.report is not None  # dry_run always builds one
+        return self.finish(result.report)
+
+    def finish(self, report: SelectionReport) -> SelectionReport:
+        """``report`` with the memory's own filters (start_on_user, orphan tool results)."""
+        return with_filtered(
+            report, self.dropped, START_ON_USER_FILTER, self.orphans, ORPHAN_FILTER
+        )
+
+
 class CupelChatMemory(BaseChatStoreMemory):
     """A chat memory that stores every message and selects a valid window on ``get()``.
 
@@ -65,11 +111,14 @@ class CupelChatMemory(BaseChatStoreMemory):
       :class:`~cupel.PinnedBudgetError` is raised rather than sending an over-long prompt;
     * with ``start_on_user`` (default), the first non-system message is a user message:
       selected units before it are dropped (reported as ``Filtered("start_on_user")``);
-    * every message is counted once per ``get()`` (``ChatMemoryBuffer`` re-counts the
-      whole window for every message it drops), tool calls included.
+    * every message is counted once, tool calls included (``ChatMemoryBuffer`` re-counts
+      the whole window for every message it drops, on every ``get()``); a later ``get()``
+      maps and counts only the messages added since the previous one (see
+      :func:`~cupel_llamaindex.messages_to_items`, ``previous``).
 
-    :attr:`last_report` holds the last :class:`~cupel.SelectionReport`, also dispatched
-    as a :class:`~cupel_llamaindex.CupelSelectionEvent` through LlamaIndex instrumentation.
+    :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
+    read); when an instrumentation event handler is listening, every ``get()`` builds it
+    and dispatches it as a :class:`~cupel_llamaindex.CupelSelectionEvent`.
     ``input`` is accepted for interface compatibility and ignored.
 
     >>> memory = CupelChatMemory.from_defaults(token_limit=12, tokenizer_fn=str.split)
@@ -86,7 +135,7 @@ class CupelChatMemory(BaseChatStoreMemory):
     6
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     token_limit: int = Field(description="Token budget of the returned history (> 0).")
     tokenizer_fn: Callable[[str], Sized] = Field(
@@ -114,17 +163,20 @@ class CupelChatMemory(BaseChatStoreMemory):
     _pipeline: Pipeline = PrivateAttr()
     _built_from: tuple[object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
-    _previous: tuple[tuple[object, ...], MessageMapping] | None = PrivateAttr(default=None)
+    _pending_report: _PendingReport | None = PrivateAttr(default=None)
+    _previous: MessageMapping | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise_configuration_error(exc, _OWNER)
+            raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
         return state_without_caches(
-            self, super().__getstate__, ("_pipeline", "_built_from", "_previous")
+            self,
+            super().__getstate__,
+            ("_pipeline", "_built_from", "_previous", "_pending_report"),
         )
 
     @classmethod
@@ -148,6 +200,11 @@ class CupelChatMemory(BaseChatStoreMemory):
     @classmethod
     def _check_counter(cls, value: Any) -> Any:
         return check_callable(_OWNER, "message_token_counter", value, optional=True)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _check_policy(cls, value: Any) -> Any:
+        return check_policy(_OWNER, value)
 
     @field_validator("pin_system", "pin_last_user", "start_on_user", mode="before")
     @classmethod
@@ -194,13 +251,18 @@ class CupelChatMemory(BaseChatStoreMemory):
             )
         if token_limit is None:
             if llm is not None:
-                token_limit = int(llm.metadata.context_window * DEFAULT_TOKEN_LIMIT_RATIO)
+                token_limit = int(_context_window(llm) * DEFAULT_TOKEN_LIMIT_RATIO)
             else:
                 token_limit = DEFAULT_TOKEN_LIMIT
+        if chat_store is not None and not isinstance(chat_store, BaseChatStore):
+            raise ConfigurationError(
+                f"{_OWNER}.from_defaults: chat_store must be a LlamaIndex BaseChatStore, "
+                f"got {type(chat_store).__name__} {chat_store!r}",
+                field="chat_store",
+                value=chat_store,
+            )
+        history = None if chat_history is None else _checked_messages("chat_history", chat_history)
         store = chat_store if chat_store is not None else SimpleChatStore()
-        if chat_history is not None:
-            # A copy: later put() calls must not append to the caller's list.
-            store.set_messages(chat_store_key, list(chat_history))
         data: dict[str, Any] = {
             "token_limit": token_limit,
             "tokenizer_fn": tokenizer_fn,
@@ -214,7 +276,11 @@ class CupelChatMemory(BaseChatStoreMemory):
         }
         if policy is not None:
             data["policy"] = policy
-        return cls(**data)
+        memory = cls(**data)  # validates everything before the store is written
+        if history is not None:
+            # A copy: later put() calls must not append to the caller's list.
+            store.set_messages(chat_store_key, history)
+        return memory
 
     # -- serialization (as ChatMemoryBuffer) ------------------------------------------
     @field_serializer("chat_store")
@@ -264,7 +330,20 @@ class CupelChatMemory(BaseChatStoreMemory):
     # -- selection ---------------------------------------------------------------------
     @property
     def last_report(self) -> SelectionReport | None:
-        """The :class:`~cupel.SelectionReport` of the most recent ``get()`` (``None`` before)."""
+        """The :class:`~cupel.SelectionReport` of the most recent ``get()`` (``None`` before).
+
+        Built on demand: unless an instrumentation event handler is listening (then every
+        ``get()`` builds and dispatches it), ``get()`` only selects, and the first read of
+        this property runs the same pipeline on the same items and budget again with a
+        diagnostic collector (cupel pipelines are deterministic). The window that run
+        selects is checked against the one ``get()`` returned: a pipeline that selects
+        differently the second time raises :class:`~cupel.CupelError` instead of
+        reporting a selection that did not happen.
+        """
+        pending = self._pending_report
+        if pending is not None:
+            self._last_report = pending.build()
+            self._pending_report = None
         return self._last_report
 
     def _current_pipeline(self) -> Pipeline:
@@ -288,16 +367,26 @@ class CupelChatMemory(BaseChatStoreMemory):
         """Async :meth:`get` (the store is read asynchronously; selection is CPU-bound)."""
         return self._select(await self.aget_all(), input, initial_token_count)
 
+    def put(self, message: ChatMessage) -> None:
+        """Append one message to the stored history."""
+        super().put(_checked_message("put", message))
+
+    async def aput(self, message: ChatMessage) -> None:
+        """Append one message to the stored history (async)."""
+        await super().aput(_checked_message("aput", message))
+
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the stored history (with a copy of ``messages``: the list passed in is
         never appended to by later ``put`` calls)."""
+        checked = _checked_messages("set", messages)
         self._previous = None
-        super().set(list(messages))
+        super().set(checked)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Replace the stored history (async; a copy of ``messages``, as :meth:`set`)."""
+        checked = _checked_messages("aset", messages)
         self._previous = None
-        await super().aset(list(messages))
+        await super().aset(checked)
 
     def reset(self) -> None:
         """Delete the stored history."""
@@ -309,10 +398,16 @@ class CupelChatMemory(BaseChatStoreMemory):
         self._previous = None
         await super().areset()
 
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Append several messages (all checked before any is stored)."""
+        for message in _checked_messages("put_messages", messages):
+            super().put(message)
+
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
-        """Put several messages (async, through the store's async API)."""
-        for message in messages:
-            await self.aput(message)
+        """Append several messages (async, through the store's async API; all checked
+        before any is stored)."""
+        for message in _checked_messages("aput_messages", messages):
+            await super().aput(message)
 
     @dispatcher.span  # a LlamaIndex span around every selection (sync and async)
     def _select(
@@ -348,41 +443,43 @@ class CupelChatMemory(BaseChatStoreMemory):
             )
         limit = self.token_limit - initial_token_count
         budget = ContextBudget(max_tokens=limit, target_tokens=limit)
-        # Reuse counts and items of the previous call's mapping (same counter and pins):
-        # a growing conversation is counted once per message, not once per call.
-        config = (
-            self.tokenizer_fn,
-            self.message_token_counter,
-            self.pin_system,
-            self.pin_last_user,
-        )
-        cached = self._previous
-        previous = (
-            cached[1]
-            if cached is not None and all(a is b for a, b in zip(cached[0], config, strict=True))
-            else None
-        )
+        # Continue the previous call's mapping (it checks the counter and pins match):
+        # a growing conversation is counted and mapped once per message, not per call.
         mapping = messages_to_items(
             history,
             tokenizer_fn=self.tokenizer_fn,
             message_token_counter=self.message_token_counter,
             pin_system=self.pin_system,
             pin_last_user=self.pin_last_user,
-            previous=previous,
+            previous=self._previous,
         )
-        self._previous = (config, mapping)
-        result = self._current_pipeline().dry_run(mapping.items, budget)
-        assert result.report is not None  # dry_run always builds one
+        self._previous = mapping
+        pipeline = self._current_pipeline()
+        listening = has_listeners()
+        # A report costs as much as the selection itself: build it now only for an
+        # instrumentation handler; otherwise on the first read of last_report.
+        if listening:
+            result = pipeline.dry_run(mapping.items, budget)
+        else:
+            result = pipeline.run(mapping.items, budget)
         order, dropped = self._conversation_order(mapping, result.items)
-        report = with_filtered(
-            result.report,
-            [mapping.items[k] for k in dropped],
-            START_ON_USER_FILTER,
-            mapping.orphan_items,
-            ORPHAN_FILTER,
-        )
         messages = mapping.messages_at(order)
+        pending = _PendingReport(
+            pipeline,
+            mapping.items,
+            budget,
+            result.items,
+            [mapping.items[k] for k in dropped],
+            mapping.orphan_items,
+        )
+        if not listening:
+            self._last_report = None
+            self._pending_report = pending
+            return messages
+        assert result.report is not None  # dry_run always builds one
+        report = pending.finish(result.report)
         self._last_report = report
+        self._pending_report = None
         emit_selection(
             _OWNER,
             report,
@@ -420,3 +517,48 @@ class CupelChatMemory(BaseChatStoreMemory):
             return order, []
         gone = set(leading)
         return [k for k in order if k not in gone], leading
+
+
+def _checked_message(method: str, message: object) -> ChatMessage:
+    if not isinstance(message, ChatMessage):
+        raise ConfigurationError(
+            f"{_OWNER}.{method}: message must be a LlamaIndex ChatMessage, "
+            f"got {type(message).__name__} {message!r}",
+            field="message",
+            value=message,
+        )
+    return message
+
+
+def _checked_messages(where: str, messages: object) -> list[ChatMessage]:
+    """A new list of the given ChatMessages, or a ConfigurationError naming the culprit."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise ConfigurationError(
+            f"{_OWNER}.{where}: must be a list of LlamaIndex ChatMessages, "
+            f"got {type(messages).__name__} {messages!r}",
+            field=where,
+            value=messages,
+        )
+    out = list(messages)
+    for index, message in enumerate(out):
+        if not isinstance(message, ChatMessage):
+            raise ConfigurationError(
+                f"{_OWNER}.{where}[{index}]: must be a LlamaIndex ChatMessage, "
+                f"got {type(message).__name__} {message!r}",
+                field=f"{where}[{index}]",
+                value=message,
+            )
+    return out
+
+
+def _context_window(llm: object) -> int:
+    """``llm.metadata.context_window``, or a ConfigurationError saying what was expected."""
+    window = getattr(getattr(llm, "metadata", None), "context_window", None)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ConfigurationError(
+            f"{_OWNER}.from_defaults: llm must be a LlamaIndex LLM whose "
+            f"metadata.context_window is a positive int, got {type(llm).__name__} {llm!r}",
+            field="llm",
+            value=llm,
+        )
+    return window

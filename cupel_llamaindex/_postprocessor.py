@@ -8,13 +8,21 @@ from typing import Any, Literal
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from llama_index.core.utils import get_tokenizer
-from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     check_callable,
     check_int,
+    check_policy,
     emit_selection,
     raise_configuration_error,
     resolve_pipeline,
@@ -32,7 +40,8 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
 
     Each node costs the tokens of ``node.get_content(metadata_mode=metadata_mode)`` — what
     a synthesizer sends to the LLM (``MetadataMode.LLM`` by default) — counted with
-    ``tokenizer_fn`` (LlamaIndex's default tokenizer unless given). The retriever score
+    ``token_counter`` (text -> int) if given, else as ``len(tokenizer_fn(text))``
+    (LlamaIndex's default tokenizer unless given). The retriever score
     becomes cupel's relevance hint (``relevance``: see
     :func:`~cupel_llamaindex.nodes_to_items`). The ``policy`` (default: the ``rag`` preset
     — relevance-led, content deduplication, greedy fill, U-shaped placement) or an explicit
@@ -76,9 +85,16 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
         exclude=True,
         description="Text -> tokens (a sized sequence), LlamaIndex's convention.",
     )
+    token_counter: Callable[[str], int] | None = Field(
+        default=None,
+        exclude=True,
+        description="Optional text -> token count (overrides tokenizer_fn).",
+    )
     pipeline: Pipeline | None = Field(
         default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
     )
+
+    model_config = ConfigDict(extra="forbid")
 
     _pipeline: Pipeline = PrivateAttr()
     _built_from: tuple[object, object] = PrivateAttr()
@@ -88,7 +104,7 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise_configuration_error(exc, _OWNER)
+            raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
         return state_without_caches(self, super().__getstate__, ("_pipeline", "_built_from"))
@@ -114,6 +130,16 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
         if value is None:
             return get_tokenizer()
         return check_callable(_OWNER, "tokenizer_fn", value, optional=False)
+
+    @field_validator("token_counter", mode="before")
+    @classmethod
+    def _check_counter(cls, value: Any) -> Any:
+        return check_callable(_OWNER, "token_counter", value, optional=True)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _check_policy(cls, value: Any) -> Any:
+        return check_policy(_OWNER, value)
 
     @field_validator("relevance", mode="before")
     @classmethod
@@ -165,6 +191,7 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
         mapping = nodes_to_items(
             nodes,
             tokenizer_fn=self.tokenizer_fn,
+            token_counter=self.token_counter,
             metadata_mode=self.metadata_mode,
             relevance=self.relevance,
         )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from li_testkit import SelectionRecorder, check_window, recording, words
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import (
     MockFunctionCallingLLMWithChatMemoryOfLastCall,
@@ -22,7 +24,19 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.tools import FunctionTool
 from workflows.context.serializers import JsonSerializer
 
-from cupel import ConfigurationError, GreedySlice, PinnedBudgetError, Pipeline, RecencyScorer
+from cupel import (
+    ConfigurationError,
+    ContextBudget,
+    ContextItem,
+    CupelError,
+    GreedySlice,
+    OverflowEvent,
+    PinnedBudgetError,
+    Pipeline,
+    RecencyScorer,
+    ScoredItem,
+    SelectionReport,
+)
 from cupel.policy import PolicyError
 from cupel_llamaindex import CupelChatMemory, CupelSelectionEvent
 
@@ -30,6 +44,16 @@ from cupel_llamaindex import CupelChatMemory, CupelSelectionEvent
 @pytest.fixture
 def recorder() -> Iterator[SelectionRecorder]:
     yield from recording()
+
+
+@contextmanager
+def _listening(recorder: SelectionRecorder) -> Iterator[SelectionRecorder]:
+    root = get_dispatcher()
+    root.add_event_handler(recorder)
+    try:
+        yield recorder
+    finally:
+        root.event_handlers = [h for h in root.event_handlers if h is not recorder]
 
 
 def _turns(count: int, length: int = 4) -> list[ChatMessage]:
@@ -299,6 +323,101 @@ def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], mess
         CupelChatMemory(**kwargs)
 
 
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: CupelChatMemory(), r"^CupelChatMemory.token_limit: is required$"),
+        (
+            lambda: CupelChatMemory(token_limit=10, token_limt=5),
+            r"CupelChatMemory: unknown field 'token_limt' \(fields: chat_store, .*token_limit",
+        ),
+        (
+            lambda: CupelChatMemory(token_limit=10, policy=3),
+            r"CupelChatMemory.policy: must be a preset name \(chat, code_review, rag, .*\) or a "
+            r"cupel Policy, got int 3",
+        ),
+        (
+            lambda: CupelChatMemory.from_defaults(llm="gpt-4o"),  # type: ignore[arg-type]
+            r"from_defaults: llm must be a LlamaIndex LLM whose metadata.context_window is a "
+            r"positive int, got str 'gpt-4o'",
+        ),
+        (
+            lambda: CupelChatMemory.from_defaults(chat_history="hello"),  # type: ignore[arg-type]
+            r"CupelChatMemory.chat_history: must be a list of LlamaIndex ChatMessages, "
+            r"got str 'hello'",
+        ),
+        (
+            lambda: CupelChatMemory.from_defaults(chat_history=[ChatMessage(content="a"), "b"]),  # type: ignore[list-item]
+            r"CupelChatMemory.chat_history\[1\]: must be a LlamaIndex ChatMessage, got str 'b'",
+        ),
+        (
+            lambda: CupelChatMemory.from_defaults(chat_store={}),  # type: ignore[arg-type]
+            r"chat_store must be a LlamaIndex BaseChatStore, got dict \{\}",
+        ),
+        (
+            lambda: CupelChatMemory.from_defaults(token_limit=-5),
+            r"CupelChatMemory.token_limit: must be an int >= 1, got -5",
+        ),
+    ],
+)
+def test_bad_input_is_named_with_its_value_and_what_is_allowed(build: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        build()
+
+
+def test_from_defaults_writes_nothing_to_the_store_when_the_configuration_is_bad() -> None:
+    store = SimpleChatStore()
+    with pytest.raises(ConfigurationError, match="token_limit"):
+        CupelChatMemory.from_defaults(chat_history=_turns(1), chat_store=store, token_limit=0)
+    assert store.store == {}
+
+
+@pytest.mark.parametrize(
+    ("method", "argument", "message"),
+    [
+        ("put", "hi", r"CupelChatMemory.put: message must be a LlamaIndex ChatMessage, got str"),
+        ("set", ["hi"], r"CupelChatMemory.set\[0\]: must be a LlamaIndex ChatMessage"),
+        ("put_messages", "hi", r"CupelChatMemory.put_messages: must be a list of LlamaIndex"),
+    ],
+)
+def test_non_messages_are_refused_before_they_reach_the_store(
+    method: str, argument: object, message: str
+) -> None:
+    first = ChatMessage(role="user", content="kept")
+    memory = CupelChatMemory.from_defaults(chat_history=[first], token_limit=10)
+    with pytest.raises(ConfigurationError, match=message):
+        getattr(memory, method)(argument)
+    with pytest.raises(ConfigurationError, match=r"put_messages\[1\]"):
+        memory.put_messages([ChatMessage(role="user", content="ok"), 7])  # type: ignore[list-item]
+    assert memory.get_all() == [first]
+
+
+def test_async_writes_refuse_non_messages_too() -> None:
+    memory = CupelChatMemory.from_defaults(token_limit=10)
+
+    async def scenario() -> None:
+        for call in (
+            memory.aput("x"),  # type: ignore[arg-type]
+            memory.aset([1]),  # type: ignore[list-item]
+            memory.aput_messages([None]),  # type: ignore[list-item]
+        ):
+            with pytest.raises(ConfigurationError, match="must be a LlamaIndex ChatMessage"):
+                await call
+
+    asyncio.run(scenario())
+    assert memory.get_all() == []
+
+
+def test_a_tokenizer_that_returns_a_count_is_explained() -> None:
+    memory = CupelChatMemory.from_defaults(
+        chat_history=_turns(2),
+        token_limit=10,
+        tokenizer_fn=lambda text: len(text),  # type: ignore[arg-type,return-value]
+    )
+    with pytest.raises(ConfigurationError, match="tokenizer_fn must return a sized sequence"):
+        memory.get()
+
+
 def test_put_set_reset_and_get_all_use_the_chat_store() -> None:
     memory = CupelChatMemory.from_defaults(token_limit=100, message_token_counter=words)
     first, second = _turns(1)
@@ -525,3 +644,86 @@ def test_get_dispatches_a_selection_event(recorder: SelectionRecorder) -> None:
     assert (event.candidates, event.selected, event.max_tokens) == (20, 4, 20)
     assert event.selected_tokens == 20 and event.query == "hello"
     assert event.span_id is not None and "CupelChatMemory._select" in event.span_id
+
+
+def _decisions(report: SelectionReport) -> tuple[object, ...]:
+    """A report without its timings: every decision, score and total."""
+    return (
+        [(e.item.to_dict(), e.score, e.reason) for e in report.included],
+        [(e.item.to_dict(), e.score, e.reason) for e in report.excluded],
+        report.total_candidates,
+        report.total_tokens_considered,
+    )
+
+
+def test_the_on_demand_report_equals_the_one_dispatched_to_a_listener() -> None:
+    history = [
+        _result("lost"),
+        ChatMessage(role="system", content="rules"),
+        *_turns(8),
+        _call("c"),
+        _result("c"),
+        ChatMessage(role="assistant", content="long answer " * 6),
+        ChatMessage(role="user", content="last"),
+    ]
+    quiet = _memory(history, token_limit=30)
+    window = quiet.get()
+    on_demand = quiet.last_report  # built now, from the same pipeline, items and budget
+    assert on_demand is not None and quiet.last_report is on_demand  # built once
+
+    recorder = SelectionRecorder()
+    with _listening(recorder):
+        loud = _memory(history, token_limit=30)
+        assert loud.get() == window
+    (event,) = recorder.events
+    assert event.report is loud.last_report
+    assert _decisions(on_demand) == _decisions(event.report)
+    assert {e.reason.name for e in on_demand.excluded} == {"BudgetExceeded", "Filtered"}
+
+
+def test_without_a_listener_get_dispatches_nothing_and_reports_on_read() -> None:
+    recorder = SelectionRecorder()
+    memory = _memory(_turns(10), token_limit=22)
+    memory.get()
+    with _listening(recorder):
+        report = memory.last_report  # built after the fact: no event for it
+    assert recorder.events == []
+    assert report is not None and report.included_tokens == 20
+
+
+def test_a_pipeline_that_selects_differently_on_the_rerun_is_not_reported() -> None:
+    class Fickle:
+        """Prefers the first half of the history on odd runs, the second on even ones."""
+
+        runs = 0
+
+        def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+            if item is all_items[0]:
+                Fickle.runs += 1
+            position = all_items.index(item)
+            first_half = position < len(all_items) // 2
+            return 1.0 if first_half == (Fickle.runs % 2 == 1) else 0.0
+
+    memory = _memory(_turns(6), token_limit=22, pipeline=Pipeline(Fickle(), GreedySlice()))
+    memory.get()
+    with pytest.raises(CupelError, match="selected a different window when run again"):
+        _ = memory.last_report
+
+
+def test_building_the_report_later_does_not_run_the_overflow_callback_again() -> None:
+    class Everything:
+        """A slicer that ignores the budget, so the window overflows its target."""
+
+        def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
+            return [entry.item for entry in scored]
+
+    overflows: list[OverflowEvent] = []
+    pipeline = Pipeline(
+        RecencyScorer(), Everything(), overflow_strategy="proceed", on_overflow=overflows.append
+    )
+    memory = _memory(_turns(4), token_limit=22, pipeline=pipeline)
+    assert len(memory.get()) == 8
+    assert len(overflows) == 1
+    report = memory.last_report
+    assert report is not None and report.overflow is not None
+    assert len(overflows) == 1

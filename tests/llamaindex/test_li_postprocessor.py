@@ -140,6 +140,30 @@ def test_context_chat_engine_uses_the_postprocessor_and_the_memory() -> None:
     assert len(memory.get_all()) == 4
 
 
+def test_a_token_counter_counts_the_llm_view_instead_of_the_tokenizer() -> None:
+    seen: list[str] = []
+
+    def counter(text: str) -> int:
+        seen.append(text)
+        return 4
+
+    nodes = _scored(0.9, 0.8, 0.7)
+    post = CupelNodePostprocessor(max_tokens=9, token_counter=counter, tokenizer_fn=str.split)
+    assert post.postprocess_nodes(nodes) == [nodes[0], nodes[1]]
+    assert seen == [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+    report = post.last_report
+    assert report is not None and report.included_tokens == 8
+
+
+def test_a_token_counter_must_return_a_non_negative_int() -> None:
+    post = CupelNodePostprocessor(max_tokens=9, token_counter=lambda text: "4")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"token_counter must return a non-negative int, got '4' for nodes\[0\]",
+    ):
+        post.postprocess_nodes(_scored(0.5))
+
+
 # -- placement ---------------------------------------------------------------------------
 @pytest.mark.parametrize("count", [4, 5, 6, 7])
 def test_best_node_is_first_whatever_the_parity_unlike_long_context_reorder(count: int) -> None:
@@ -235,6 +259,21 @@ def test_reassigning_the_policy_takes_effect_on_the_next_call() -> None:
         ({"max_tokens": 10, "tokenizer_fn": 5}, r"tokenizer_fn: must be callable, got int 5"),
         ({"max_tokens": 10, "metadata_mode": "some"}, r"metadata_mode: Input should be"),
         ({"max_tokens": 10, "pipeline": "rag"}, r"pipeline: .*got 'rag'"),
+        ({}, r"^CupelNodePostprocessor.max_tokens: is required$"),
+        (
+            {"max_tokens": 10, "max_token": 5},
+            r"CupelNodePostprocessor: unknown field 'max_token' \(fields: .*max_tokens",
+        ),
+        (
+            {"max_tokens": 10, "policy": ["rag"]},
+            r"CupelNodePostprocessor.policy: must be a preset name \(chat, code_review, rag, "
+            r".*\) or a cupel Policy, got list \['rag'\]",
+        ),
+        ({"max_tokens": 10, "token_counter": 3}, r"token_counter: must be callable, got int 3"),
+        (
+            {"max_tokens": 10, "metadata_mode": "some"},
+            r"metadata_mode: Input should be 'all', 'embed', 'llm' or 'none', got 'some'",
+        ),
     ],
 )
 def test_bad_configuration_fails_at_construction_naming_field_and_value(
