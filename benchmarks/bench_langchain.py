@@ -16,6 +16,7 @@ without its call, no call without its results).
 
     python benchmarks/bench_langchain.py                      # N = 1,000 and 10,000
     python benchmarks/bench_langchain.py --sizes 10000 --runs 11
+    python benchmarks/bench_langchain.py --sizes 10000 --breakdown   # where cupel's time goes
 """
 
 from __future__ import annotations
@@ -146,12 +147,50 @@ def run(n: int, runs: int = 7, warmups: int = 2) -> Row:
     )
 
 
+def breakdown(n: int, runs: int = 11) -> dict[str, float]:
+    """Median ms of each phase of one ``select_messages`` call on the W5 data: mapping the
+    messages to items, the pipeline, mapping back, and freeing what the call built."""
+    from cupel_langchain._selection import MessageSelection
+
+    history = make_history(n)
+    budget = count_tokens_approximately(history) // 4
+    selection = MessageSelection(max_tokens=budget, token_counter=count_tokens_approximately)
+    phases: dict[str, list[float]] = {"map": [], "pipeline": [], "map back": [], "free": []}
+    for _ in range(runs + 2):
+        gc.collect()
+        gc.disable()
+        start = time.perf_counter()
+        mapping = selection.map(history, with_metadata=not selection.metadata_unread)
+        mapped = time.perf_counter()
+        result = selection.pipeline.run(mapping.items, selection.budget)
+        ran = time.perf_counter()
+        selected = mapping.messages_at(mapping.unit_positions(result.items))
+        back = time.perf_counter()
+        del mapping, result
+        freed = time.perf_counter()
+        gc.enable()
+        assert selected
+        for name, (a, b) in zip(
+            phases, ((start, mapped), (mapped, ran), (ran, back), (back, freed)), strict=True
+        ):
+            phases[name].append((b - a) * 1000.0)
+    return {name: statistics.median(times[2:]) for name, times in phases.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated N values")
     parser.add_argument("--runs", type=int, default=7, help="timed runs (median reported)")
     parser.add_argument("--warmups", type=int, default=2)
+    parser.add_argument(
+        "--breakdown", action="store_true", help="time the phases of cupel's selection instead"
+    )
     args = parser.parse_args(argv)
+    if args.breakdown:
+        for n in (int(s) for s in args.sizes.split(",")):
+            phases = breakdown(n, args.runs)
+            print(f"N={n}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in phases.items()))
+        return
     print(
         f"{'N':>7} {'budget':>8} {'trim_messages':>14} {'cupel':>9} {'ratio':>6} "
         f"{'runnable+report':>16} {'ratio':>6}  valid tool calls (trim / cupel)  "

@@ -43,7 +43,7 @@ from cupel import (
     Pipeline,
     SelectionReport,
 )
-from cupel_langchain._items import new_item
+from cupel_langchain._items import item_fields, new_items
 from cupel_langchain._messages import add_filtered
 from cupel_langchain._pydantic import raise_configuration_error
 from cupel_langchain._selection import (
@@ -116,7 +116,7 @@ def _map_documents(
     kind: ContextKind,
     relevance_key: str | None,
 ) -> DocumentItems:
-    items = []
+    fields = []
     total = len(documents)
     rag = ContextSource.RAG
     for index, document in enumerate(documents):
@@ -131,8 +131,8 @@ def _map_documents(
         metadata: dict[str, Any] = {"langchain.index": index}
         if document.id is not None:
             metadata["langchain.id"] = document.id
-        items.append(
-            new_item(
+        fields.append(
+            item_fields(
                 text if text else "[empty document]",
                 count(text),
                 kind,
@@ -141,6 +141,7 @@ def _map_documents(
                 hint=_relevance(document, index, total, relevance_key),
             )
         )
+    items = new_items(fields, hinted=True)
     return DocumentItems(list(documents), items)
 
 
@@ -254,7 +255,7 @@ def _top_k(
 class _DocumentOptions(BaseModel):
     """The fields the compressor and the retriever share."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     max_tokens: StrictInt
     """The token budget for the selected documents."""
@@ -332,7 +333,7 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor):
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise_configuration_error(exc, type(self).__name__)
+            raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
         self._configure()
 
     def compress_documents(
@@ -375,6 +376,8 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
     (4, 2)
     """
 
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
     retriever: Runnable[str, list[Document]]
     """The retriever (any Runnable from a query to documents) whose results are selected."""
 
@@ -382,7 +385,7 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise_configuration_error(exc, type(self).__name__)
+            raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
         self._configure()
 
     def _get_relevant_documents(

@@ -2,12 +2,14 @@
 
 ``ContextItem(...)`` validates every field (about 2-4 µs an item); the adapters build one
 item per message or document from values they produce themselves (non-empty text,
-counted ``int`` tokens, interned kinds, UTC timestamps), so :func:`new_item` assembles
-the frozen model directly, the way pydantic's ``model_construct`` does (a copy of a
-template ``__dict__`` plus the model's four storage slots), at about a fifth of the
-cost. A self-check at import compares it with a validated item; if pydantic's
-internals ever differ, :func:`new_item` falls back to the validating constructor. A
-property test checks both paths agree on random values.
+counted ``int`` tokens, interned kinds, UTC timestamps), so they assemble each item's
+field dict (:func:`item_fields`, or a copy of a :func:`fields_template`) and
+:func:`new_items` installs those dicts into fresh items the way pydantic's
+``model_construct`` does (the ``__dict__`` plus the model's three ``__pydantic_*__``
+slots), in a few C-level passes over the whole batch. A self-check at import compares
+the result with validated items; if pydantic's internals ever differ, :func:`new_items`
+falls back to the validating constructor. Property tests check both paths agree on
+random values.
 
 >>> from cupel import ContextItem
 >>> fast = new_item("hi", 2, ContextKind.MESSAGE, ContextSource.CHAT)
@@ -18,14 +20,24 @@ True
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from itertools import repeat
 from typing import Any
 
 from cupel import ContextItem, ContextKind, ContextSource
 
-__all__ = ["coerce_timestamp", "gc_paused", "new_item", "synthetic_timestamps"]
+__all__ = [
+    "coerce_timestamp",
+    "fields_template",
+    "gc_paused",
+    "item_fields",
+    "new_item",
+    "new_items",
+    "synthetic_timestamps",
+]
 
 _new = object.__new__
 
@@ -45,11 +57,13 @@ _set_fields_set = _slot_setter("__pydantic_fields_set__")
 _set_extra = _slot_setter("__pydantic_extra__")
 _set_private = _slot_setter("__pydantic_private__")
 
-# Shared by every fast item: pydantic never changes a frozen model's fields set in place
-# (model_copy copies it first), and sharing saves one allocation per item.
+# The fields validation marks as set for the adapters' items. Shared by every fast item:
+# pydantic never changes a frozen model's fields set in place (model_copy copies it first).
 _FIELDS_SET = {"content", "tokens", "kind", "source", "metadata", "timestamp", "pinned"}
 _FIELDS_SET_HINT = _FIELDS_SET | {"future_relevance_hint"}
-_TEMPLATE: dict[str, Any] = {
+
+# Every field of ContextItem, in declaration order, with its default.
+_LAYOUT: dict[str, Any] = {
     "content": "",
     "tokens": 0,
     "kind": ContextKind.MESSAGE,
@@ -64,7 +78,29 @@ _TEMPLATE: dict[str, Any] = {
 }
 
 
-def _fast_item(
+class _Holder:
+    """An empty class whose instances' ``__dict__`` s share one key table."""
+
+
+def fields_template(kind: ContextKind, source: ContextSource) -> dict[str, Any]:
+    """An item field dict with ``kind`` and ``source`` set, to copy and fill in
+    (``content``, ``tokens``, ``metadata``, ``timestamp``, maybe ``pinned``).
+
+    It is the ``__dict__`` of a plain object, so CPython stores it as a key-sharing dict,
+    and so are its copies: they hold only the values (the key table is shared), which
+    makes one item per message cheaper to build and to free. Any dict behaves the same.
+
+    >>> template = fields_template(ContextKind.MESSAGE, ContextSource.CHAT)
+    >>> list(template) == list(item_fields("x", 1, ContextKind.MESSAGE, ContextSource.CHAT))
+    True
+    """
+    holder = _Holder()
+    for name, value in {**_LAYOUT, "kind": kind, "source": source}.items():
+        setattr(holder, name, value)
+    return holder.__dict__
+
+
+def item_fields(
     content: str,
     tokens: int,
     kind: ContextKind,
@@ -73,29 +109,80 @@ def _fast_item(
     metadata: dict[str, Any] | None = None,
     pinned: bool = False,
     hint: float | None = None,
-) -> ContextItem:
-    item = _new(ContextItem)
-    fields = _TEMPLATE.copy()
+) -> dict[str, Any]:
+    """The field dict of one item, for :func:`new_items` (values already checked:
+    non-empty ``content``, an ``int`` ``tokens``, an aware UTC ``timestamp``); a
+    key-sharing dict like :func:`fields_template` s."""
+    fields = _SHARED_LAYOUT.copy()
     fields["content"] = content
     fields["tokens"] = tokens
     fields["kind"] = kind
     fields["source"] = source
     fields["metadata"] = {} if metadata is None else metadata
     fields["timestamp"] = timestamp
-    if pinned:
-        fields["pinned"] = True
-    _set_dict(item, fields)
-    if hint is None:
-        _set_fields_set(item, _FIELDS_SET)
-    else:
-        fields["future_relevance_hint"] = hint
-        _set_fields_set(item, _FIELDS_SET_HINT)
-    _set_extra(item, None)
-    _set_private(item, None)
-    return item
+    fields["future_relevance_hint"] = hint
+    fields["pinned"] = pinned
+    return fields
 
 
-def _validated_item(
+_SHARED_LAYOUT = fields_template(ContextKind.MESSAGE, ContextSource.CHAT)
+
+
+def _consume(iterator: Iterator[Any]) -> None:
+    deque(iterator, maxlen=0)
+
+
+def _fast_items(fields: Sequence[dict[str, Any]], hinted: bool = False) -> list[ContextItem]:
+    count = len(fields)
+    items: list[ContextItem] = list(map(_new, repeat(ContextItem, count)))
+    _consume(map(_set_dict, items, fields))
+    _consume(map(_set_fields_set, items, repeat(_FIELDS_SET_HINT if hinted else _FIELDS_SET)))
+    _consume(map(_set_extra, items, repeat(None, count)))
+    _consume(map(_set_private, items, repeat(None, count)))
+    return items
+
+
+def _validated_items(fields: Sequence[dict[str, Any]], hinted: bool = False) -> list[ContextItem]:
+    names = _FIELDS_SET_HINT if hinted else _FIELDS_SET
+    return [ContextItem(**{name: f[name] for name in _LAYOUT if name in names}) for f in fields]
+
+
+def _fast_path_agrees() -> bool:
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    probes = [
+        item_fields("probe", 3, ContextKind.TOOL_OUTPUT, ContextSource.RAG, when, {"k": 1}, True),
+        fields_template(ContextKind.MESSAGE, ContextSource.CHAT)
+        | {"content": "x", "tokens": 1, "metadata": {}},
+    ]
+    try:
+        for hinted in (False, True):
+            if hinted:
+                probes = [{**f, "future_relevance_hint": 0.5, "metadata": {}} for f in probes]
+            for fast, slow in zip(
+                _fast_items(probes, hinted), _validated_items(probes, hinted), strict=True
+            ):
+                if not (
+                    fast.__dict__ == slow.__dict__
+                    and list(fast.__dict__) == list(slow.__dict__)
+                    and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+                    and fast.__pydantic_extra__ == slow.__pydantic_extra__
+                    and fast.__pydantic_private__ == slow.__pydantic_private__
+                    and fast == slow
+                    and fast.model_dump() == slow.model_dump()
+                ):
+                    return False
+        return True
+    except Exception:  # pragma: no cover - only on an incompatible pydantic
+        return False
+
+
+new_items = _fast_items if _fast_path_agrees() else _validated_items
+"""Items from field dicts (:func:`item_fields` or a filled-in :func:`fields_template`
+copy), all with (``hinted=True``) or all without a ``future_relevance_hint``: the fast
+path, or the validating constructor."""
+
+
+def new_item(
     content: str,
     tokens: int,
     kind: ContextKind,
@@ -105,42 +192,9 @@ def _validated_item(
     pinned: bool = False,
     hint: float | None = None,
 ) -> ContextItem:
-    fields: dict[str, Any] = {
-        "content": content,
-        "tokens": tokens,
-        "kind": kind,
-        "source": source,
-        "metadata": {} if metadata is None else metadata,
-        "timestamp": timestamp,
-        "pinned": pinned,
-    }
-    if hint is not None:
-        fields["future_relevance_hint"] = hint
-    return ContextItem(**fields)
-
-
-def _fast_path_agrees() -> bool:
-    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
-    args = ("probe", 3, ContextKind.TOOL_OUTPUT, ContextSource.RAG)
-    kwargs: dict[str, Any] = {"timestamp": when, "metadata": {"k": 1}, "pinned": True, "hint": 0.5}
-    try:
-        fast = _fast_item(*args, **kwargs)
-        slow = _validated_item(*args, **kwargs)
-        return (
-            fast.__dict__ == slow.__dict__
-            and list(fast.__dict__) == list(slow.__dict__)
-            and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
-            and fast.__pydantic_extra__ == slow.__pydantic_extra__
-            and fast.__pydantic_private__ == slow.__pydantic_private__
-            and fast == slow
-            and fast.model_dump() == slow.model_dump()
-        )
-    except Exception:  # pragma: no cover - only on an incompatible pydantic
-        return False
-
-
-new_item = _fast_item if _fast_path_agrees() else _validated_item
-"""Build an item from checked values (fast path, or the validating constructor)."""
+    """One item from checked values (see :func:`new_items`)."""
+    fields = item_fields(content, tokens, kind, source, timestamp, metadata, pinned, hint)
+    return new_items([fields], hint is not None)[0]
 
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)

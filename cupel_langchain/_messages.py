@@ -6,13 +6,16 @@ Mapping rules (one :class:`~cupel.ContextItem` per *unit*):
 - The latest ``keep_last`` non-system units (default 1: the current question, or the
   tool result an agent just received) are pinned too.
 - A ``HumanMessage`` / ``AIMessage`` without tool calls → kind ``Message``.
-- An ``AIMessage`` with ``tool_calls`` and every ``ToolMessage`` answering it (matched
-  by ``tool_call_id``) → **one** item of kind ``ToolOutput`` (``"tool_group"``): tokens
+- An ``AIMessage`` with ``tool_calls`` and the ``ToolMessage`` s answering it (matched by
+  ``tool_call_id``) → **one** item of kind ``ToolOutput`` (``"tool_group"``): tokens
   summed, selected or dropped together, mapped back in the original order.
-- A ``ToolMessage`` whose call no earlier ``AIMessage`` made (an *orphan*), and an
-  ``AIMessage`` whose tool calls are not all answered in the input (*unanswered*), can
-  never be sent to a provider; they are left out and reported as ``Filtered``
-  (``orphan_tool_message`` / ``unanswered_tool_calls``).
+- Tool calls are matched the way chat-model providers check them: a ``ToolMessage``
+  answers a call of the ``AIMessage`` before its run of tool messages (no other message
+  in between), and every call is answered within that run. A ``ToolMessage`` that answers
+  nothing open there (an *orphan*: unknown id, a duplicate answer, or an answer arriving
+  after another message) and an ``AIMessage`` whose calls are not all answered in time
+  (*unanswered*) can never be sent to a provider; they are left out and reported as
+  ``Filtered`` (``orphan_tool_message`` / ``unanswered_tool_calls``).
 - Timestamps follow message order (one microsecond apart). With ``timestamp_key`` set
   (e.g. ``"timestamp"``), a message carrying a timestamp under that key in
   ``additional_kwargs`` or ``response_metadata`` (a datetime, an ISO-8601 string or epoch
@@ -36,17 +39,18 @@ True
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    HumanMessage,
     MessageLikeRepresentation,
-    SystemMessage,
     ToolMessage,
     convert_to_messages,
 )
@@ -63,17 +67,11 @@ from cupel import (
     SelectionReport,
 )
 from cupel_langchain._items import (
-    _FIELDS_SET,
     _STEP,
-    _TEMPLATE,
-    _fast_item,
-    _new,
-    _set_dict,
-    _set_extra,
-    _set_fields_set,
-    _set_private,
     coerce_timestamp,
-    new_item,
+    fields_template,
+    item_fields,
+    new_items,
     synthetic_timestamps,
 )
 from cupel_langchain._tokens import (
@@ -157,7 +155,20 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
     """``start_on`` as a tuple of message type strings (empty: no constraint)."""
     if start_on is None:
         return ()
-    entries: Sequence[Any] = [start_on] if isinstance(start_on, (str, type)) else list(start_on)
+    allowed = (
+        f"start_on must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class "
+        f"or a sequence of them"
+    )
+    if isinstance(start_on, (str, type)):
+        entries: list[Any] = [start_on]
+    elif isinstance(start_on, Iterable) and not isinstance(start_on, (bytes, Mapping)):
+        entries = list(start_on)
+    else:
+        raise ConfigurationError(
+            f"{allowed}, got {type(start_on).__name__} {start_on!r}",
+            field="start_on",
+            value=start_on,
+        )
     types: list[str] = []
     for entry in entries:
         if isinstance(entry, str) and entry in _MESSAGE_TYPES:
@@ -165,17 +176,13 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
         elif isinstance(entry, type) and issubclass(entry, BaseMessage):
             types.append(str(entry.model_fields["type"].default))
         else:
-            raise ConfigurationError(
-                f"start_on must be a message type ({', '.join(_MESSAGE_TYPES)}), a message "
-                f"class or a sequence of them, got {entry!r}",
-                field="start_on",
-                value=start_on,
-            )
+            raise ConfigurationError(f"{allowed}, got {entry!r}", field="start_on", value=start_on)
     return tuple(types)
 
 
 def as_messages(messages: MessagesInput) -> list[BaseMessage]:
-    """The input as a list of messages; ``BaseMessage`` objects are kept as they are."""
+    """The input as a list of messages; ``BaseMessage`` objects are kept as they are,
+    other message-likes (``("human", "hi")``, dicts, strings) are converted."""
     if isinstance(messages, PromptValue):
         return messages.to_messages()
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
@@ -189,7 +196,22 @@ def as_messages(messages: MessagesInput) -> list[BaseMessage]:
     # One check per distinct type, not per message.
     if all(isinstance(cls, type) and issubclass(cls, BaseMessage) for cls in set(map(type, out))):
         return out  # type: ignore[return-value]
-    return convert_to_messages(out)
+    converted: list[BaseMessage] = []
+    for index, message in enumerate(out):
+        try:
+            converted.extend(convert_to_messages([message]))
+        except (NotImplementedError, ValueError, TypeError, KeyError) as exc:
+            raise ItemError(
+                f"messages[{index}] must be a message or a message-like (a BaseMessage, a "
+                f"(role, content) pair, a dict with role and content, or a string), got "
+                f"{type(message).__name__} {message!r:.80}",
+                field=f"messages[{index}]",
+                value=message,
+            ) from exc
+    return converted
+
+
+_ID = attrgetter("id")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -199,16 +221,20 @@ class MessageItems:
     ``items`` are the selectable units in conversation order; :attr:`units` gives the
     message indices behind each. ``invalid`` lists the units that can never be sent
     (orphan tool results, unanswered tool calls) with the reason's filter name.
+
+    A valid group's messages are its AI message and the tool messages right after it
+    (only invalid units can sit between them), so the units' messages, taken in unit
+    order, are in conversation order.
     """
 
     messages: Sequence[BaseMessage]
     items: Sequence[ContextItem]
     invalid: Sequence[tuple[ContextItem, str]]
-    contiguous: bool
     pinned: Sequence[int]
     """Positions (in ``items``) of the pinned items."""
     _firsts: Sequence[int] = dataclasses.field(repr=False)
     _members: Mapping[int, Sequence[int]] = dataclasses.field(repr=False)
+    _positions: dict[int, int] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def units(self) -> list[tuple[int, ...]]:
@@ -220,34 +246,27 @@ class MessageItems:
 
     def unit_of(self, item: ContextItem) -> tuple[BaseMessage, ...]:
         """The message(s) behind one of ``items`` (by identity)."""
-        return tuple(self.messages_at([self._position(item)]))
-
-    def _position(self, item: ContextItem) -> int:
-        position = self.unit_positions([item])
-        return position[0]
+        return tuple(self.messages_at(self.unit_positions([item])))
 
     def unit_positions(self, selected: Iterable[ContextItem]) -> list[int]:
-        """Positions (in ``items``) of ``selected``, in conversation order. Each item is
-        found from its ``langchain.index`` (its first message's index; ``_firsts`` is
-        ascending) and checked by identity."""
-        firsts = self._firsts
-        items = self.items
-        size = len(items)
-        out: list[int] = []
-        for item in selected:
-            metadata = getattr(item, "metadata", None)
-            index = metadata.get("langchain.index") if type(metadata) is dict else None
-            position = bisect_left(firsts, index) if type(index) is int else size
-            if position >= size or items[position] is not item:
-                raise ConfigurationError(
-                    f"item {getattr(item, 'content', item)!r:.60} is not one of this "
-                    f"mapping's items",
-                    field="items",
-                    value=item,
-                )
-            out.append(position)
-        out.sort()
-        return out
+        """Positions (in ``items``) of ``selected``, ascending, each found by identity
+        (the items' metadata plays no part); an item not of this mapping is refused."""
+        position_of = self._positions
+        if not position_of:  # built on first use: {id(item): position}
+            position_of.update(zip(map(id, self.items), range(len(self.items)), strict=True))
+        chosen = list(selected)
+        try:
+            positions = list(map(position_of.__getitem__, map(id, chosen)))
+        except KeyError:
+            stranger = next(item for item in chosen if id(item) not in position_of)
+            raise ConfigurationError(
+                f"item {getattr(stranger, 'content', stranger)!r:.60} is not one of this "
+                f"mapping's items",
+                field="items",
+                value=stranger,
+            ) from None
+        positions.sort()
+        return positions
 
     def first_message(self, position: int) -> BaseMessage:
         """The first message of the unit at ``position``."""
@@ -259,25 +278,15 @@ class MessageItems:
         firsts = self._firsts
         members = self._members
         if not members:
-            return [messages[firsts[position]] for position in positions]
-        if self.contiguous:
-            out: list[BaseMessage] = []
-            for position in positions:
-                group = members.get(position)
-                if group is None:
-                    out.append(messages[firsts[position]])
-                else:
-                    out.extend(messages[i] for i in group)
-            return out
-        indices: list[int] = []
+            return list(map(messages.__getitem__, map(firsts.__getitem__, positions)))
+        out: list[BaseMessage] = []
         for position in positions:
             group = members.get(position)
             if group is None:
-                indices.append(firsts[position])
+                out.append(messages[firsts[position]])
             else:
-                indices.extend(group)
-        indices.sort()
-        return [messages[i] for i in indices]
+                out.extend(map(messages.__getitem__, group))
+        return out
 
     def messages_for(self, selected: Iterable[ContextItem]) -> list[BaseMessage]:
         """The same message objects behind ``selected``, in conversation order."""
@@ -294,22 +303,6 @@ def check_keep_last(keep_last: object) -> int:
             value=keep_last,
         )
     return keep_last
-
-
-def _latest_units(
-    messages: Sequence[BaseMessage],
-    firsts: Sequence[int],
-    invalid_at: Mapping[int, str],
-    keep_last: int,
-) -> set[int]:
-    """Positions of the last ``keep_last`` non-system units that can be sent."""
-    latest: set[int] = set()
-    position = len(firsts) - 1
-    while len(latest) < keep_last and position >= 0:
-        if position not in invalid_at and messages[firsts[position]].type != "system":
-            latest.add(position)
-        position -= 1
-    return latest
 
 
 def _unit_text(message: BaseMessage) -> str:
@@ -380,163 +373,20 @@ def messages_to_items(
     )
 
 
-def _map_messages(
-    messages: list[BaseMessage],
-    count: Callable[[Sequence[BaseMessage]], int],
-    *,
-    keep_system: bool,
-    keep_last: int,
-    kinds: Mapping[str, ContextKind],
-    timestamp_key: str | None,
-) -> MessageItems:
-    """One pass over the messages: a single message becomes its item at once; an AI
-    message with tool calls opens a group that its tool messages join (by
-    ``tool_call_id``), and groups become items after the pass, when they are complete.
-    Then the invalid units are set aside and the latest ``keep_last`` units pinned."""
-    stamps = _timestamps(messages, timestamp_key)
-    approximate = count is _approximate_unit
-    fast = new_item is _fast_item
-    by_class: dict[type, _ClassInfo] = {}
-    items: list[ContextItem | None] = []
-    append = items.append
-    firsts: list[int] = []
-    add_first = firsts.append
-    members: dict[int, list[int]] = {}  # unit position -> message indices of a group
-    owner: dict[str, int] = {}  # tool_call_id -> unit position of the AI message
-    open_calls: dict[int, set[str | None]] = {}
-    invalid_at: dict[int, str] = {}
-    pinned_at: list[int] = []
-    for index, message in enumerate(messages):
-        cls = type(message)
-        info = by_class.get(cls)
-        if info is None:
-            info = by_class[cls] = _class_info(message, kinds, keep_system, approximate)
-        kind_name, kind, source, pinned, role, category = info
-        if category is _AI:
-            calls = message.tool_calls  # type: ignore[attr-defined]
-            if calls:
-                position = len(firsts)
-                ids = {call.get("id") for call in calls}
-                open_calls[position] = ids
-                for call_id in ids:
-                    if call_id is not None:
-                        owner[call_id] = position
-                members[position] = [index]
-                add_first(index)
-                append(None)  # built after the pass
-                continue
-        elif category is _TOOL:
-            call_id = message.tool_call_id  # type: ignore[attr-defined]
-            position_or_none = owner.get(call_id)
-            if position_or_none is not None:
-                members[position_or_none].append(index)
-                open_calls[position_or_none].discard(call_id)
-                continue
-            invalid_at[len(firsts)] = ORPHAN
-        if pinned:
-            pinned_at.append(len(firsts))
-        content = message.content
-        if role is None or type(content) is not str:
-            tokens = approximate_message_tokens(message) if approximate else count([message])
-        else:
-            # approximate_message_tokens, inlined (one call less per message) for a human,
-            # AI (without tool calls, here) or tool message.
-            chars = len(content) + role
-            name = message.name
-            if name:
-                chars += len(name)
-            if category is _TOOL:
-                chars += len(message.tool_call_id)  # type: ignore[attr-defined]
-            tokens = -(-chars // 4) + 3
-        if type(content) is not str or not content:
-            content = _unit_text(message)
-        message_id = message.id
-        metadata: dict[str, Any] = (
-            {"langchain.index": index, "langchain.type": kind_name}
-            if message_id is None
-            else {"langchain.index": index, "langchain.type": kind_name, "langchain.id": message_id}
-        )
-        add_first(index)
-        if not fast:
-            append(new_item(content, tokens, kind, source, stamps[index], metadata, pinned))
-            continue
-        # _fast_item, inlined (the same four steps): a copy of the template __dict__, the
-        # unit's values, then the model's storage slots.
-        item = _new(ContextItem)
-        fields = _TEMPLATE.copy()
-        fields["content"] = content
-        fields["tokens"] = tokens
-        fields["kind"] = kind
-        fields["source"] = source
-        fields["metadata"] = metadata
-        fields["timestamp"] = stamps[index]
-        if pinned:
-            fields["pinned"] = True
-        _set_dict(item, fields)
-        _set_fields_set(item, _FIELDS_SET)
-        _set_extra(item, None)
-        _set_private(item, None)
-        append(item)
-
-    contiguous = True
-    group_kind = kinds["tool_group"]
-    for position, group in members.items():
-        if open_calls[position]:
-            invalid_at[position] = UNANSWERED
-        if group[-1] - group[0] != len(group) - 1:
-            contiguous = False
-        items[position] = _group_item(messages, group, count, group_kind, stamps[group[0]])
-    for position in _latest_units(messages, firsts, invalid_at, keep_last):
-        pinned_at.append(position)
-        items[position] = _pinned(cast(ContextItem, items[position]))
-    pinned_at.sort()
-    built = cast(list[ContextItem], items)
-    if not invalid_at:
-        return MessageItems(messages, built, [], contiguous, pinned_at, firsts, members)
-    kept = [k for k in range(len(firsts)) if k not in invalid_at]
-    renumber = {old: new for new, old in enumerate(kept)}
-    return MessageItems(
-        messages,
-        [built[k] for k in kept],
-        [(built[k], invalid_at[k]) for k in sorted(invalid_at)],
-        contiguous,
-        [renumber[k] for k in pinned_at],  # invalid units are never pinned
-        [firsts[k] for k in kept],
-        {renumber[k]: group for k, group in members.items() if k in renumber},
-    )
-
-
-def _pinned(item: ContextItem) -> ContextItem:
-    """The same item, pinned (its tokens are not counted again)."""
-    return new_item(
-        item.content,
-        item.tokens,
-        item.kind,
-        item.source,
-        item.timestamp,
-        item.metadata,
-        True,
-    )
-
-
 _AI = "ai"
 _TOOL = "tool"
 _OTHER = "other"
 
-
-_ClassInfo = tuple[str, ContextKind, ContextSource, bool, "int | None", str]
-"""Per message class: type name, kind, source, pinned as a system message, the role's
-length for the inlined approximate count (``None``: count with the function), and the
+_ClassInfo = tuple[str, ContextKind, ContextSource, bool, str]
+"""Per message class: type name, kind, source, pinned as a system message, and the
 category (``_AI``, ``_TOOL`` or ``_OTHER``) that decides grouping."""
 
 
 def _class_info(
-    message: BaseMessage, kinds: Mapping[str, ContextKind], keep_system: bool, approximate: bool
+    message: BaseMessage, kinds: Mapping[str, ContextKind], keep_system: bool
 ) -> _ClassInfo:
-    cls = type(message)
     name = str(message.type)
     source = ContextSource.TOOL if name in ("tool", "function") else ContextSource.CHAT
-    role = _ROLE_CHARS.get(cls) if approximate and cls is not SystemMessage else None
     kind = kinds.get(name, kinds["chat"])
     category = (
         _TOOL
@@ -545,26 +395,218 @@ def _class_info(
         if isinstance(message, AIMessage)
         else _OTHER
     )
-    return name, kind, source, keep_system and name == "system", role, category
+    return name, kind, source, keep_system and name == "system", category
 
 
-def _group_item(
+_UNREAD: dict[str, Any] = {}
+"""The metadata shared by the items of a selection nothing reads metadata from (never
+exposed: those items stay inside the selection)."""
+
+_Plain = tuple[dict[str, Any], int, str, bool]
+"""A plain message class's template fields, token offset, type name, and whether it is
+an ``AIMessage`` (whose tool calls must be checked)."""
+
+
+@lru_cache(maxsize=64)
+def _plain_classes(human: str, ai: str) -> dict[type, _Plain]:
+    """The classes the fast path of :func:`_map_messages` maps on its own: exactly
+    ``HumanMessage`` and ``AIMessage`` (here of kinds ``human`` and ``ai``, as spelled).
+    For one with non-empty ``str`` content, no name and no tool calls,
+    ``count_tokens_approximately([m])`` is ``ceil((len(content) + len(role)) / 4) + 3`` =
+    ``(len(content) + len(role) + 15) // 4``. Cached: the templates are only copied (their
+    metadata is the shared unread one, replaced when metadata is built)."""
+    return {
+        cls: (_template(ContextKind(kind), ContextSource.CHAT), offset, name, is_ai)
+        for cls, kind, offset, name, is_ai in (
+            (HumanMessage, human, _ROLE_CHARS[HumanMessage] + 15, "human", False),
+            (AIMessage, ai, _ROLE_CHARS[AIMessage] + 15, "ai", True),
+        )
+    }
+
+
+def _template(kind: ContextKind, source: ContextSource) -> dict[str, Any]:
+    template = fields_template(kind, source)
+    template["metadata"] = _UNREAD
+    return template
+
+
+def _map_messages(
+    messages: list[BaseMessage],
+    count: Callable[[Sequence[BaseMessage]], int],
+    *,
+    keep_system: bool,
+    keep_last: int,
+    kinds: Mapping[str, ContextKind],
+    timestamp_key: str | None,
+    with_metadata: bool = True,
+) -> MessageItems:
+    """One pass over the messages builds each unit's item fields; then the groups are
+    completed, the invalid units set aside, the latest ``keep_last`` units pinned, and
+    all items built at once (:func:`~cupel_langchain._items.new_items`).
+
+    Fast path: with the approximate counter, a ``HumanMessage`` or ``AIMessage`` with
+    plain text (no name, no tool calls) — nearly every message of a conversation — is
+    mapped inline, its tokens computed as ``count_tokens_approximately`` would. Every
+    other message takes the general path (:func:`_single_fields`, groups). Both give
+    the same items (a property test maps random histories with the approximate counter
+    and with a plain callable wrapping ``count_tokens_approximately``).
+
+    ``with_metadata=False`` is for selections whose items nobody but a pipeline that
+    never reads metadata will see (see :func:`~cupel_langchain._selection.
+    metadata_unread`): the fast path then gives its items one shared empty metadata dict
+    instead of building one per message. Nothing else changes (a property test checks
+    that such selections equal the full ones).
+    """
+    stamps = _timestamps(messages, timestamp_key)
+    approximate = count is _approximate_unit
+    plain = _plain_classes(str(kinds["human"]), str(kinds["ai"])) if approximate else {}
+    by_class: dict[type, _ClassInfo] = {}
+    units: list[dict[str, Any] | None] = []  # the item fields of each unit; None: a group
+    add_unit = units.append
+    firsts: list[int] = []  # the first message index of each unit
+    add_first = firsts.append
+    members: dict[int, list[int]] = {}  # unit position -> message indices of a group
+    open_calls: dict[int, set[str | None]] = {}  # group position -> unanswered call ids
+    current: int | None = None  # the group whose tool messages may still arrive
+    invalid_at: dict[int, str] = {}
+    pinned_at: list[int] = []  # system messages (kept by keep_system), then the latest units
+    for index, message in enumerate(messages):
+        known = plain.get(type(message))
+        if known is not None:
+            template, offset, type_name, ai = known
+            content = message.content
+            if (
+                type(content) is str
+                and content
+                and not message.name
+                and not (ai and message.tool_calls)  # type: ignore[attr-defined]
+            ):
+                current = None
+                fields = template.copy()
+                fields["content"] = content
+                fields["tokens"] = (len(content) + offset) // 4
+                if with_metadata:  # else the template's shared, unread metadata stays
+                    message_id = message.id
+                    fields["metadata"] = (
+                        {"langchain.index": index, "langchain.type": type_name}
+                        if message_id is None
+                        else {
+                            "langchain.index": index,
+                            "langchain.type": type_name,
+                            "langchain.id": message_id,
+                        }
+                    )
+                fields["timestamp"] = stamps[index]
+                add_unit(fields)
+                add_first(index)
+                continue
+        cls = type(message)
+        info = by_class.get(cls)
+        if info is None:
+            info = by_class[cls] = _class_info(message, kinds, keep_system)
+        category = info[4]
+        if category is _TOOL:
+            call_id = message.tool_call_id  # type: ignore[attr-defined]
+            if current is not None and call_id in open_calls[current]:
+                open_calls[current].discard(call_id)
+                members[current].append(index)
+                continue
+            invalid_at[len(firsts)] = ORPHAN  # a tool message does not end the run
+        else:
+            current = None
+            if category is _AI and message.tool_calls:  # type: ignore[attr-defined]
+                current = len(firsts)
+                open_calls[current] = {call.get("id") for call in message.tool_calls}  # type: ignore[attr-defined]
+                members[current] = [index]
+                add_unit(None)  # built below, once complete
+                add_first(index)
+                continue
+        if info[3]:
+            pinned_at.append(len(firsts))
+        add_unit(_single_fields(message, index, info, count, approximate, stamps[index]))
+        add_first(index)
+
+    group_kind = kinds["tool_group"]
+    for position, group in members.items():
+        if open_calls[position]:
+            invalid_at[position] = UNANSWERED
+        units[position] = _group_fields(
+            messages, group, count, group_kind, stamps[group[0]], with_metadata
+        )
+    filled: list[dict[str, Any]] = units  # type: ignore[assignment]
+    for position in _latest_units(messages, firsts, invalid_at, keep_last):
+        if not filled[position]["pinned"]:
+            filled[position]["pinned"] = True
+            pinned_at.append(position)
+    pinned_at.sort()
+    built = new_items(filled)
+    if not invalid_at:
+        return MessageItems(messages, built, [], pinned_at, firsts, members)
+    kept = [k for k in range(len(firsts)) if k not in invalid_at]
+    renumber = {old: new for new, old in enumerate(kept)}
+    return MessageItems(
+        messages,
+        [built[k] for k in kept],
+        [(built[k], invalid_at[k]) for k in sorted(invalid_at)],
+        [renumber[k] for k in pinned_at],  # invalid units are never pinned
+        [firsts[k] for k in kept],
+        {renumber[k]: group for k, group in members.items() if k in renumber},
+    )
+
+
+def _latest_units(
+    messages: Sequence[BaseMessage],
+    firsts: Sequence[int],
+    invalid_at: Mapping[int, str],
+    keep_last: int,
+) -> list[int]:
+    """Positions of the last ``keep_last`` non-system units that can be sent."""
+    latest: list[int] = []
+    position = len(firsts) - 1
+    while len(latest) < keep_last and position >= 0:
+        if position not in invalid_at and messages[firsts[position]].type != "system":
+            latest.append(position)
+        position -= 1
+    return latest
+
+
+def _single_fields(
+    message: BaseMessage,
+    index: int,
+    info: _ClassInfo,
+    count: Callable[[Sequence[BaseMessage]], int],
+    approximate: bool,
+    timestamp: datetime,
+) -> dict[str, Any]:
+    """The item fields of a message that is a unit on its own (the general path)."""
+    type_name, kind, source, pinned, _ = info
+    tokens = approximate_message_tokens(message) if approximate else count([message])
+    metadata: dict[str, Any] = {"langchain.index": index, "langchain.type": type_name}
+    if message.id is not None:
+        metadata["langchain.id"] = message.id
+    return item_fields(_unit_text(message), tokens, kind, source, timestamp, metadata, pinned)
+
+
+def _group_fields(
     messages: Sequence[BaseMessage],
     group: Sequence[int],
     count: Callable[[Sequence[BaseMessage]], int],
     kind: ContextKind,
     timestamp: datetime,
-) -> ContextItem:
-    """The item of an AI tool call with its answers."""
-    unit = [messages[i] for i in group]
+    with_metadata: bool,
+) -> dict[str, Any]:
+    """The item fields of an AI tool call with its answers (counted once, as a unit)."""
+    unit = list(map(messages.__getitem__, group))
+    content = "\n".join(map(_unit_text, unit))
+    if not with_metadata:
+        return item_fields(content, count(unit), kind, ContextSource.TOOL, timestamp, _UNREAD)
     metadata = {
         "langchain.index": group[0],
         "langchain.type": "tool_group",
         "langchain.indices": list(group),
-        "langchain.ids": [m.id for m in unit],
+        "langchain.ids": list(map(_ID, unit)),
     }
-    content = "\n".join(_unit_text(m) for m in unit)
-    return new_item(content, count(unit), kind, ContextSource.TOOL, timestamp, metadata)
+    return item_fields(content, count(unit), kind, ContextSource.TOOL, timestamp, metadata)
 
 
 def add_filtered(

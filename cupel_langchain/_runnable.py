@@ -197,7 +197,7 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     report: StrictBool = True
     """Build, emit and keep the SelectionReport of each run."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     _selection: MessageSelection = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
@@ -206,7 +206,7 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise_configuration_error(exc, type(self).__name__)
+            raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
         self._selection = MessageSelection(
             max_tokens=self.max_tokens,
             target_tokens=self.target_tokens,

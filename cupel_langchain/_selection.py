@@ -4,7 +4,8 @@ event, and the message selection itself (:class:`MessageSelection`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -15,14 +16,28 @@ from langchain_core.callbacks import (
 from langchain_core.messages import BaseMessage
 
 from cupel import (
+    BaseScorer,
+    ChronologicalPlacer,
+    CompositeScorer,
     ConfigurationError,
     ContextBudget,
     ContextItem,
+    DecayScorer,
+    FrequencyScorer,
+    GreedySlice,
+    KindScorer,
+    KnapsackSlice,
     PinnedBudgetError,
     Pipeline,
+    PriorityScorer,
+    RecencyScorer,
+    ReflexiveScorer,
+    ScaledScorer,
     SelectionReport,
+    TagScorer,
+    UShapedPlacer,
 )
-from cupel.policy import Policy
+from cupel.policy import Policy, PolicyError
 from cupel_langchain._items import gc_paused
 from cupel_langchain._messages import (
     MessageItems,
@@ -44,6 +59,7 @@ __all__ = [
     "adispatch_report",
     "dispatch_report",
     "make_budget",
+    "metadata_unread",
     "report_event_data",
     "resolve_pipeline",
 ]
@@ -105,9 +121,27 @@ def resolve_pipeline(
             value=policy,
         )
     if isinstance(policy, str):
-        from cupel.presets import preset
+        return _preset_pipeline(policy, deduplicate)
+    if deduplicate is not None and policy.deduplication != deduplicate:
+        policy = policy.model_copy(update={"deduplication": deduplicate})
+    return policy.build()
 
-        policy = preset(policy)
+
+@lru_cache(maxsize=64)
+def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
+    """The pipeline of a preset (shared: pipelines are stateless between runs). An
+    unknown name is a :class:`~cupel.policy.PolicyError` naming ``policy``."""
+    from cupel.presets import PRESET_NAMES, preset
+
+    try:
+        policy = preset(name)
+    except PolicyError:
+        raise PolicyError(
+            f"policy: unknown preset {name!r}; allowed: a cupel.policy.Policy or one of "
+            f"{', '.join(PRESET_NAMES)}",
+            field="policy",
+            value=name,
+        ) from None
     if deduplicate is not None and policy.deduplication != deduplicate:
         policy = policy.model_copy(update={"deduplication": deduplicate})
     return policy.build()
@@ -154,6 +188,54 @@ async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> Non
         await manager.on_custom_event(REPORT_EVENT, dict(data), run_id=manager.parent_run_id)
 
 
+_BLIND_SCORERS = frozenset(
+    {
+        CompositeScorer,
+        ScaledScorer,
+        RecencyScorer,
+        PriorityScorer,
+        KindScorer,
+        TagScorer,
+        FrequencyScorer,
+        ReflexiveScorer,
+        DecayScorer,
+    }
+)
+_BLIND_SLICERS = frozenset({GreedySlice, KnapsackSlice})
+_BLIND_PLACERS = frozenset({ChronologicalPlacer, UShapedPlacer})
+
+
+def metadata_unread(pipeline: Pipeline) -> bool:
+    """Whether running ``pipeline`` can never read an item's ``metadata``: its scorer
+    tree, slicer and placer are all cupel's own components that look at other fields
+    only (exact classes: a subclass could read anything; the metadata scorers are not
+    among them), and no overflow callback receives the items. Every preset qualifies.
+
+    A message selection that builds no report then skips building each item's metadata:
+    its items never leave the selection, so nothing could tell (``MessageItems`` maps
+    back by identity).
+
+    >>> from cupel import MetadataKeyScorer
+    >>> metadata_unread(resolve_pipeline("chat", None, None))
+    True
+    >>> metadata_unread(Pipeline(MetadataKeyScorer("langchain.type", "human", 2.0)))
+    False
+    """
+    if (
+        pipeline.on_overflow is not None
+        or type(pipeline.slicer) not in _BLIND_SLICERS
+        or type(pipeline.placer) not in _BLIND_PLACERS
+    ):
+        return False
+    pending: list[object] = [pipeline.scorer]
+    while pending:
+        scorer = pending.pop()
+        if type(scorer) not in _BLIND_SCORERS:
+            return False
+        pending.extend(cast(BaseScorer, scorer).children())
+    return True
+
+
 class MessageSelection:
     """A validated message-selection configuration; :meth:`select` runs it.
 
@@ -167,6 +249,7 @@ class MessageSelection:
         "keep_last",
         "keep_system",
         "kinds",
+        "metadata_unread",
         "pipeline",
         "start_on",
         "timestamp_key",
@@ -191,6 +274,7 @@ class MessageSelection:
     ) -> None:
         self.budget = make_budget(max_tokens, target_tokens, output_reserve)
         self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
+        self.metadata_unread = metadata_unread(self.pipeline)
         self.count = resolve_message_counter(token_counter, token_counter_input)
         if not isinstance(keep_system, bool):
             raise ConfigurationError(
@@ -210,7 +294,7 @@ class MessageSelection:
             )
         self.timestamp_key = timestamp_key
 
-    def map(self, messages: MessagesInput) -> MessageItems:
+    def map(self, messages: MessagesInput, *, with_metadata: bool = True) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
         return _map_messages(
             as_messages(messages),
@@ -219,6 +303,7 @@ class MessageSelection:
             keep_last=self.keep_last,
             kinds=self.kinds,
             timestamp_key=self.timestamp_key,
+            with_metadata=with_metadata,
         )
 
     def select(
@@ -232,7 +317,7 @@ class MessageSelection:
     def _select(
         self, messages: MessagesInput, with_report: bool
     ) -> tuple[list[BaseMessage], SelectionReport | None]:
-        mapping = self.map(messages)
+        mapping = self.map(messages, with_metadata=with_report or not self.metadata_unread)
         items = mapping.items
         budget = self.budget
         self._check_pinned(mapping, budget)
@@ -271,11 +356,11 @@ class MessageSelection:
     def _check_pinned(self, mapping: MessageItems, budget: ContextBudget) -> None:
         system = latest = 0
         for position in mapping.pinned:
-            item = mapping.items[position]
-            if item.metadata.get("langchain.type") == "system" and self.keep_system:
-                system += item.tokens
+            tokens = mapping.items[position].tokens
+            if self.keep_system and mapping.first_message(position).type == "system":
+                system += tokens
             else:
-                latest += item.tokens
+                latest += tokens
         pinned = system + latest
         available = budget.max_tokens - budget.output_reserve
         if pinned > available:

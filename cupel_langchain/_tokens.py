@@ -245,7 +245,7 @@ def resolve_message_counter(
 
 
 def _approximate_unit(unit: Sequence[BaseMessage]) -> int:
-    return sum(approximate_message_tokens(m) for m in unit)
+    return sum(map(approximate_message_tokens, unit))
 
 
 def _model_unit(model_count: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:

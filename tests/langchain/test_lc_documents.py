@@ -18,7 +18,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from cupel import ConfigurationError, SelectionReport
+from cupel import ConfigurationError, ItemError, SelectionReport
 from cupel_langchain import CupelDocumentCompressor, CupelRetriever
 
 FACTS = [
@@ -144,17 +144,59 @@ def test_the_compressor_works_inside_contextual_compression_retriever() -> None:
     assert [name for name, _ in events.events] == ["cupel_selection"]
 
 
-def test_bad_compressor_settings_name_the_field() -> None:
-    for kwargs, field in [
-        ({"max_tokens": 10.5}, "max_tokens"),
-        ({"max_tokens": 10, "k": -1}, "k"),
-        ({"max_tokens": 10, "relevance_key": ""}, "relevance_key"),
-        ({"max_tokens": 10, "token_counter": "words"}, "token_counter"),
-        ({"max_tokens": 10, "policy": "rag2"}, "preset"),
-    ]:
-        with pytest.raises(ConfigurationError) as raised:
-            CupelDocumentCompressor(**kwargs)
-        assert raised.value.field == field, kwargs
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"max_tokens": 10.5},
+            "max_tokens",
+            "CupelDocumentCompressor.max_tokens: Input should be a valid integer, got 10.5",
+        ),
+        ({"max_tokens": 10, "k": -1}, "k", "k must be a non-negative int or None, got -1"),
+        (
+            {"max_tokens": 10, "relevance_key": ""},
+            "relevance_key",
+            "relevance_key must be a non-empty string or None, got ''",
+        ),
+        (
+            {"max_tokens": 10, "token_counter": "words"},
+            "token_counter",
+            "token_counter: unknown counter name 'words'; use 'approximate', a language model "
+            "or a callable on text",
+        ),
+        (
+            {"max_tokens": 10, "policy": "rag2"},
+            "policy",
+            "policy: unknown preset 'rag2'; allowed: a cupel.policy.Policy or one of chat, "
+            "code_review, rag, document_qa, tool_use, long_running, debugging",
+        ),
+        ({"max_tokens": 10, "kind": " "}, "kind", "kind must be a non-empty kind name, got ' '"),
+        (
+            {"max_tokens": 10, "top_k": 3},
+            "top_k",
+            "CupelDocumentCompressor.top_k: unknown option, got 3; allowed: max_tokens, "
+            "target_tokens, output_reserve, policy, pipeline, token_counter, relevance_key, "
+            "deduplicate, k, kind, report",
+        ),
+    ],
+)
+def test_bad_compressor_settings_name_the_field_the_value_and_what_is_allowed(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        CupelDocumentCompressor(**kwargs)
+    assert raised.value.field == field
+    assert str(raised.value) == message
+
+
+def test_documents_are_not_modified() -> None:
+    docs = [*scored(("a" * 400, 0.9), ("b" * 40, 0.8), ("b" * 40, 0.1)), Document("", id="x")]
+    before = [d.model_dump() for d in docs]
+    order = list(docs)
+    CupelDocumentCompressor(max_tokens=40, k=1).compress_documents(docs, "q")
+    CupelRetriever(retriever=RunnableLambda(lambda q: docs), max_tokens=40).invoke("q")
+    assert [d.model_dump() for d in docs] == before
+    assert all(a is b for a, b in zip(docs, order, strict=True))
 
 
 # -- the retriever ---------------------------------------------------------------------------
@@ -232,10 +274,31 @@ def test_bad_retriever_settings_name_the_field() -> None:
     with pytest.raises(ConfigurationError) as raised:
         CupelRetriever(retriever="not a retriever", max_tokens=10)
     assert raised.value.field == "retriever"
+    assert str(raised.value) == (
+        "CupelRetriever.retriever: Input should be an instance of Runnable, got 'not a retriever'"
+    )
     with pytest.raises(ConfigurationError) as raised:
         CupelRetriever(retriever=store().as_retriever(), max_tokens=10, k="3")
     assert raised.value.field == "k"
+    assert str(raised.value) == "CupelRetriever.k: Input should be a valid integer, got '3'"
+    with pytest.raises(ConfigurationError) as raised:
+        CupelRetriever(retriever=store().as_retriever(), max_tokens=10, top_k=3)
+    assert raised.value.field == "top_k"
+    assert "unknown option, got 3; allowed:" in str(raised.value)
+    assert ", k," in str(raised.value) and "retriever" in str(raised.value)
     retriever = CupelRetriever(retriever=store().as_retriever(), max_tokens=10)
     with pytest.raises(ConfigurationError) as raised:
         retriever.invoke("q", k=-2)
     assert raised.value.field == "k"
+    assert str(raised.value) == "k must be a non-negative int or None, got -2"
+
+
+def test_a_non_numeric_relevance_score_names_the_document() -> None:
+    docs = [Document("a"), Document("b", metadata={"relevance_score": "high"})]
+    with pytest.raises(ItemError) as raised:
+        CupelDocumentCompressor(max_tokens=100).compress_documents(docs, "q")
+    assert raised.value.field == "documents[1].metadata['relevance_score']"
+    assert str(raised.value) == (
+        "documents[1].metadata['relevance_score'] must be a number (the relevance score), "
+        "got str 'high'"
+    )

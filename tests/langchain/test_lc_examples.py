@@ -22,6 +22,7 @@ def test_every_langchain_example_is_covered_here() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("langchain_*.py")) == [
         "langchain_agent.py",
         "langchain_chat_history.py",
+        "langchain_compression.py",
         "langchain_rag.py",
         "langchain_trim_comparison.py",
     ]
@@ -43,6 +44,16 @@ def test_the_rag_example_dedups_caps_and_budgets(capsys: pytest.CaptureFixture[s
     assert "context: 87 tokens from 8 passages" in out
     assert out.count("  kept  ") == 4
     assert "Deduplicated" in out and out.count("k=4") == 2 and "BudgetExceeded" in out
+
+
+def test_the_compression_example_reranks_then_selects(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run("langchain_compression.py", capsys)
+    lines = out.splitlines()
+    assert lines[0] == "4 passages for the prompt:"
+    # U-shaped: the two passages the reranker scored 1.00 sit at both edges
+    assert lines[1].startswith("  1.00  'The Nile") and lines[4].startswith("  1.00  'The Miss")
+    assert "50/60 tokens; left out:" in out
+    assert out.count("Deduplicated") == 1 and out.count("BudgetExceeded") == 3
 
 
 def test_the_agent_example_keeps_every_model_call_valid(

@@ -22,6 +22,7 @@ from cupel_langchain import (
     DEFAULT_MESSAGE_KINDS,
     documents_to_items,
     messages_to_items,
+    select_messages,
     tool_call_problems,
 )
 
@@ -115,17 +116,61 @@ def test_mapping_back_returns_the_same_objects_in_conversation_order() -> None:
     assert all(a is b for a, b in zip(back, messages, strict=True))
 
 
-def test_mapping_back_a_non_contiguous_group_keeps_the_input_order() -> None:
+def test_a_stray_result_inside_a_tool_round_is_left_out_and_the_round_kept() -> None:
     messages: list[BaseMessage] = [
-        AIMessage("", tool_calls=[call("c1")]),
-        HumanMessage("interjection"),
-        ToolMessage("late answer", tool_call_id="c1"),
+        AIMessage("", tool_calls=[call("c1"), call("c2")]),
+        ToolMessage("unrelated", tool_call_id="elsewhere"),
+        ToolMessage("first", tool_call_id="c1"),
+        ToolMessage("second", tool_call_id="c2"),
     ]
     mapped = messages_to_items(messages)
-    assert len(mapped.items) == 2
-    back = mapped.messages_for(mapped.items)
-    assert [m is o for m, o in zip(back, messages, strict=True)] == [True, True, True]
-    assert mapped.messages_for(mapped.items[:1]) == [messages[0], messages[2]]
+    assert [reason for _, reason in mapped.invalid] == ["orphan_tool_message"]
+    (group,) = mapped.items
+    back = mapped.messages_for([group])
+    assert [m is o for m, o in zip(back, [messages[0], *messages[2:]], strict=True)] == [True] * 3
+    assert group.metadata["langchain.indices"] == [0, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("messages", "reasons"),
+    [
+        (  # the answer arrives after the user spoke again: the provider sees an open call
+            [
+                AIMessage("", tool_calls=[call("c1")]),
+                HumanMessage("interjection"),
+                ToolMessage("late answer", tool_call_id="c1"),
+            ],
+            ["unanswered_tool_calls", "orphan_tool_message"],
+        ),
+        (  # a second answer to the same call
+            [
+                AIMessage("", tool_calls=[call("c1")]),
+                ToolMessage("answer", tool_call_id="c1"),
+                ToolMessage("answer again", tool_call_id="c1"),
+            ],
+            ["orphan_tool_message"],
+        ),
+        (  # two rounds interleaved: the second call arrives while the first is open
+            [
+                AIMessage("", tool_calls=[call("c1")]),
+                AIMessage("", tool_calls=[call("c2")]),
+                ToolMessage("one", tool_call_id="c1"),
+                ToolMessage("two", tool_call_id="c2"),
+            ],
+            ["unanswered_tool_calls", "orphan_tool_message"],
+        ),
+    ],
+)
+def test_tool_messages_pair_with_calls_the_way_providers_check_them(
+    messages: list[BaseMessage], reasons: list[str]
+) -> None:
+    before = tool_call_problems(messages)
+    assert before  # each input would be refused as it is
+    mapped = messages_to_items([HumanMessage("hi"), *messages])
+    assert sorted(reason for _, reason in mapped.invalid) == sorted(reasons)
+    assert tool_call_problems(mapped.messages_for(mapped.items)) == []
+    kept = select_messages([HumanMessage("hi"), *messages], max_tokens=10_000)
+    assert tool_call_problems(kept) == [] and kept[0].content == "hi"
 
 
 def test_foreign_items_are_refused_when_mapping_back() -> None:

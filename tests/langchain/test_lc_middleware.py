@@ -181,7 +181,29 @@ def test_bad_middleware_settings_fail_at_construction() -> None:
     with pytest.raises(ConfigurationError) as raised:
         CupelContextMiddleware(max_tokens=100, persistent="yes")  # type: ignore[arg-type]
     assert raised.value.field == "persistent"
+    assert str(raised.value) == "CupelContextMiddleware: persistent must be a bool, got 'yes'"
     with pytest.raises(ConfigurationError) as raised:
         CupelContextMiddleware(max_tokens=100, policy="agentic")
-    assert raised.value.field == "preset"
+    assert raised.value.field == "policy"
+    assert "unknown preset 'agentic'; allowed: a cupel.policy.Policy or one of chat," in str(
+        raised.value
+    )
+    with pytest.raises(ConfigurationError) as raised:
+        CupelContextMiddleware(max_tokens=100, keep_last=-1)
+    assert raised.value.field == "keep_last"
+    assert "keep_last must be a non-negative int" in str(raised.value)
+    assert "got -1" in str(raised.value)
     assert "persistent=False" in repr(CupelContextMiddleware(max_tokens=100))
+
+
+def test_the_callers_messages_are_not_modified() -> None:
+    turns = earlier_turns()
+    before = [m.model_dump() for m in turns]
+    agent = create_agent(
+        scripted_model(),
+        [river_length],
+        system_prompt=SYSTEM,
+        middleware=[CupelContextMiddleware(max_tokens=100, persistent=True)],
+    )
+    agent.invoke({"messages": turns})
+    assert [m.model_dump() for m in turns] == before and len(turns) == 5

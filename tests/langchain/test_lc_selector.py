@@ -25,12 +25,19 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import ConfigurableField
 
 from cupel import (
+    PRESET_NAMES,
     ChronologicalPlacer,
+    CompositeScorer,
     ConfigurationError,
     GreedySlice,
+    ItemError,
+    KindScorer,
+    MetadataKeyScorer,
+    MetadataTrustScorer,
     PinnedBudgetError,
     Pipeline,
     PriorityScorer,
+    RecencyScorer,
     SelectionReport,
 )
 from cupel.presets import preset
@@ -41,6 +48,7 @@ from cupel_langchain import (
     select_messages_with_report,
     tool_call_problems,
 )
+from cupel_langchain._selection import metadata_unread
 
 
 def call(call_id: str) -> dict[str, object]:
@@ -155,6 +163,36 @@ def test_the_system_prompt_is_pinned_and_a_too_large_one_is_a_clear_error() -> N
     assert [m.id for m in unpinned] == ["h3"]  # the system prompt competes like any turn
 
 
+def test_a_policy_reading_metadata_sees_the_mapped_metadata() -> None:
+    # Without a report, preset selections skip the per-message metadata; a pipeline that
+    # reads metadata must still get it: here it boosts the human turns.
+    messages = conversation()
+    boost_humans = Pipeline(
+        CompositeScorer(
+            [(RecencyScorer(), 1.0), (MetadataKeyScorer("langchain.type", "human", 100.0), 1.0)]
+        )
+    )
+    assert not metadata_unread(boost_humans) and metadata_unread(preset("chat").build())
+    kept = select_messages(messages, max_tokens=160, pipeline=boost_humans)
+    assert [m.id for m in kept] == ["sys", "h1", "h2", "h3"]
+    kept, _ = select_messages_with_report(messages, max_tokens=160, pipeline=boost_humans)
+    assert [m.id for m in kept] == ["sys", "h1", "h2", "h3"]
+    by_recency = select_messages(messages, max_tokens=160)
+    assert [m.id for m in by_recency] == ["sys", "a1", "a2", "t1", "a3", "h3"]
+
+
+def test_only_pipelines_made_of_cupels_metadata_free_components_skip_metadata() -> None:
+    class Custom(RecencyScorer):  # a subclass could read anything
+        pass
+
+    assert metadata_unread(Pipeline(CompositeScorer([(KindScorer(), 1), (RecencyScorer(), 2)])))
+    assert not metadata_unread(Pipeline(Custom()))
+    assert not metadata_unread(Pipeline(RecencyScorer(), on_overflow=lambda event: None))
+    assert not metadata_unread(Pipeline(CompositeScorer([(MetadataTrustScorer(), 1)])))
+    for name in PRESET_NAMES:
+        assert metadata_unread(preset(name).build()), name
+
+
 def test_equal_turns_are_distinct_messages_unless_deduplication_is_asked() -> None:
     messages: list[BaseMessage] = [
         HumanMessage("ok", id="1"),
@@ -216,26 +254,70 @@ def test_output_keeps_conversation_order_even_with_a_u_shaped_policy() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "field"),
+    ("kwargs", "field", "says"),
     [
-        ({"max_tokens": -1}, "max_tokens"),
-        ({"max_tokens": 10, "target_tokens": 20}, "target_tokens"),
-        ({"max_tokens": 10, "policy": "summarize"}, "preset"),
-        ({"max_tokens": 10, "policy": 3}, "policy"),
-        ({"max_tokens": 10, "pipeline": "chat"}, "pipeline"),
-        ({"max_tokens": 10, "start_on": "robot"}, "start_on"),
-        ({"max_tokens": 10, "keep_system": "yes"}, "keep_system"),
-        ({"max_tokens": 10, "deduplicate": 1}, "deduplicate"),
-        ({"max_tokens": 10, "timestamp_key": ""}, "timestamp_key"),
-        ({"max_tokens": 10, "token_counter": None}, "token_counter"),
+        ({"max_tokens": -1}, "max_tokens", ["max_tokens", "must be >= 0", "-1"]),
+        ({"max_tokens": "10"}, "max_tokens", ["max_tokens", "must be an integer", "'10'"]),
+        (
+            {"max_tokens": 10, "target_tokens": 20},
+            "target_tokens",
+            ["target_tokens", "must be <= max_tokens (10)", "20"],
+        ),
+        ({"max_tokens": 10, "output_reserve": -2}, "output_reserve", ["output_reserve", "-2"]),
+        (
+            {"max_tokens": 10, "policy": "summarize"},
+            "policy",
+            ["policy", "'summarize'", "chat, code_review, rag"],
+        ),
+        ({"max_tokens": 10, "policy": 3}, "policy", ["policy", "Policy or a preset name", "3"]),
+        ({"max_tokens": 10, "pipeline": "chat"}, "pipeline", ["cupel.Pipeline", "'chat'"]),
+        ({"max_tokens": 10, "start_on": "robot"}, "start_on", ["'robot'", "human, ai, system"]),
+        ({"max_tokens": 10, "start_on": 5}, "start_on", ["int 5", "a message class"]),
+        ({"max_tokens": 10, "keep_system": "yes"}, "keep_system", ["a bool", "'yes'"]),
+        ({"max_tokens": 10, "keep_last": True}, "keep_last", ["non-negative int", "True"]),
+        ({"max_tokens": 10, "deduplicate": 1}, "deduplicate", ["a bool", "got 1"]),
+        ({"max_tokens": 10, "timestamp_key": ""}, "timestamp_key", ["non-empty string", "''"]),
+        (
+            {"max_tokens": 10, "token_counter": None},
+            "token_counter",
+            ["'approximate', a chat model", "None"],
+        ),
+        ({"max_tokens": 10, "token_counter": "exact"}, "token_counter", ["'exact'", "approximate"]),
+        (
+            {"max_tokens": 10, "token_counter_input": "words"},
+            "token_counter_input",
+            ["'words'", "'messages', 'message', 'text'"],
+        ),
+        (
+            {"max_tokens": 10, "kinds": {"bot": "Message"}},
+            "kinds['bot']",
+            ["'bot'", "system, human, ai, tool_group"],
+        ),
+        ({"max_tokens": 10, "kinds": {"ai": " "}}, "kinds['ai']", ["non-empty kind name", "' '"]),
     ],
 )
-def test_bad_settings_raise_a_configuration_error_naming_the_field(
-    kwargs: dict[str, Any], field: str
+def test_bad_settings_raise_a_configuration_error_naming_field_value_and_what_is_allowed(
+    kwargs: dict[str, Any], field: str, says: list[str]
 ) -> None:
     with pytest.raises(ConfigurationError) as raised:
         select_messages(conversation(), **kwargs)
     assert raised.value.field == field
+    for fragment in says:
+        assert fragment in str(raised.value), fragment
+    if "max_tokens" in kwargs and field != "max_tokens":  # the Runnable says the same, at once
+        with pytest.raises(ConfigurationError) as at_construction:
+            CupelMessageSelector(**kwargs)
+        assert at_construction.value.field == field
+
+
+def test_bad_message_inputs_name_the_message() -> None:
+    with pytest.raises(ItemError) as raised:
+        select_messages([HumanMessage("hi"), 42], max_tokens=100)  # type: ignore[list-item]
+    assert raised.value.field == "messages[1]"
+    assert "messages[1] must be a message or a message-like" in str(raised.value)
+    assert "got int 42" in str(raised.value)
+    with pytest.raises(ConfigurationError, match="sequence of messages or a prompt value"):
+        select_messages("hello", max_tokens=100)  # type: ignore[arg-type]
 
 
 def test_inputs_are_not_modified() -> None:
@@ -323,6 +405,22 @@ def test_ainvoke_batch_and_abatch_agree_with_invoke() -> None:
     assert [name for name, _ in recorder.events] == ["cupel_selection"]
 
 
+def test_batch_and_abatch_emit_one_report_event_per_input() -> None:
+    histories = [conversation(), conversation()[:4], conversation()[3:]]
+    selector = CupelMessageSelector(max_tokens=90)
+    for run in (
+        lambda config: selector.batch(histories, config=config),
+        lambda config: asyncio.run(selector.abatch(histories, config=config)),
+    ):
+        recorder = Recorder()
+        outputs = run({"callbacks": [recorder]})
+        assert [name for name, _ in recorder.events] == ["cupel_selection"] * 3
+        reports = [data["report"] for _, data in recorder.events]
+        # each event carries the report of one input (the batch runs concurrently)
+        assert sorted(r.included_tokens for r in reports) == sorted(tokens(out) for out in outputs)
+        assert sorted(r.total_candidates for r in reports) == [4, 4, 7]
+
+
 def test_the_selector_streams_its_single_result() -> None:
     chunks = list(CupelMessageSelector(max_tokens=120).stream(conversation()))
     assert len(chunks) == 1 and [m.id for m in chunks[0]] == ["sys", "a2", "t1", "a3", "h3"]
@@ -354,16 +452,24 @@ def test_bad_selector_settings_fail_at_construction_with_the_field_named() -> No
     with pytest.raises(ConfigurationError) as raised:
         CupelMessageSelector(max_tokens="100")
     assert raised.value.field == "max_tokens"
-    assert "CupelMessageSelector.max_tokens" in str(raised.value)
+    assert str(raised.value) == (
+        "CupelMessageSelector.max_tokens: Input should be a valid integer, got '100'"
+    )
     with pytest.raises(ConfigurationError) as raised:
-        CupelMessageSelector(max_tokens=100, token_counter_input="words")
-    assert raised.value.field == "token_counter_input"
+        CupelMessageSelector()
+    assert str(raised.value) == "CupelMessageSelector.max_tokens: Field required, got {}"
     with pytest.raises(ConfigurationError) as raised:
-        CupelMessageSelector(max_tokens=100, kinds={"bot": "Message"})
-    assert raised.value.field == "kinds['bot']"
+        CupelMessageSelector(max_tokens=100, keep_sytem=False)  # a typo is not ignored
+    assert raised.value.field == "keep_sytem"
+    assert str(raised.value).startswith(
+        "CupelMessageSelector.keep_sytem: unknown option, got False; allowed: name, max_tokens,"
+    )
+    assert "keep_system" in str(raised.value)
     with pytest.raises(ConfigurationError) as raised:
-        CupelMessageSelector(max_tokens=100, policy="nope")
-    assert raised.value.field == "preset"
+        CupelMessageSelector(max_tokens=100, report="yes")
+    assert raised.value.field == "report"
+    message = str(raised.value)
+    assert message == "CupelMessageSelector.report: Input should be a valid boolean, got 'yes'"
 
 
 def test_the_selector_has_langchain_names_and_types() -> None:
