@@ -13,6 +13,7 @@ or excluded.
 (['hello'], 'BudgetExceeded')
 """
 
+from cupel._batch import item_row, trusted_items
 from cupel._errors import (
     BudgetError,
     ConfigurationError,
@@ -56,11 +57,13 @@ from cupel.diagnostics import (
     Filtered,
     IncludedItem,
     InclusionReason,
+    InvalidToolCall,
     MultiTraceCollector,
     NegativeTokens,
     NullTraceCollector,
     ObserverError,
     ObserverErrorWarning,
+    OutsideWindow,
     OverflowEvent,
     PinnedOverride,
     PipelineStage,
@@ -118,6 +121,7 @@ from cupel.slicers import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
+    RecencyWindowSlice,
     ScarcityBehavior,
     SliceOutcome,
     Slicer,
@@ -164,6 +168,7 @@ __all__ = [
     "IncludedItem",
     "InclusionReason",
     "InvalidOperationError",
+    "InvalidToolCall",
     "ItemError",
     "ItemStatus",
     "KindScorer",
@@ -175,6 +180,7 @@ __all__ = [
     "NullTraceCollector",
     "ObserverError",
     "ObserverErrorWarning",
+    "OutsideWindow",
     "OverflowBudgetError",
     "OverflowEvent",
     "OverflowStrategy",
@@ -194,6 +200,7 @@ __all__ = [
     "QuotaSlice",
     "QuotaUtilization",
     "RecencyScorer",
+    "RecencyWindowSlice",
     "ReflexiveScorer",
     "ScaledScorer",
     "ScarcityBehavior",
@@ -220,11 +227,13 @@ __all__ = [
     "effective_budget",
     "find_min_budget_for",
     "get_marginal_items",
+    "item_row",
     "kind_diversity",
     "policy_sensitivity",
     "preset",
     "quota_utilization",
     "register_scorer",
     "timestamp_coverage",
+    "trusted_items",
     "unregister_scorer",
 ]

@@ -109,9 +109,15 @@ class FrozenDict(dict[_KT, _VT]):
 _EMPTY: FrozenDict[Any, Any] = FrozenDict()
 
 
+def freeze_metadata(value: Mapping[str, Any]) -> FrozenDict[str, Any]:
+    """Item metadata as validation stores it: a read-only :class:`FrozenDict` (the shared
+    empty one when there is nothing)."""
+    return FrozenDict(value) if value else _EMPTY
+
+
 def _frozen(value: dict[Any, Any]) -> dict[Any, Any]:
     """The validated dict as a :class:`FrozenDict` (after pydantic has copied it)."""
-    return FrozenDict(value) if value else _EMPTY
+    return freeze_metadata(value)
 
 
 def _not_bool_or_text(value: Any) -> Any:

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_, itemgetter, not_
@@ -341,6 +341,9 @@ class Pipeline:
                 pinned,
                 budget,
                 sliced_budget,
+                _slicer_reasons(
+                    self.slicer, ranked_items, ranked_scores, sliced_items, sliced_budget
+                ),
             )
             trace.record_stage_event(
                 TraceEvent(PipelineStage.SLICE, _ms(clock() - start), len(order))
@@ -487,9 +490,11 @@ class Pipeline:
         pinned: list[ContextItem],
         budget: ContextBudget,
         sliced_budget: ContextBudget,
+        explained: Mapping[int, ExclusionReason],
     ) -> None:
         """One exclusion per candidate the slicer did not select, in ranked order. Equal
-        reasons (immutable values) are built once and shared."""
+        reasons (immutable values) are built once and shared. ``explained``: reasons the
+        slicer gave itself (``exclusion_reasons``), keyed by ``id(item)``."""
         if outcome.shortfalls:
             trace.on_shortfalls(outcome.shortfalls)
         selected_ids = set(map(id, sliced_items))
@@ -509,6 +514,8 @@ class Pipeline:
             reason: ExclusionReason
             if cap is not None:
                 reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
+            elif key in explained:
+                reason = explained[key]
             elif displaced is not None and target < tokens <= without_pinned:
                 reason = displaced
             else:
@@ -553,6 +560,24 @@ class Pipeline:
                     PipelineStage.PLACE, ExcludedItem(entry.item, entry.score, reason)
                 )
         return kept
+
+
+def _slicer_reasons(
+    slicer: object,
+    ranked_items: list[ContextItem],
+    ranked_scores: list[Any],
+    sliced_items: list[ContextItem],
+    budget: ContextBudget,
+) -> Mapping[int, ExclusionReason]:
+    """The exclusion reasons a slicer gives itself (an optional ``exclusion_reasons``
+    method, e.g. :class:`~cupel.RecencyWindowSlice`'s ``OutsideWindow``), by ``id(item)``."""
+    explain = getattr(slicer, "exclusion_reasons", None)
+    if explain is None:
+        return {}
+    reasons: Mapping[int, ExclusionReason] = explain(
+        _scored(ranked_items, ranked_scores), sliced_items, budget
+    )
+    return reasons
 
 
 def _no_clock() -> float:

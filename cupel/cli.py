@@ -63,7 +63,7 @@ from cupel.scorers import (
     SystemTimeProvider,
     TagScorer,
 )
-from cupel.slicers import GreedySlice, KnapsackSlice, Slicer
+from cupel.slicers import GreedySlice, KnapsackSlice, RecencyWindowSlice, Slicer
 
 __all__ = [
     "DEMO_DATA",
@@ -251,6 +251,8 @@ def _flag_pipeline(args: argparse.Namespace) -> Pipeline:
         slicer = KnapsackSlice(bucket_size=bucket_size)
     elif args.bucket_size is not None:
         raise CliError("--bucket-size applies only with --slicer knapsack")
+    elif args.slicer == "recency-window":
+        slicer = RecencyWindowSlice()
     else:
         slicer = GreedySlice()
     placer: Placer = UShapedPlacer() if args.placer == "u-shaped" else ChronologicalPlacer()
@@ -758,7 +760,12 @@ def _config_flags(*, policy: bool = True) -> _Parser:
     group.add_argument(
         "--half-life", type=float, metavar="SECONDS", help="half-life for decay (system clock)"
     )
-    group.add_argument("--slicer", choices=("greedy", "knapsack"), help="default: greedy")
+    group.add_argument(
+        "--slicer",
+        choices=("greedy", "knapsack", "recency-window"),
+        help="default: greedy; recency-window keeps the newest items that fit, without holes "
+        "(items sharing metadata cupel:turn whole)",
+    )
     group.add_argument("--bucket-size", type=int, metavar="N", help="knapsack bucket size (100)")
     group.add_argument(
         "--placer", choices=("chronological", "u-shaped"), help="default: chronological"

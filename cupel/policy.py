@@ -101,10 +101,12 @@ from cupel.slicers import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
+    RecencyWindowSlice,
     ScarcityBehavior,
     Slicer,
 )
 from cupel.slicers.knapsack import DEFAULT_MAX_CELLS
+from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY
 
 if TYPE_CHECKING:
     from cupel._pipeline import ContextResult, Pipeline
@@ -134,6 +136,7 @@ __all__ = [
     "QuotaEntrySpec",
     "QuotaSpec",
     "RecencySpec",
+    "RecencyWindowSpec",
     "ReflexiveSpec",
     "ScaledSpec",
     "ScorerSpec",
@@ -264,6 +267,7 @@ NonNegativeFloat = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
 UnitFloat = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
 Percent = Annotated[float, Strict(), Field(ge=0, le=100, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
+Share = Annotated[float, Strict(), Field(ge=0, lt=1, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
 StrictBool = Annotated[bool, Strict()]
 StrictStr = Annotated[str, Strict()]
@@ -711,9 +715,29 @@ class CountConstrainedKnapsackSpec(_Spec):
         )
 
 
+class RecencyWindowSpec(_Spec):
+    """:class:`~cupel.RecencyWindowSlice` (a cupel extension): the newest items that fit,
+    without holes; items sharing ``metadata[block_key]`` (chat turns) are kept whole, and
+    up to ``scored_share`` of the target may go to the best-scored older items."""
+
+    type: Literal["recency_window"] = "recency_window"
+    block_key: StrictStr | None = DEFAULT_BLOCK_KEY
+    scored_share: Share = 0.0
+
+    def _build(self, path: str) -> Slicer:
+        return self._guard(  # type: ignore[no-any-return]
+            path, lambda: RecencyWindowSlice(self.block_key, scored_share=self.scored_share)
+        )
+
+
 SlicerSpec = Annotated[
     Union[  # noqa: UP007
-        GreedySpec, KnapsackSpec, QuotaSpec, CountQuotaSpec, CountConstrainedKnapsackSpec
+        GreedySpec,
+        KnapsackSpec,
+        QuotaSpec,
+        CountQuotaSpec,
+        CountConstrainedKnapsackSpec,
+        RecencyWindowSpec,
     ],
     Field(discriminator="type"),
     BeforeValidator(_type_shorthand),

@@ -3,18 +3,23 @@
 =============  =========================================  ===============  ==============
 preset         scorer (composite weights)                 slicer           placer
 =============  =========================================  ===============  ==============
-chat           Recency 3, Kind 1                          Greedy           Chronological
+chat           Recency 3, Kind 1                          RecencyWindow    Chronological
 code_review    Kind 2, Priority 2, Recency 1              Greedy           Chronological
 rag            Reflexive 3, Kind 1                        Greedy           U-shaped
 document_qa    Kind 2, Reflexive 2, Priority 1            Knapsack(100)    U-shaped
-tool_use       Kind 2, Recency 2, Priority 1              Greedy           Chronological
-long_running   Recency 3, Frequency 1, Kind 1             Greedy           Chronological
+tool_use       Kind 2, Recency 2, Priority 1              RecencyWindow    Chronological
+long_running   Frequency 2, Kind 1, Priority 1            RecencyWindow    Chronological
+                                                          (25% scored)
 debugging      Priority 3, Kind 2, Recency 1              Greedy           Chronological
 =============  =========================================  ===============  ==============
 
-Every preset deduplicates, uses ``OverflowStrategy.THROW`` and the Kind scorer's default
-weights. Each is a plain :class:`~cupel.policy.Policy`, so it can be saved, edited and
-compared like any other (``preset("rag").replace(overflow_strategy="truncate")``).
+The history presets (``chat``, ``tool_use``, ``long_running``) keep a *recency window*
+(:class:`~cupel.RecencyWindowSlice`): the newest items that fit, with no holes, chat turns
+kept whole; they do not deduplicate (two equal "ok" turns are two turns, and dropping one
+would open a hole). The others select by score and deduplicate. Every preset uses
+``OverflowStrategy.THROW`` and the Kind scorer's default weights. Each is a plain
+:class:`~cupel.policy.Policy`, so it can be saved, edited and compared like any other
+(``preset("rag").replace(overflow_strategy="truncate")``).
 
 >>> preset("Code-Review").build().scorer
 CompositeScorer([(KindScorer({'SystemPrompt': 1.0, 'Memory': 0.8, 'ToolOutput': 0.6, \
@@ -39,6 +44,7 @@ from cupel.policy import (
     PolicyError,
     PrioritySpec,
     RecencySpec,
+    RecencyWindowSpec,
     ReflexiveSpec,
     ScorerSpec,
     SlicerSpec,
@@ -65,27 +71,30 @@ def _policy(
     slicer: SlicerSpec | None = None,
     placer: str = "chronological",
 ) -> Policy:
+    window = isinstance(slicer, RecencyWindowSpec)
     return Policy(
         name=name,
         description=description,
         scorer=CompositeSpec(scorers=[CompositeEntrySpec(weight=w, scorer=s) for s, w in weights]),
         slicer=GreedySpec() if slicer is None else slicer,
         placer=placer,
-        deduplication=True,
+        deduplication=not window,
         overflow_strategy="throw",
     )
 
 
 def chat() -> Policy:
-    """Conversations: the latest turns matter most, the kind breaks ties (system prompt and
-    memories over old messages). Recency 3 + Kind 1, greedy, chronological order.
+    """Conversations: the newest turns that fit, whole and without holes (a recency window;
+    the scores — Recency 3 + Kind 1 — only explain the report), in chronological order.
 
-    Use it for chat assistants whose history outgrows the window.
+    Use it for chat assistants whose history outgrows the window. The chat adapters pin
+    the system prompt and the latest user message on top of it.
     """
     return _policy(
         "chat",
-        "Recent conversation first; kind as a tie-breaker.",
+        "The newest whole turns that fit, without holes.",
         [(RecencySpec(), 3.0), (KindSpec(), 1.0)],
+        slicer=RecencyWindowSpec(),
     )
 
 
@@ -137,28 +146,33 @@ def document_qa() -> Policy:
 
 
 def tool_use() -> Policy:
-    """Agents calling tools: tool outputs and fresh results first, priority for the rest.
-    Kind 2 + Recency 2 + Priority 1.
+    """Agents calling tools: the newest tool rounds that fit, each call with its results,
+    without holes (a recency window; Kind 2 + Recency 2 + Priority 1 explain the report).
 
-    Use it for agent loops where recent tool results drive the next step.
+    Use it for agent loops where recent tool results drive the next step; the adapters
+    keep the task (the latest user message) on top of it.
     """
     return _policy(
         "tool_use",
-        "Kind and recency (fresh tool results), then priority.",
+        "The newest tool rounds that fit, without holes.",
         [(KindSpec(), 2.0), (RecencySpec(), 2.0), (PrioritySpec(), 1.0)],
+        slicer=RecencyWindowSpec(),
     )
 
 
 def long_running() -> Policy:
-    """Long sessions: recency first, plus items whose tags recur across the session
-    (recurring topics), then kind. Recency 3 + Frequency 1 + Kind 1.
+    """Long sessions: a recency window over at least three quarters of the budget, and up
+    to a quarter for the best *older* items — recurring topics (shared tags), memories and
+    high-priority items (Frequency 2 + Kind 1 + Priority 1, by score per token). Those
+    older items are the window's only holes, by choice.
 
     Use it for long-lived assistants whose history spans many topics.
     """
     return _policy(
         "long_running",
-        "Recency, recurring topics (shared tags), then kind.",
-        [(RecencySpec(), 3.0), (FrequencySpec(), 1.0), (KindSpec(), 1.0)],
+        "A recency window plus up to 25% for recurring topics, memories and priorities.",
+        [(FrequencySpec(), 2.0), (KindSpec(), 1.0), (PrioritySpec(), 1.0)],
+        slicer=RecencyWindowSpec(scored_share=0.25),
     )
 
 

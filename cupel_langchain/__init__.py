@@ -13,8 +13,10 @@ to_items
 tool_call_problems              why a provider would reject a message list's tool calls
 ==============================  =========================================================
 
-Messages: an ``AIMessage`` with tool calls and its ``ToolMessage`` s are one unit (kept or
-dropped together), system messages are pinned, the output is the same message objects in
+Messages: the default window keeps the system prompt and the latest human message, then
+whole units from the newest backwards until the next one does not fit — earlier turns
+whole, an ``AIMessage`` with tool calls always with its ``ToolMessage`` s — so it has no
+holes and is always valid for the provider. The output is the same message objects in
 conversation order. Every component can build the :class:`~cupel.SelectionReport` and
 emits it as the LangChain custom event ``"cupel_selection"``.
 
@@ -23,10 +25,12 @@ emits it as the LangChain custom event ``"cupel_selection"``.
 ...            AIMessage("", tool_calls=[{"name": "weather", "args": {}, "id": "c1"}]),
 ...            ToolMessage("Rain, 4 °C " * 20, tool_call_id="c1"),
 ...            AIMessage("Rainy, 4 °C."), HumanMessage("And tomorrow?")]
->>> [m.type for m in select_messages(history, max_tokens=40)]
-['human', 'ai', 'human']
+>>> [m.type for m in select_messages(history, max_tokens=120)]
+['human', 'ai', 'tool', 'ai', 'human']
+>>> [m.type for m in select_messages(history, max_tokens=60)]  # turn 1 no longer fits
+['human']
 >>> tool_call_problems(history[2:])
-["message 0: ToolMessage answers tool_call_id 'c1', which no preceding AIMessage left open"]
+["message 0: tool result for 'c1' answers no call made just before it (unknown_result)"]
 """
 
 from __future__ import annotations

@@ -39,12 +39,13 @@ from cupel import (
     ContextItem,
     ContextKind,
     ContextSource,
+    Filtered,
     ItemError,
     Pipeline,
     SelectionReport,
+    item_row,
+    trusted_items,
 )
-from cupel_langchain._items import item_fields, new_items
-from cupel_langchain._messages import add_filtered
 from cupel_langchain._pydantic import raise_configuration_error
 from cupel_langchain._selection import (
     PolicyLike,
@@ -132,16 +133,16 @@ def _map_documents(
         if document.id is not None:
             metadata["langchain.id"] = document.id
         fields.append(
-            item_fields(
+            item_row(
                 text if text else "[empty document]",
                 count(text),
-                kind,
-                rag,
+                kind=kind,
+                source=rag,
                 metadata=metadata,
-                hint=_relevance(document, index, total, relevance_key),
+                future_relevance_hint=_relevance(document, index, total, relevance_key),
             )
         )
-    items = new_items(fields, hinted=True)
+    items = trusted_items(fields)
     return DocumentItems(list(documents), items)
 
 
@@ -223,7 +224,8 @@ class DocumentSelection:
         report = result.report
         if limit is not None and report is not None and len(placed) > limit:
             placed, dropped = _top_k(placed, report, limit)
-            report = add_filtered(report, dropped=[(item, f"k={limit}") for item in dropped])
+            reason = Filtered(f"k={limit}")
+            report = report.with_excluded(moved=[(item, reason) for item in dropped])
         return mapping.documents_for(placed), report if with_report else None
 
 

@@ -9,10 +9,13 @@ agents built with ``langchain.agents.create_agent`` (needs the ``langchain`` pac
   selection (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` + the kept messages), so dropped
   messages are gone for good; the model call is still checked as above.
 
-Tool-call groups stay whole, so the model never sees a tool result without its call or a
-call without its results. The :class:`~cupel.SelectionReport` of the latest selection
-is in :attr:`CupelContextMiddleware.last_report` and is sent to the run's callbacks as
-the ``"cupel_selection"`` custom event.
+The window is the one of :func:`~cupel_langchain.select_messages`: the system prompt, the
+latest human message (the agent's task), then the newest tool rounds that fit, newest
+first, each call with its results — never a tool result without its call, a call
+without its results, or a hole among the recent rounds. The
+:class:`~cupel.SelectionReport` of the latest selection is in
+:attr:`CupelContextMiddleware.last_report` and is sent to the run's callbacks as the
+``"cupel_selection"`` custom event.
 
 >>> from langchain.agents import create_agent
 >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -43,6 +46,7 @@ from langgraph.runtime import Runtime
 from cupel import ConfigurationError, Pipeline, SelectionReport
 from cupel_langchain._messages import StartOn
 from cupel_langchain._selection import (
+    MIDDLEWARE_OPTIONS,
     REPORT_EVENT,
     MessageSelection,
     PolicyLike,
@@ -52,6 +56,24 @@ from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
 __all__ = ["CupelContextMiddleware"]
 
+_OPTIONS = (
+    "max_tokens",
+    "target_tokens",
+    "output_reserve",
+    "policy",
+    "pipeline",
+    "token_counter",
+    "token_counter_input",
+    "keep_last_human",
+    "keep_last",
+    "start_on",
+    "deduplicate",
+    "kinds",
+    "timestamp_key",
+    "persistent",
+    "report",
+)
+
 ModelHandler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 AsyncModelHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
 
@@ -60,8 +82,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Select the agent model's input within a token budget on every model call.
 
     Parameters are those of :func:`~cupel_langchain.select_messages` (the system message
-    is always pinned), plus ``persistent`` (rewrite the agent state too) and ``report``
-    (build, keep and emit the :class:`~cupel.SelectionReport`). Invalid settings raise
+    is always pinned, so there is no ``keep_system``), plus ``persistent`` (rewrite the
+    agent state too) and ``report`` (build, keep and emit the
+    :class:`~cupel.SelectionReport`). Invalid settings raise
     :class:`~cupel.ConfigurationError` here, not at the first model call.
     """
 
@@ -75,15 +98,30 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         pipeline: Pipeline | None = None,
         token_counter: MessageTokenCounter = "approximate",
         token_counter_input: CounterInput | str = "auto",
-        keep_last: int = 1,
+        keep_last_human: bool = True,
+        keep_last: int = 0,
         start_on: StartOn = None,
         deduplicate: bool = False,
         kinds: Mapping[str, str] | None = None,
         timestamp_key: str | None = None,
         persistent: bool = False,
         report: bool = True,
+        **unknown: Any,
     ) -> None:
         super().__init__()
+        if unknown:
+            name = sorted(unknown)[0]
+            hint = (
+                " (the system prompt is always kept by the middleware)"
+                if name == "keep_system"
+                else ""
+            )
+            raise ConfigurationError(
+                f"CupelContextMiddleware: unknown option {name!r}{hint}; allowed: "
+                f"{', '.join(_OPTIONS)}",
+                field=name,
+                value=unknown[name],
+            )
         self._selection = MessageSelection(
             max_tokens=max_tokens,
             target_tokens=target_tokens,
@@ -93,11 +131,13 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             token_counter=token_counter,
             token_counter_input=token_counter_input,
             keep_system=True,
+            keep_last_human=keep_last_human,
             keep_last=keep_last,
             start_on=start_on,
             deduplicate=deduplicate,
             kinds=kinds,
             timestamp_key=timestamp_key,
+            options=MIDDLEWARE_OPTIONS,
         )
         for name, value in (("persistent", persistent), ("report", report)):
             if not isinstance(value, bool):

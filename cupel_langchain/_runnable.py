@@ -1,30 +1,43 @@
 """Chat-history selection: :class:`CupelMessageSelector` (an LCEL Runnable) and the
 plain functions :func:`select_messages` / :func:`select_messages_with_report`.
 
-Guarantees (with any policy whose overflow strategy is ``Throw``, the presets' default):
+The default window (the ``chat`` policy) reads like a conversation:
+
+1. system messages are kept (``keep_system``);
+2. the latest human message is kept (``keep_last_human``): the question being answered,
+   or in an agent run the task;
+3. then whole units from the newest backwards, contiguously, until the next one does not
+   fit — earlier turns whole (a question with its answer and tool calls), the latest
+   turn's units one by one (an agent's newest tool rounds first).
+
+So there are no holes, never a window of one role when a complete exchange fits, and the
+only gap allowed is between the kept task message and the recent tool rounds kept after
+it. Guarantees, with any policy whose overflow strategy is ``Throw`` (every preset's):
 
 - the selected messages fit ``max_tokens`` (``target_tokens`` when set) minus
   ``output_reserve``, counted with the configured counter, each unit once;
 - they are the same objects as the input, in conversation order;
-- tool-call groups are whole: the output never starts with a tool result and never holds
-  an ``AIMessage`` whose tool calls are unanswered (orphans and unanswered calls in the
-  input are left out and reported as ``Filtered``);
-- system messages are pinned (always kept) unless ``keep_system=False``, and so are the
-  latest ``keep_last`` units (default 1: the current question, or the tool result an
-  agent just received); if pinned messages alone exceed the budget,
-  :class:`~cupel.PinnedBudgetError` says so;
-- with ``start_on="human"`` the first non-system message is a human message.
+- tool calls are valid for the provider: an ``AIMessage`` with tool calls (valid or
+  invalid) and the ``ToolMessage`` s answering it are kept or dropped together, and units
+  providers would reject (unanswered or partly answered calls, late, duplicate or
+  unknown tool results) are left out and reported as :class:`~cupel.InvalidToolCall`;
+- if the pinned messages alone exceed the budget, :class:`~cupel.PinnedBudgetError` says
+  what they need and which options would unpin them;
+- with ``start_on="human"`` the first non-system message is a human message (the pinned
+  latest human message guarantees one).
 
+A scored, gappy selection is one ``policy`` away (e.g. ``policy="code_review"``, or a
+:class:`~cupel.policy.Policy` with a greedy slicer); ``policy="long_running"`` keeps a
+window plus up to a quarter of the budget for older recurring topics and memories.
 Chat turns are not deduplicated by default: two identical "ok" turns are two messages.
-Pass ``deduplicate=True`` to drop repeated text (the best-scored copy stays).
 
 >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 >>> history = [SystemMessage("Be brief."), HumanMessage("x" * 400), AIMessage("y" * 400),
 ...            HumanMessage("Thanks! And now?")]
 >>> [m.type for m in select_messages(history, max_tokens=150)]
-['system', 'ai', 'human']
->>> [m.type for m in select_messages(history, max_tokens=150, start_on="human")]
 ['system', 'human']
+>>> [m.type for m in select_messages(history, max_tokens=250)]
+['system', 'human', 'ai', 'human']
 """
 
 from __future__ import annotations
@@ -69,7 +82,8 @@ def select_messages(
     token_counter: MessageTokenCounter = "approximate",
     token_counter_input: CounterInput | str = "auto",
     keep_system: bool = True,
-    keep_last: int = 1,
+    keep_last_human: bool = True,
+    keep_last: int = 0,
     start_on: StartOn = None,
     deduplicate: bool = False,
     kinds: Mapping[str, str] | None = None,
@@ -78,7 +92,7 @@ def select_messages(
     """Select the messages that fit ``max_tokens`` (see the module docstring).
 
     ``policy`` is a :class:`~cupel.policy.Policy` or a preset name (default ``"chat"``:
-    recency first, chronological); ``pipeline`` overrides it. ``token_counter`` is
+    the recency window, chronological); ``pipeline`` overrides it. ``token_counter`` is
     ``"approximate"``, a chat model, or a callable (see :mod:`cupel_langchain._tokens`).
     ``kinds`` overrides the kind of a unit type (``system``, ``human``, ``ai``,
     ``tool_group``, ...). ``timestamp_key`` names a timestamp messages may carry in
@@ -94,6 +108,7 @@ def select_messages(
         token_counter=token_counter,
         token_counter_input=token_counter_input,
         keep_system=keep_system,
+        keep_last_human=keep_last_human,
         keep_last=keep_last,
         start_on=start_on,
         deduplicate=deduplicate,
@@ -113,7 +128,8 @@ def select_messages_with_report(
     token_counter: MessageTokenCounter = "approximate",
     token_counter_input: CounterInput | str = "auto",
     keep_system: bool = True,
-    keep_last: int = 1,
+    keep_last_human: bool = True,
+    keep_last: int = 0,
     start_on: StartOn = None,
     deduplicate: bool = False,
     kinds: Mapping[str, str] | None = None,
@@ -126,7 +142,7 @@ def select_messages_with_report(
     >>> kept, report = select_messages_with_report(
     ...     [HumanMessage("x" * 400), HumanMessage("hi")], max_tokens=20)
     >>> [m.content for m in kept], report.excluded[0].reason.name
-    (['hi'], 'BudgetExceeded')
+    (['hi'], 'OutsideWindow')
     """
     selected, report = MessageSelection(
         max_tokens=max_tokens,
@@ -137,6 +153,7 @@ def select_messages_with_report(
         token_counter=token_counter,
         token_counter_input=token_counter_input,
         keep_system=keep_system,
+        keep_last_human=keep_last_human,
         keep_last=keep_last,
         start_on=start_on,
         deduplicate=deduplicate,
@@ -164,7 +181,7 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     >>> kept = selector.invoke([HumanMessage("x" * 400), AIMessage("Hello!"),
     ...                         HumanMessage("Hi")])
     >>> [m.content for m in kept], len(selector.last_report.excluded)
-    (['Hello!', 'Hi'], 1)
+    (['Hi'], 2)
     """
 
     max_tokens: StrictInt
@@ -183,8 +200,10 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     """How a callable counter is called: ``"messages"``, ``"message"``, ``"text"``."""
     keep_system: StrictBool = True
     """Pin system messages (always kept)."""
-    keep_last: StrictInt = 1
-    """Pin the latest units (the current question, a fresh tool result); 0: none."""
+    keep_last_human: StrictBool = True
+    """Pin the latest human message (the question, or an agent's task)."""
+    keep_last: StrictInt = 0
+    """Also pin the latest units (e.g. 1: a fresh tool result, even if it overflows)."""
     start_on: Any = None
     """Message type(s) the selection must start on after system messages (e.g. ``"human"``)."""
     deduplicate: StrictBool = False
@@ -216,6 +235,7 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             token_counter=self.token_counter,
             token_counter_input=self.token_counter_input,
             keep_system=self.keep_system,
+            keep_last_human=self.keep_last_human,
             keep_last=self.keep_last,
             start_on=self.start_on,
             deduplicate=self.deduplicate,

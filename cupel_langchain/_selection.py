@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -16,50 +16,35 @@ from langchain_core.callbacks import (
 from langchain_core.messages import BaseMessage
 
 from cupel import (
-    BaseScorer,
-    ChronologicalPlacer,
-    CompositeScorer,
     ConfigurationError,
     ContextBudget,
-    ContextItem,
-    DecayScorer,
-    FrequencyScorer,
-    GreedySlice,
-    KindScorer,
-    KnapsackSlice,
-    PinnedBudgetError,
     Pipeline,
-    PriorityScorer,
-    RecencyScorer,
-    ReflexiveScorer,
-    ScaledScorer,
     SelectionReport,
-    TagScorer,
-    UShapedPlacer,
 )
+from cupel.conversation import PinnedOptions
 from cupel.policy import Policy, PolicyError
-from cupel_langchain._items import gc_paused
 from cupel_langchain._messages import (
     MessageItems,
     MessagesInput,
     StartOn,
-    _map_messages,
-    add_filtered,
     as_messages,
     check_keep_last,
     check_kinds,
     check_start_on,
+    map_messages,
+    start_on_roles,
 )
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter, resolve_message_counter
 
 __all__ = [
+    "MIDDLEWARE_OPTIONS",
     "REPORT_EVENT",
+    "SELECTOR_OPTIONS",
     "MessageSelection",
     "PolicyLike",
     "adispatch_report",
     "dispatch_report",
     "make_budget",
-    "metadata_unread",
     "report_event_data",
     "resolve_pipeline",
 ]
@@ -69,6 +54,15 @@ PolicyLike = Policy | str
 
 REPORT_EVENT = "cupel_selection"
 """The name of the LangChain custom event carrying a selection's report."""
+
+SELECTOR_OPTIONS = PinnedOptions(
+    system="keep_system=False", latest_user="keep_last_human=False", last="keep_last=0"
+)
+"""The pinning options of ``select_messages`` and ``CupelMessageSelector``."""
+MIDDLEWARE_OPTIONS = PinnedOptions(
+    system=None, latest_user="keep_last_human=False", last="keep_last=0"
+)
+"""The pinning options of ``CupelContextMiddleware`` (its system prompt is always kept)."""
 
 
 def make_budget(max_tokens: int, target_tokens: int | None, output_reserve: int) -> ContextBudget:
@@ -188,68 +182,23 @@ async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> Non
         await manager.on_custom_event(REPORT_EVENT, dict(data), run_id=manager.parent_run_id)
 
 
-_BLIND_SCORERS = frozenset(
-    {
-        CompositeScorer,
-        ScaledScorer,
-        RecencyScorer,
-        PriorityScorer,
-        KindScorer,
-        TagScorer,
-        FrequencyScorer,
-        ReflexiveScorer,
-        DecayScorer,
-    }
-)
-_BLIND_SLICERS = frozenset({GreedySlice, KnapsackSlice})
-_BLIND_PLACERS = frozenset({ChronologicalPlacer, UShapedPlacer})
-
-
-def metadata_unread(pipeline: Pipeline) -> bool:
-    """Whether running ``pipeline`` can never read an item's ``metadata``: its scorer
-    tree, slicer and placer are all cupel's own components that look at other fields
-    only (exact classes: a subclass could read anything; the metadata scorers are not
-    among them), and no overflow callback receives the items. Every preset qualifies.
-
-    A message selection that builds no report then skips building each item's metadata:
-    its items never leave the selection, so nothing could tell (``MessageItems`` maps
-    back by identity).
-
-    >>> from cupel import MetadataKeyScorer
-    >>> metadata_unread(resolve_pipeline("chat", None, None))
-    True
-    >>> metadata_unread(Pipeline(MetadataKeyScorer("langchain.type", "human", 2.0)))
-    False
-    """
-    if (
-        pipeline.on_overflow is not None
-        or type(pipeline.slicer) not in _BLIND_SLICERS
-        or type(pipeline.placer) not in _BLIND_PLACERS
-    ):
-        return False
-    pending: list[object] = [pipeline.scorer]
-    while pending:
-        scorer = pending.pop()
-        if type(scorer) not in _BLIND_SCORERS:
-            return False
-        pending.extend(cast(BaseScorer, scorer).children())
-    return True
-
-
 class MessageSelection:
     """A validated message-selection configuration; :meth:`select` runs it.
 
     Shared by :func:`~cupel_langchain.select_messages`, the Runnable and the agent
-    middleware. Everything is checked here, once.
+    middleware. Everything is checked here, once. ``options`` names the pinning options
+    the owning component offers (for the error raised when pinned messages alone exceed
+    the budget).
     """
 
     __slots__ = (
         "budget",
         "count",
         "keep_last",
+        "keep_last_human",
         "keep_system",
         "kinds",
-        "metadata_unread",
+        "options",
         "pipeline",
         "start_on",
         "timestamp_key",
@@ -266,25 +215,26 @@ class MessageSelection:
         token_counter: MessageTokenCounter = "approximate",
         token_counter_input: CounterInput | str = "auto",
         keep_system: bool = True,
-        keep_last: int = 1,
+        keep_last_human: bool = True,
+        keep_last: int = 0,
         start_on: StartOn = None,
         deduplicate: bool = False,
         kinds: Mapping[str, str] | None = None,
         timestamp_key: str | None = None,
+        options: PinnedOptions = SELECTOR_OPTIONS,
     ) -> None:
         self.budget = make_budget(max_tokens, target_tokens, output_reserve)
         self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
-        self.metadata_unread = metadata_unread(self.pipeline)
         self.count = resolve_message_counter(token_counter, token_counter_input)
-        if not isinstance(keep_system, bool):
-            raise ConfigurationError(
-                f"keep_system must be a bool, got {keep_system!r}",
-                field="keep_system",
-                value=keep_system,
-            )
+        for name, flag in (("keep_system", keep_system), ("keep_last_human", keep_last_human)):
+            if not isinstance(flag, bool):
+                raise ConfigurationError(
+                    f"{name} must be a bool, got {flag!r}", field=name, value=flag
+                )
         self.keep_system = keep_system
+        self.keep_last_human = keep_last_human
         self.keep_last = check_keep_last(keep_last)
-        self.start_on = check_start_on(start_on)
+        self.start_on = start_on_roles(check_start_on(start_on))
         self.kinds = check_kinds(kinds)
         if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
             raise ConfigurationError(
@@ -293,82 +243,32 @@ class MessageSelection:
                 value=timestamp_key,
             )
         self.timestamp_key = timestamp_key
+        self.options = options
 
-    def map(self, messages: MessagesInput, *, with_metadata: bool = True) -> MessageItems:
+    def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
-        return _map_messages(
+        return map_messages(
             as_messages(messages),
             self.count,
             keep_system=self.keep_system,
+            keep_last_human=self.keep_last_human,
             keep_last=self.keep_last,
             kinds=self.kinds,
             timestamp_key=self.timestamp_key,
-            with_metadata=with_metadata,
         )
 
     def select(
         self, messages: MessagesInput, *, with_report: bool
     ) -> tuple[list[BaseMessage], SelectionReport | None]:
         """The selected messages (same objects, conversation order) and, when asked, the
-        report including the adapter's own ``Filtered`` decisions."""
-        with gc_paused():
-            return self._select(messages, with_report)
-
-    def _select(
-        self, messages: MessagesInput, with_report: bool
-    ) -> tuple[list[BaseMessage], SelectionReport | None]:
-        mapping = self.map(messages, with_metadata=with_report or not self.metadata_unread)
-        items = mapping.items
-        budget = self.budget
-        self._check_pinned(mapping, budget)
-        if with_report:
-            result = self.pipeline.dry_run(items, budget)
-        else:
-            result = self.pipeline.run(items, budget)
-        positions = mapping.unit_positions(result.items)
-        dropped: list[tuple[ContextItem, str]] = []
-        if self.start_on:
-            positions = self._apply_start_on(mapping, positions, dropped)
-        selected = mapping.messages_at(positions)
-        report = result.report
-        if report is not None:
-            report = add_filtered(report, dropped=dropped, upfront=mapping.invalid)
-        return selected, report
-
-    def _apply_start_on(
-        self, mapping: MessageItems, positions: list[int], dropped: list[tuple[ContextItem, str]]
-    ) -> list[int]:
-        allowed = self.start_on
-        name = "start_on:" + "|".join(allowed)
-        kept: list[int] = []
-        started = False
-        for position in positions:
-            kind = mapping.first_message(position).type
-            if started or kind == "system":
-                kept.append(position)
-            elif kind in allowed:
-                started = True
-                kept.append(position)
-            else:
-                dropped.append((mapping.items[position], name))
-        return kept
-
-    def _check_pinned(self, mapping: MessageItems, budget: ContextBudget) -> None:
-        system = latest = 0
-        for position in mapping.pinned:
-            tokens = mapping.items[position].tokens
-            if self.keep_system and mapping.first_message(position).type == "system":
-                system += tokens
-            else:
-                latest += tokens
-        pinned = system + latest
-        available = budget.max_tokens - budget.output_reserve
-        if pinned > available:
-            error = PinnedBudgetError(pinned, available)
-            error.args = (
-                f"The messages that are always kept need {pinned} tokens (system messages: "
-                f"{system}, the latest {self.keep_last} unit(s) kept by keep_last: {latest}), "
-                f"but the budget allows {available} (max_tokens - output_reserve); raise "
-                f"max_tokens, shorten them, or pass keep_system=False / keep_last=0",
-            )
-            raise error
+        report (invalid units as ``InvalidToolCall``, ``start_on`` drops as ``Filtered``)."""
+        mapping = self.map(messages)
+        window = mapping.history.select(
+            self.pipeline,
+            self.budget,
+            with_report=with_report,
+            start_on=self.start_on,
+            options=self.options,
+        )
+        listed = mapping.messages
+        return [listed[i] for i in window.messages], window.report

@@ -52,6 +52,7 @@ __all__ = [
     "approximate_message_tokens",
     "approximate_text_tokens",
     "check_count",
+    "is_additive",
     "is_approximate",
     "message_text",
     "resolve_document_counter",
@@ -246,6 +247,13 @@ def resolve_message_counter(
 
 def _approximate_unit(unit: Sequence[BaseMessage]) -> int:
     return sum(map(approximate_message_tokens, unit))
+
+
+def is_additive(count: Callable[[Sequence[BaseMessage]], int]) -> bool:
+    """Whether ``count`` (from :func:`resolve_message_counter`) is the approximate counter,
+    whose count of a unit is the sum of its messages' counts (then each message is
+    counted on its own, inline)."""
+    return count is _approximate_unit
 
 
 def _model_unit(model_count: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:

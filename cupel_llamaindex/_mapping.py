@@ -5,10 +5,11 @@ whose tokens are counted on what a synthesizer sends to the LLM
 (``node.get_content(metadata_mode=...)``, ``MetadataMode.LLM`` by default) and whose
 ``future_relevance_hint`` is the retriever's score (see :func:`nodes_to_items`).
 
-Chat messages: each :class:`~llama_index.core.llms.ChatMessage` belongs to exactly one
-*unit*, and each unit becomes one item (see :func:`messages_to_items`). An assistant
-message that calls tools and every tool message answering it form one atomic unit, so a
-selection can never split a tool call from its results.
+Chat messages: read once each (role, text, tokens, tool-call links) and handed to cupel's
+conversation layer (:mod:`cupel.conversation`), which groups them into units (an
+assistant message that calls tools with the tool messages answering it is one unit, so a
+selection never splits a call from its results), sets aside the units providers would
+reject, and builds one item per unit (see :func:`messages_to_items`).
 
 Mapping back always returns the very same LlamaIndex objects, never copies, and never
 modifies them.
@@ -20,7 +21,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -29,15 +30,23 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource
-from cupel_llamaindex._items import chat_fields, new_items, synthetic_timestamps
+from cupel import (
+    ConfigurationError,
+    ContextItem,
+    ContextKind,
+    ContextSource,
+    InvalidToolCall,
+)
+from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER, Conversation, HistoryItems
 
 __all__ = [
     "MessageMapping",
     "MessageUnit",
     "NodeMapping",
     "Relevance",
+    "TokenCache",
     "TokenizerFn",
+    "conversation_role",
     "count_tokens",
     "message_text",
     "messages_to_items",
@@ -314,110 +323,90 @@ class MessageUnit:
     item: ContextItem
 
 
-class _Progress(NamedTuple):
-    """What :func:`messages_to_items` needs to continue a mapping where it stopped."""
+_ROLES = {
+    "system": SYSTEM,
+    "developer": SYSTEM,
+    "user": USER,
+    "assistant": ASSISTANT,
+    "model": ASSISTANT,
+    "chatbot": ASSISTANT,
+    "tool": TOOL,
+    "function": TOOL,
+}
 
-    config: tuple[object, object, bool, bool]  # tokenizer_fn, counter, pin flags
-    roles: list[str]  # each message's role as a plain string
-    links: dict[int, object]  # message index -> what links it (non-plain messages only)
-    makes_calls: list[bool]  # per unit: its first message makes tool calls
-    calls_unit: dict[str, int]  # tool call id -> unit
-    attach: int  # the unit an id-less tool message would join next (-1: none)
-    last_user: int  # the latest user message (-1: none), whatever pin_last_user says
-    last_user_unit: int
+
+def conversation_role(message: ChatMessage) -> str:
+    """The conversation-layer role of a LlamaIndex message role.
+
+    >>> conversation_role(ChatMessage(role="developer", content="Be brief."))
+    'system'
+    """
+    role = str.__str__(message.role)
+    return _ROLES.get(role, role)
 
 
 class MessageMapping:
-    """Units built from a chat history and the way back to its messages.
+    """A chat history mapped to cupel's conversation layer: one item per unit.
 
-    ``items[k]`` stands for the messages at ``members[k]`` (positions in ``messages``,
-    ascending); units are in history order of their first message. ``texts`` and
-    ``counts`` hold each message's counted text and tokens. ``orphans`` are tool messages
-    that answer no call and have no earlier non-system message to travel with, as
-    one-message units (items of kind ``ToolOutput``). They are not offered for selection
-    (a history may not start with a tool result);
-    :class:`~cupel_llamaindex.CupelChatMemory` reports them as
-    ``Filtered("orphan_tool_result")``.
+    ``items`` are the units that can be sent, in history order; ``members[k]`` are the
+    message positions behind ``items[k]``. ``invalid`` pairs each unit providers would
+    reject (unanswered or partly answered tool calls; late, duplicate or unknown tool
+    results) with its :class:`~cupel.InvalidToolCall` reason; it is never selected.
+    ``texts`` and ``counts`` hold each message's counted text and tokens.
     """
 
-    __slots__ = (
-        "_position",
-        "_progress",
-        "counts",
-        "items",
-        "members",
-        "messages",
-        "orphan_items",
-        "orphan_members",
-        "texts",
-    )
+    __slots__ = ("counts", "history", "messages", "texts")
 
     def __init__(
         self,
         messages: tuple[ChatMessage, ...],
         texts: list[str],
         counts: list[int],
-        members: list[tuple[int, ...]],
-        items: list[ContextItem],
-        orphan_members: list[tuple[int, ...]],
-        orphan_items: list[ContextItem],
+        history: HistoryItems,
     ) -> None:
         self.messages = messages
         self.texts = texts
         self.counts = counts
-        self.members = members
-        self.items = items
-        self.orphan_members = orphan_members
-        self.orphan_items = orphan_items
-        self._position: dict[int, int] | None = None
-        self._progress: _Progress | None = None
+        self.history = history
 
     def __repr__(self) -> str:
         return (
             f"MessageMapping({len(self.messages)} messages, {len(self.items)} units, "
-            f"{len(self.orphan_items)} orphans)"
+            f"{len(self.invalid)} invalid)"
         )
 
     @property
-    def units(self) -> list[MessageUnit]:
-        """The units, in history order."""
-        return [MessageUnit(m, i) for m, i in zip(self.members, self.items, strict=True)]
+    def items(self) -> list[ContextItem]:
+        """The selectable units' items, in history order."""
+        return self.history.items
 
     @property
-    def orphans(self) -> list[MessageUnit]:
-        """The orphan tool messages, as units."""
-        return [
-            MessageUnit(m, i) for m, i in zip(self.orphan_members, self.orphan_items, strict=True)
-        ]
+    def invalid(self) -> list[tuple[ContextItem, InvalidToolCall]]:
+        """The units providers would reject, with why."""
+        return self.history.invalid
+
+    @property
+    def members(self) -> list[tuple[int, ...]]:
+        """The message positions behind each of ``items``."""
+        conversation = self.history.conversation
+        return [conversation.messages_of(k) for k in self.history.units]
+
+    @property
+    def units(self) -> list[MessageUnit]:
+        """The selectable units, in history order."""
+        return [MessageUnit(m, i) for m, i in zip(self.members, self.items, strict=True)]
 
     def positions(self, items: Iterable[ContextItem]) -> list[int]:
         """The unit positions of ``items``, ascending (history order).
 
         Raises :class:`~cupel.ConfigurationError` for an item this mapping did not build.
         """
-        if self._position is None:
-            self._position = {id(item): k for k, item in enumerate(self.items)}
-        position = self._position
-        out: list[int] = []
-        for item in items:
-            k = position.get(id(item))
-            if k is None:
-                raise ConfigurationError(
-                    f"item {item.content[:60]!r} was not built by this mapping",
-                    field="items",
-                    value=item,
-                )
-            out.append(k)
-        out.sort()
-        return out
+        return self.history.positions(list(items))
 
     def messages_at(self, positions: Iterable[int]) -> list[ChatMessage]:
         """Every message of the units at ``positions``, in history order."""
-        members = self.members
-        indices = [i for k in positions for i in members[k]]
-        indices.sort()
         messages = self.messages
-        return [messages[i] for i in indices]
+        return [messages[i] for i in self.history.messages_at(list(positions))]
 
     def to_messages(self, items: Iterable[ContextItem]) -> list[ChatMessage]:
         """The messages behind ``items``, in history order (every message of a unit).
@@ -427,6 +416,28 @@ class MessageMapping:
         return self.messages_at(self.positions(items))
 
 
+class TokenCache:
+    """Counts of message texts already counted, so that a growing history is counted
+    once per message, not once per call (LlamaIndex's ``ChatMemoryBuffer`` re-counts the
+    window for every message it drops). Valid for one counter: :meth:`for_counter`
+    empties it when the counter changes. Bounded: it is cleared when it holds more than
+    twice the entries of the last history plus 1,000."""
+
+    __slots__ = ("_counter", "_counts")
+
+    def __init__(self) -> None:
+        self._counter: object = None
+        self._counts: dict[object, int] = {}
+
+    def for_counter(self, counter: object, size: int) -> dict[object, int]:
+        """The cache for ``counter`` (emptied if it was filled by another or grew past
+        its bound for a history of ``size`` messages)."""
+        if counter is not self._counter or len(self._counts) > 2 * size + 1000:
+            self._counter = counter
+            self._counts = {}
+        return self._counts
+
+
 def messages_to_items(
     messages: Sequence[ChatMessage],
     *,
@@ -434,45 +445,25 @@ def messages_to_items(
     message_token_counter: Callable[[ChatMessage], int] | None = None,
     pin_system: bool = True,
     pin_last_user: bool = True,
-    previous: MessageMapping | None = None,
+    cache: TokenCache | None = None,
 ) -> MessageMapping:
-    """Group a chat history into atomic units and map each unit to one item.
+    """Map a chat history to one item per unit with cupel's conversation layer.
 
-    Units:
-
-    * an assistant message that makes tool calls (``ToolCallBlock`` s or
-      ``additional_kwargs["tool_calls"]``) and every tool message answering it (matched
-      by ``additional_kwargs["tool_call_id"]``; a tool message without an id answers the
-      calls of the assistant message right before it) → kind ``ToolOutput``;
-    * any other message alone: system/developer → ``SystemPrompt`` (pinned when
-      ``pin_system``), everything else → ``Message``;
-    * a tool message that answers no call travels with the unit of the message right
-      before it; with no such (non-system) message it is an orphan (see
-      :class:`MessageMapping`).
-
-    Each message is counted once: ``message_token_counter(message)`` if given, else
-    ``len(tokenizer_fn(message_text(message)))``; a unit's tokens are the sum. Timestamps
-    are synthetic and follow history order (only their order is meaningful). Content is
-    ``"[position] role: text"`` so that distinct turns never deduplicate; ``metadata``
-    holds ``{"role": ...}`` of the unit's first message. With ``pin_last_user`` the most
-    recent user message is pinned, so the question being answered is never dropped.
-
-    Counting is one batched ``map`` over the texts when nothing is reused and there is
-    no ``message_token_counter``; otherwise one call per message. Both give the same
-    counts (``tests/llamaindex/test_li_fast_paths.py``).
-
-    ``previous``: the mapping of an earlier version of the same history (ignored unless
-    built with the same ``tokenizer_fn`` / ``message_token_counter`` objects and pin
-    settings). A fast path: when ``messages`` still starts with every message of
-    ``previous`` — the same objects at the same positions, each with the same role, text
-    and tool linkage — mapping continues where ``previous`` stopped. Only the new
-    messages are read and counted, units are extended (a late tool result joins its
-    call) and only the units that changed get new items (one that gained a message; the
-    former latest user message, which loses its pin). Otherwise every message is mapped
-    again, and a message that is the same object with the same text (at any position)
-    keeps its count. Either way the result equals a mapping built from scratch
-    (property-tested), and a growing conversation is counted once per message, not once
-    per call.
+    * Roles: ``system`` / ``developer`` → system (pinned when ``pin_system``); ``user``
+      (the latest one pinned when ``pin_last_user``: the question being answered, or an
+      agent's task); ``assistant`` (``model``, ``chatbot``); ``tool`` / ``function``.
+    * An assistant message that makes tool calls (``ToolCallBlock`` s,
+      ``additional_kwargs["tool_calls"]`` or a legacy ``function_call``) and the tool
+      messages answering it (``additional_kwargs["tool_call_id"]``) are one unit of kind
+      ``ToolOutput``. Units providers would reject are set aside as ``invalid``.
+    * Each message is counted once: ``message_token_counter(message)`` if given, else
+      ``len(tokenizer_fn(message_text(message)))``; a unit's tokens are the sum. With a
+      ``cache`` (a :class:`TokenCache`), texts counted in an earlier call are not
+      counted again.
+    * Content is ``"[position] role: text"`` (so distinct turns never deduplicate);
+      ``metadata`` holds ``{"role": ...}`` of the unit's first message, plus
+      ``cupel:turn`` for units of earlier turns (a recency window keeps them whole).
+      Timestamps are synthetic and follow history order.
 
     >>> history = [
     ...     ChatMessage(role="system", content="Be brief."),
@@ -491,10 +482,6 @@ def messages_to_items(
     (4,) Message 1 False
     >>> mapping.to_messages([mapping.items[2]])[1] is history[3]
     True
-    >>> longer = messages_to_items([*history, ChatMessage(role="user", content="Thanks")],
-    ...                            tokenizer_fn=str.split, previous=mapping)
-    >>> longer.items[2] is mapping.items[2], longer.items[1] is mapping.items[1]
-    (True, False)
     """
     if tokenizer_fn is None and message_token_counter is None:
         raise ConfigurationError(
@@ -504,56 +491,12 @@ def messages_to_items(
         )
     messages = tuple(messages)
     n = len(messages)
-    config = (tokenizer_fn, message_token_counter, pin_system, pin_last_user)
-    progress = previous._progress if previous is not None else None
-    if progress is not None and not (
-        progress.config[0] is tokenizer_fn
-        and progress.config[1] is message_token_counter
-        and progress.config[2:] == config[2:]
-    ):
-        previous = progress = None  # built differently: nothing carries over
-    start = 0  # messages before `start` are resumed from `previous` as they are
-    counted: dict[int, int] = {}  # id(message) -> its index in `previous` (fallback reuse)
-    if previous is not None and progress is not None:
-        if _continues(messages, previous, progress):
-            start = len(previous.messages)
-        else:
-            counted = {id(message): j for j, message in enumerate(previous.messages)}
-    if start:
-        assert previous is not None and progress is not None
-        extra_slots = n - start
-        texts = previous.texts + [""] * extra_slots
-        counts = previous.counts + [0] * extra_slots
-        roles = progress.roles + [""] * extra_slots
-        links = dict(progress.links)
-        members = list(previous.members)
-        makes_calls = list(progress.makes_calls)
-        calls_unit = dict(progress.calls_unit)
-        orphans = [m[0] for m in previous.orphan_members]
-        attach = progress.attach
-        last_user = progress.last_user
-        last_user_unit = progress.last_user_unit
-    else:
-        texts = [""] * n
-        counts = [0] * n
-        roles = [""] * n  # plain strings: hashing/comparing enum members is slow
-        links = {}
-        members = []
-        makes_calls = []
-        calls_unit = {}
-        orphans = []
-        attach = -1  # the unit an id-less tool message joins: the previous message's
-        last_user = last_user_unit = -1
-    old_units = len(members)
-    joined: set[int] = set()  # resumed units that gained a tool message
-    old_texts = previous.texts if previous is not None else []
-    old_counts = previous.counts if previous is not None else []
-    # Pass 1: assign every message to a unit and count each message once (in one batch
-    # after the loop, unless counts are reused or come from message_token_counter).
-    one_by_one = bool(counted) or message_token_counter is not None
-    for i in range(start, n):
-        message = messages[i]
-        if type(message) is not ChatMessage and not isinstance(message, ChatMessage):
+    roles: list[str] = []
+    texts: list[str] = []
+    calls: dict[int, list[str | None]] = {}
+    answers: dict[int, str | None] = {}
+    for i, message in enumerate(messages):
+        if not isinstance(message, ChatMessage):
             raise ConfigurationError(
                 f"messages[{i}] must be a ChatMessage, got {type(message).__name__}",
                 field=f"messages[{i}]",
@@ -562,132 +505,85 @@ def messages_to_items(
         blocks = message.blocks
         extra = message.additional_kwargs
         plain = not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock
-        # message_text's common case, inlined
-        text = blocks[0].text if plain else message_text(message)  # type: ignore[union-attr]
-        texts[i] = text
-        role = roles[i] = str.__str__(message.role)
-        if one_by_one:
-            j = counted.get(id(message), -1)
-            if j >= 0 and old_texts[j] == text:
-                counts[i] = old_counts[j]
-            elif message_token_counter is not None:
-                counts[i] = _checked_count(message_token_counter(message), i)
-            else:
-                counts[i] = count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
-        if role == "tool" or role == "function":
-            call_id = None
-            if not plain:
-                call_id = links[i] = extra.get("tool_call_id")
-            target = attach
-            if isinstance(call_id, str):
-                target = calls_unit.get(call_id, attach)
-            if target < 0:
-                orphans.append(i)
-            else:
-                members[target] = (*members[target], i)
-                if target < old_units:
-                    joined.add(target)
-            attach = target
+        texts.append(blocks[0].text if plain else message_text(message))  # type: ignore[union-attr]
+        role = conversation_role(message)
+        roles.append(role)
+        if plain:
             continue
-        k = len(members)
-        members.append((i,))
-        calls = False
-        if role == "user":
-            last_user = i
-            last_user_unit = attach = k
-            if not plain:
-                links[i] = None
-        elif role == "system" or role == "developer":
-            attach = -1
-            if not plain:
-                links[i] = None
-        else:
-            attach = k
-            if not plain:  # a plain message (one text block, no extras) makes no calls
-                ids, calls = tool_call_ids(message)
-                links[i] = (tuple(ids), calls)
-                for call_id in ids:
-                    calls_unit[call_id] = k
-        makes_calls.append(calls)
-    if not one_by_one and start < n:
-        counts[start:] = _count_all(tokenizer_fn, texts[start:])  # type: ignore[arg-type]
-    pinned_user = last_user if pin_last_user else -1
-    # Pass 2: one item per new unit, and per resumed unit that changed (it gained a tool
-    # result, or the latest user message moved on). Items are built from complete field
-    # dicts by `new_items` (see cupel_llamaindex._items).
-    if start:
-        assert previous is not None and progress is not None
-        todo = joined
-        if pin_last_user and progress.last_user_unit != last_user_unit:
-            todo.add(progress.last_user_unit)  # no longer the latest user message
-        todo.discard(-1)
-        todo_units: Iterable[int] = [*sorted(todo), *range(old_units, len(members))]
-    else:
-        todo_units = range(len(members))
-    stamps = synthetic_timestamps(n)
-    fresh: list[dict[str, Any]] = []
-    add = fresh.append
-    blank = chat_fields("", 0, "", 0).copy  # Message / Chat / not pinned, filled in below
-    for k in todo_units:
-        unit = members[k]
-        head = unit[0]
-        role = roles[head]
-        fields = blank()
-        if len(unit) == 1:
-            fields["content"] = f"[{head}] {role}: {texts[head]}"
-            fields["tokens"] = counts[head]
-            calls = makes_calls[k]
-        else:
-            fields["content"] = " | ".join(f"[{j}] {roles[j]}: {texts[j]}" for j in unit)
-            fields["tokens"] = sum(counts[j] for j in unit)
-            calls = True
-        if role == "system" or role == "developer":
-            fields["kind"] = _SYSTEM_PROMPT
-            fields["pinned"] = pin_system
-        elif calls:
-            fields["kind"] = _TOOL_OUTPUT
-            fields["source"] = _TOOL
-        if head == pinned_user:
-            fields["pinned"] = True
-        fields["metadata"] = {"role": role}
-        fields["timestamp"] = stamps[head]
-        add(fields)
-    built = new_items(fresh)
-    items: list[ContextItem]
-    if start:
-        assert previous is not None
-        items = [*previous.items, *built[len(built) - (len(members) - old_units) :]]
-        for k, item in zip(todo_units, built, strict=False):
-            if k >= old_units:
-                break
-            items[k] = item
-    else:
-        items = built
-    old_orphans = len(previous.orphan_items) if start and previous is not None else 0
-    new_orphans = orphans[old_orphans:]
-    orphan_items = new_items(
-        [
-            chat_fields(
-                f"[{i}] {roles[i]}: {texts[i]}",
-                counts[i],
-                roles[i],
-                i,
-                kind=_TOOL_OUTPUT,
-                source=_TOOL,
-            )
-            for i in new_orphans
-        ]
+        if role == ASSISTANT:
+            ids, makes = tool_call_ids(message)
+            if makes:
+                calls[i] = _call_list(message, ids)
+        elif role == TOOL:
+            answer = extra.get("tool_call_id")
+            answers[i] = answer if isinstance(answer, str) else None
+    counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
+    known = cache.for_counter(counter, n) if cache is not None else {}
+    counts = _counts(messages, texts, tokenizer_fn, message_token_counter, known)
+    conversation = Conversation(roles, calls=calls, answers=answers)
+    raw_roles = [str.__str__(m.role) for m in messages]
+    labelled = [f"[{i}] {raw_roles[i]}: {text}" for i, text in enumerate(texts)]
+
+    def metadata(k: int) -> dict[str, Any]:
+        return {"role": raw_roles[conversation.first_message(k)]}
+
+    history = HistoryItems.from_conversation(
+        conversation,
+        labelled,
+        counts,
+        metadata=metadata,
+        keep_system=pin_system,
+        keep_latest_user=pin_last_user,
     )
-    if old_orphans:
-        assert previous is not None
-        orphan_items = [*previous.orphan_items, *orphan_items]
-    mapping = MessageMapping(
-        messages, texts, counts, members, items, [(i,) for i in orphans], orphan_items
-    )
-    mapping._progress = _Progress(
-        config, roles, links, makes_calls, calls_unit, attach, last_user, last_user_unit
-    )
-    return mapping
+    return MessageMapping(messages, texts, counts, history)
+
+
+def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:
+    """Every call the message makes, by id (``None`` for a call without one)."""
+    total = sum(isinstance(block, ToolCallBlock) for block in message.blocks)
+    extra = message.additional_kwargs
+    raw_calls = extra.get("tool_calls") if extra else None
+    if raw_calls:
+        total += len(raw_calls)
+    if extra and extra.get("function_call"):
+        total += 1
+    return [*ids, *([None] * (total - len(ids)))]
+
+
+def _counts(
+    messages: tuple[ChatMessage, ...],
+    texts: list[str],
+    tokenizer_fn: TokenizerFn | None,
+    message_token_counter: Callable[[ChatMessage], int] | None,
+    known: dict[object, int],
+) -> list[int]:
+    """Each message's tokens; ``known`` (a :class:`TokenCache`'s dict) is read and filled:
+    keyed by text for ``tokenizer_fn``, by the message object and its text for
+    ``message_token_counter``."""
+    counts: list[int] = []
+    if message_token_counter is not None or tokenizer_fn is None:
+        count_message = _require_counter(message_token_counter)
+        for i, message in enumerate(messages):
+            key = (id(message), texts[i])
+            value = known.get(key)
+            if value is None:
+                value = known[key] = _checked_count(count_message(message), i)
+            counts.append(value)
+        return counts
+    missing = [text for text in dict.fromkeys(texts) if text not in known]
+    if missing:
+        known.update(zip(missing, _count_all(tokenizer_fn, missing), strict=True))
+    return [known[text] for text in texts]
+
+
+def _require_counter(
+    counter: Callable[[ChatMessage], int] | None,
+) -> Callable[[ChatMessage], int]:
+    if counter is None:  # messages_to_items refuses having neither counter
+        raise ConfigurationError(
+            "a token counter is needed", field="message_token_counter", value=None
+        )
+    return counter
 
 
 def _count_all(tokenizer_fn: TokenizerFn, texts: list[str]) -> list[int]:
@@ -697,46 +593,6 @@ def _count_all(tokenizer_fn: TokenizerFn, texts: list[str]) -> list[int]:
         return list(map(len, map(tokenizer_fn, texts)))
     except TypeError:
         return [count_tokens(tokenizer_fn, text) for text in texts]
-
-
-def _continues(
-    messages: tuple[ChatMessage, ...], previous: MessageMapping, progress: _Progress
-) -> bool:
-    """Whether ``messages`` starts with every message of ``previous``, each unchanged: the
-    same object at the same position, with the same role, text and tool linkage."""
-    old = previous.messages
-    if len(old) > len(messages):
-        return False
-    texts = previous.texts
-    roles = progress.roles
-    links = progress.links
-    for i, (message, before) in enumerate(zip(messages, old, strict=False)):  # may be longer
-        if message is not before:
-            return False
-        blocks = message.blocks
-        extra = message.additional_kwargs
-        if not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock:
-            if blocks[0].text != texts[i] or i in links:
-                return False
-        elif i not in links or message_text(message) != texts[i]:
-            return False
-        role = str.__str__(message.role)
-        if role != roles[i]:
-            return False
-        if i in links and _link(message, role) != links[i]:
-            return False
-    return True
-
-
-def _link(message: ChatMessage, role: str) -> object:
-    """What ties a (non-plain) message to others, as pass 1 of
-    :func:`messages_to_items` records it."""
-    if role == "tool" or role == "function":
-        return message.additional_kwargs.get("tool_call_id")
-    if role in ("user", "system", "developer"):
-        return None
-    ids, calls = tool_call_ids(message)
-    return (tuple(ids), calls)
 
 
 def _checked_count(value: Any, index: int, counter: str = "message_token_counter") -> int:

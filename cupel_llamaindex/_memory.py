@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from typing import Any, NamedTuple
@@ -25,11 +24,11 @@ from pydantic import (
 from cupel import (
     ConfigurationError,
     ContextBudget,
-    ContextItem,
     CupelError,
     Pipeline,
     SelectionReport,
 )
+from cupel.conversation import USER, PinnedOptions
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     check_callable,
@@ -41,9 +40,8 @@ from cupel_llamaindex._common import (
     raise_configuration_error,
     resolve_pipeline,
     state_without_caches,
-    with_filtered,
 )
-from cupel_llamaindex._mapping import MessageMapping, messages_to_items
+from cupel_llamaindex._mapping import MessageMapping, TokenCache, messages_to_items
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -53,8 +51,12 @@ DEFAULT_TOKEN_LIMIT = 3000
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 """Share of the LLM's context window used when only ``llm`` is given (as ``ChatMemoryBuffer``)."""
 
-ORPHAN_FILTER = "orphan_tool_result"
-START_ON_USER_FILTER = "start_on_user"
+_START_ON_USER = frozenset({USER})
+PINNED_OPTIONS = PinnedOptions(
+    system="pin_system=False", latest_user="pin_last_user=False", last=None
+)
+"""The memory's pinning options, named in the error raised when pinned messages alone
+exceed the budget."""
 
 
 def _ignore(event: object) -> None:
@@ -64,34 +66,30 @@ def _ignore(event: object) -> None:
 class _PendingReport(NamedTuple):
     """What a ``get()`` that skipped its report needs to build it later."""
 
+    mapping: MessageMapping
     pipeline: Pipeline
-    items: list[ContextItem]
     budget: ContextBudget
-    selected: list[ContextItem]  # the pipeline's window, in placed order
-    dropped: list[ContextItem]  # units left out by start_on_user
-    orphans: list[ContextItem]
+    start_on: frozenset[str]
+    messages: list[int]  # the window get() returned (message positions)
 
     def build(self) -> SelectionReport:
-        """Run the pipeline again with a diagnostic collector; check it selects the same.
-        (The pipeline's ``on_overflow`` callback already ran during ``get()``: not again.)"""
-        result = self.pipeline.dry_run(self.items, self.budget, on_overflow=_ignore)
-        again = result.items
-        if len(again) != len(self.selected) or any(
-            a is not b for a, b in zip(again, self.selected, strict=True)
-        ):
+        """Select again with a diagnostic collector and check it is the same window.
+        (The pipeline's ``on_overflow`` callback already ran during ``get()``.)"""
+        window = self.mapping.history.select(
+            self.pipeline,
+            self.budget,
+            with_report=True,
+            start_on=self.start_on,
+            options=PINNED_OPTIONS,
+            on_overflow=_ignore,
+        )
+        if window.messages != self.messages or window.report is None:
             raise CupelError(
                 f"{_OWNER}.last_report: the pipeline selected a different window when run "
                 "again to build the report; its scorer, slicer and placer must be "
                 "deterministic (same items and budget -> same selection)"
             )
-        assert result.report is not None  # dry_run always builds one
-        return self.finish(result.report)
-
-    def finish(self, report: SelectionReport) -> SelectionReport:
-        """``report`` with the memory's own filters (start_on_user, orphan tool results)."""
-        return with_filtered(
-            report, self.dropped, START_ON_USER_FILTER, self.orphans, ORPHAN_FILTER
-        )
+        return window.report
 
 
 class CupelChatMemory(BaseChatStoreMemory):
@@ -100,21 +98,28 @@ class CupelChatMemory(BaseChatStoreMemory):
     Storage is the chat store (``SimpleChatStore`` by default), exactly as for
     ``ChatMemoryBuffer``; ``get()`` never modifies it. Selection maps the history to
     cupel items (see :func:`~cupel_llamaindex.messages_to_items`), runs the ``policy``
-    (default: the ``chat`` preset — recency-led, chronological) or an explicit
+    (default: the ``chat`` preset — a recency window, chronological) or an explicit
     ``pipeline`` within ``token_limit - initial_token_count``, and returns the very same
-    ``ChatMessage`` objects in conversation order. Guarantees:
+    ``ChatMessage`` objects in conversation order.
 
-    * an assistant message with tool calls and its tool results are kept or dropped
-      together, and the window never starts with a tool message;
-    * system/developer messages are kept (``pin_system``) and so is the latest user
-      message (``pin_last_user``); if these alone exceed the budget,
-      :class:`~cupel.PinnedBudgetError` is raised rather than sending an over-long prompt;
-    * with ``start_on_user`` (default), the first non-system message is a user message:
-      selected units before it are dropped (reported as ``Filtered("start_on_user")``);
-    * every message is counted once, tool calls included (``ChatMemoryBuffer`` re-counts
-      the whole window for every message it drops, on every ``get()``); a later ``get()``
-      maps and counts only the messages added since the previous one (see
-      :func:`~cupel_llamaindex.messages_to_items`, ``previous``).
+    The default window reads like a conversation: system/developer messages
+    (``pin_system``), the latest user message (``pin_last_user``: the question, or an
+    agent's task), then whole units from the newest backwards until the next one does not
+    fit — earlier turns whole, the latest turn's tool rounds newest first. Guarantees:
+
+    * no holes: the only gap is between the kept latest user message and the recent tool
+      rounds kept after it; a complete exchange is never traded for a lone question;
+    * tool calls are valid for the provider: an assistant message with tool calls and its
+      tool results are kept or dropped together, and units providers would reject
+      (unanswered or partly answered calls; late, duplicate or unknown results) are left
+      out and reported as :class:`~cupel.InvalidToolCall`;
+    * if the pinned messages alone exceed the budget, :class:`~cupel.PinnedBudgetError`
+      says what they need and names ``pin_system`` / ``pin_last_user``;
+    * with ``start_on_user`` (default), the first non-system message is a user message
+      (units dropped for it are reported as ``Filtered("start_on")``);
+    * every message text is counted once, tool calls included, and remembered for later
+      calls (``ChatMemoryBuffer`` re-counts the whole window for every message it drops,
+      on every ``get()``).
 
     :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
     read); when an instrumentation event handler is listening, every ``get()`` builds it
@@ -131,6 +136,8 @@ class CupelChatMemory(BaseChatStoreMemory):
     ...     ChatMessage(role="user", content="eleven twelve thirteen")])
     >>> [m.content for m in memory.get()]
     ['Answer briefly.', 'eight nine', 'ten', 'eleven twelve thirteen']
+    >>> memory.last_report.excluded[0].reason.name
+    'OutsideWindow'
     >>> len(memory.get_all())
     6
     """
@@ -164,7 +171,7 @@ class CupelChatMemory(BaseChatStoreMemory):
     _built_from: tuple[object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: _PendingReport | None = PrivateAttr(default=None)
-    _previous: MessageMapping | None = PrivateAttr(default=None)
+    _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -176,7 +183,7 @@ class CupelChatMemory(BaseChatStoreMemory):
         return state_without_caches(
             self,
             super().__getstate__,
-            ("_pipeline", "_built_from", "_previous", "_pending_report"),
+            ("_pipeline", "_built_from", "_token_cache", "_pending_report"),
         )
 
     @classmethod
@@ -379,23 +386,19 @@ class CupelChatMemory(BaseChatStoreMemory):
         """Replace the stored history (with a copy of ``messages``: the list passed in is
         never appended to by later ``put`` calls)."""
         checked = _checked_messages("set", messages)
-        self._previous = None
         super().set(checked)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Replace the stored history (async; a copy of ``messages``, as :meth:`set`)."""
         checked = _checked_messages("aset", messages)
-        self._previous = None
         await super().aset(checked)
 
     def reset(self) -> None:
         """Delete the stored history."""
-        self._previous = None
         super().reset()
 
     async def areset(self) -> None:
         """Delete the stored history (async)."""
-        self._previous = None
         await super().areset()
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
@@ -413,23 +416,6 @@ class CupelChatMemory(BaseChatStoreMemory):
     def _select(
         self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
     ) -> list[ChatMessage]:
-        # Selection allocates one item (and report entry) per unit but creates no
-        # reference cycles; with a long history held in memory, a full cyclic collection
-        # triggered by those allocations costs more than the selection itself. Pause the
-        # collector for the call (refcounting still frees everything) unless the caller
-        # already disabled it.
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            return self._select_now(history, input, initial_token_count)
-        finally:
-            if paused:
-                gc.enable()
-
-    def _select_now(
-        self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
-    ) -> list[ChatMessage]:
         if (
             isinstance(initial_token_count, bool)
             or not isinstance(initial_token_count, int)
@@ -443,80 +429,42 @@ class CupelChatMemory(BaseChatStoreMemory):
             )
         limit = self.token_limit - initial_token_count
         budget = ContextBudget(max_tokens=limit, target_tokens=limit)
-        # Continue the previous call's mapping (it checks the counter and pins match):
-        # a growing conversation is counted and mapped once per message, not per call.
         mapping = messages_to_items(
             history,
             tokenizer_fn=self.tokenizer_fn,
             message_token_counter=self.message_token_counter,
             pin_system=self.pin_system,
             pin_last_user=self.pin_last_user,
-            previous=self._previous,
+            cache=self._token_cache,
         )
-        self._previous = mapping
         pipeline = self._current_pipeline()
+        start_on = _START_ON_USER if self.start_on_user else frozenset()
         listening = has_listeners()
-        # A report costs as much as the selection itself: build it now only for an
+        # A report costs about as much as the selection itself: build it now only for an
         # instrumentation handler; otherwise on the first read of last_report.
-        if listening:
-            result = pipeline.dry_run(mapping.items, budget)
-        else:
-            result = pipeline.run(mapping.items, budget)
-        order, dropped = self._conversation_order(mapping, result.items)
-        messages = mapping.messages_at(order)
-        pending = _PendingReport(
-            pipeline,
-            mapping.items,
-            budget,
-            result.items,
-            [mapping.items[k] for k in dropped],
-            mapping.orphan_items,
+        window = mapping.history.select(
+            pipeline, budget, with_report=listening, start_on=start_on, options=PINNED_OPTIONS
         )
-        if not listening:
+        messages = [mapping.messages[i] for i in window.messages]
+        if window.report is None:
             self._last_report = None
-            self._pending_report = pending
+            self._pending_report = _PendingReport(
+                mapping, pipeline, budget, start_on, window.messages
+            )
             return messages
-        assert result.report is not None  # dry_run always builds one
-        report = pending.finish(result.report)
-        self._last_report = report
+        self._last_report = window.report
         self._pending_report = None
         emit_selection(
             _OWNER,
-            report,
+            window.report,
             max_tokens=limit,
             target_tokens=limit,
             candidates=len(history),
             selected=len(messages),
-            selected_tokens=sum(mapping.items[k].tokens for k in order),
+            selected_tokens=sum(item.tokens for item in window.items),
             query=input,
         )
         return messages
-
-    def _conversation_order(
-        self, mapping: MessageMapping, selected: Sequence[ContextItem]
-    ) -> tuple[list[int], list[int]]:
-        """Unit positions of the selection in history order, and those dropped because
-        they precede the first user message (``start_on_user``, when a selected user
-        message exists to start on)."""
-        order = mapping.positions(selected)
-        if not self.start_on_user:
-            return order, []
-        members = mapping.members
-        messages = mapping.messages
-        leading: list[int] = []
-        for k in order:
-            role = messages[members[k][0]].role
-            if role == "system" or role == "developer":
-                continue
-            if role == "user":
-                break
-            leading.append(k)
-        else:
-            return order, []  # no user message to start on: keep the selection as it is
-        if not leading:
-            return order, []
-        gone = set(leading)
-        return [k for k in order if k not in gone], leading
 
 
 def _checked_message(method: str, message: object) -> ChatMessage:

@@ -40,6 +40,7 @@ from cupel.slicers import (
     KnapsackSlice,
     QuotaEntry,
     QuotaSlice,
+    RecencyWindowSlice,
     ScarcityBehavior,
     Slicer,
 )
@@ -321,6 +322,8 @@ def build_slicer(name: Any, config: Table, *, where: str = "config") -> Slicer:
             limits = {k: q[k] for k in ("require", "cap") if k in q}
             quotas.append(QuotaEntry(_require(q, "kind", here), **limits))
         return QuotaSlice(inner, quotas)
+    if kind == "recency_window":
+        return _recency_window(config, where)
     if kind == "count_constrained_knapsack":
         return CountConstrainedKnapsackSlice(
             _count_entries(config, where),
@@ -328,6 +331,17 @@ def build_slicer(name: Any, config: Table, *, where: str = "config") -> Slicer:
             scarcity=_scarcity(config, where),
         )
     raise VectorError(f"unknown slicer type {name!r}")
+
+
+def _recency_window(config: Table, where: str) -> RecencyWindowSlice:
+    """The extension slicer: ``blocks = false`` turns blocks off, ``block_key`` names the
+    metadata key (default ``cupel:turn``), ``scored_share`` the older items' share."""
+    blocks = config.get("blocks", True)
+    if not isinstance(blocks, bool):
+        raise VectorError(f"{where}.blocks must be true or false, got {blocks!r}")
+    key = config.get("block_key", "cupel:turn") if blocks else None
+    share = config.get("scored_share", 0.0)
+    return RecencyWindowSlice(key, scored_share=share)
 
 
 def build_placer(name: Any) -> Placer:

@@ -58,6 +58,8 @@ _PAYLOAD_KEYS = frozenset(
         "threshold",
         "displaced_by_kind",
         "filter_name",
+        "cut_tokens",
+        "problem",
     }
 )
 _KIND_KEYS = frozenset({"kind", "displaced_by_kind"})

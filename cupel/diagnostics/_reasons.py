@@ -24,7 +24,9 @@ __all__ = [
     "ExclusionReason",
     "Filtered",
     "InclusionReason",
+    "InvalidToolCall",
     "NegativeTokens",
+    "OutsideWindow",
     "PinnedOverride",
     "QuotaCapExceeded",
     "QuotaRequireDisplaced",
@@ -182,6 +184,62 @@ class CountRequireCandidatesExhausted(ExclusionReason):
 
 
 @dataclass(frozen=True, slots=True)
+class OutsideWindow(ExclusionReason):
+    """Older than the recency window (a cupel extension: :class:`~cupel.RecencyWindowSlice`).
+    The window stopped at a unit (an item, or a block such as a chat turn) that needed
+    ``cut_tokens`` while ``available_tokens`` were left; everything older stays out so the
+    window has no holes."""
+
+    name: ClassVar[str] = "OutsideWindow"
+    cut_tokens: int
+    available_tokens: int
+
+    def describe(self) -> str:
+        return (
+            f"OutsideWindow: not in the recency window, whose next unit needs "
+            f"{self.cut_tokens} tokens, {self.available_tokens} available"
+        )
+
+
+INVALID_TOOL_CALL_PROBLEMS: dict[str, str] = {
+    "unanswered_calls": "an assistant message whose tool calls were not answered",
+    "partial_answers": "an assistant message only some of whose tool calls were answered",
+    "late_result": "a tool result that arrived after the conversation moved on",
+    "duplicate_result": "a second tool result for a call already answered",
+    "unknown_result": "a tool result answering no call that was made",
+}
+"""The problems :class:`InvalidToolCall` names, with what each means."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidToolCall(ExclusionReason):
+    """A unit chat-model providers would reject (a cupel extension: the conversation
+    layer, :mod:`cupel.conversation`). ``problem`` is one of
+    :data:`INVALID_TOOL_CALL_PROBLEMS`; ``tool_call_ids`` are the calls concerned (an
+    id-less call shows as ``""``). Such units are left out before selection."""
+
+    name: ClassVar[str] = "InvalidToolCall"
+    problem: str
+    tool_call_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_call_ids, tuple):  # read back from JSON: a list
+            object.__setattr__(self, "tool_call_ids", tuple(self.tool_call_ids))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reason": self.name,
+            "problem": self.problem,
+            "tool_call_ids": list(self.tool_call_ids),
+        }
+
+    def describe(self) -> str:
+        meaning = INVALID_TOOL_CALL_PROBLEMS.get(self.problem, self.problem)
+        ids = ", ".join(repr(i) for i in self.tool_call_ids)
+        return f"InvalidToolCall ({self.problem}): {meaning}" + (f" [{ids}]" if ids else "")
+
+
+@dataclass(frozen=True, slots=True)
 class UnknownExclusionReason(ExclusionReason):
     """A variant this version does not know (read from another implementation's data)."""
 
@@ -208,6 +266,8 @@ _VARIANTS: dict[str, type[ExclusionReason]] = {
         Filtered,
         CountCapExceeded,
         CountRequireCandidatesExhausted,
+        OutsideWindow,
+        InvalidToolCall,
     )
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from cupel._model import ContextItem
@@ -75,6 +75,48 @@ class SelectionReport:
         """The exclusions with a given reason (variant class or its name)."""
         name = reason if isinstance(reason, str) else reason.name
         return [e for e in self.excluded if e.reason.name == name]
+
+    def with_excluded(
+        self,
+        *,
+        moved: Sequence[tuple[ContextItem, ExclusionReason]] = (),
+        added: Sequence[tuple[ContextItem, ExclusionReason]] = (),
+    ) -> SelectionReport:
+        """This report with decisions made outside the pipeline: ``moved`` items (now in
+        ``included``) move to ``excluded`` keeping their score; ``added`` items, which
+        never reached the pipeline, join ``excluded`` (score 0.0) and the totals.
+        ``excluded`` stays sorted by score, descending (ties keep their order, the new
+        ones after the pipeline's).
+
+        >>> from cupel import ContextItem, Filtered
+        >>> report = SelectionReport((), (), (), 0, 0)
+        >>> stray = ContextItem(content="stray", tokens=4)
+        >>> amended = report.with_excluded(added=[(stray, Filtered("orphan"))])
+        >>> amended.total_candidates, amended.excluded[0].reason
+        (1, Filtered(filter_name='orphan'))
+        """
+        if not moved and not added:
+            return self
+        reasons = {id(item): reason for item, reason in moved}
+        included = tuple(entry for entry in self.included if id(entry.item) not in reasons)
+        excluded = [
+            *self.excluded,
+            *(
+                ExcludedItem(entry.item, entry.score, reasons[id(entry.item)])
+                for entry in self.included
+                if id(entry.item) in reasons
+            ),
+            *(ExcludedItem(item, 0.0, reason) for item, reason in added),
+        ]
+        excluded.sort(key=_minus_score)  # stable
+        return replace(
+            self,
+            included=included,
+            excluded=tuple(excluded),
+            total_candidates=self.total_candidates + len(added),
+            total_tokens_considered=self.total_tokens_considered
+            + sum(item.tokens for item, _ in added),
+        )
 
     def should(self) -> SelectionReportAssertionChain:
         """Assertions over this report (the Cupel.Testing vocabulary; see
@@ -162,3 +204,7 @@ class SelectionReport:
     def from_json(cls, text: str | bytes) -> SelectionReport:
         """Parse JSON text."""
         return cls.from_dict(json.loads(text))
+
+
+def _minus_score(entry: ExcludedItem) -> float:
+    return -entry.score

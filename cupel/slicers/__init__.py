@@ -8,10 +8,13 @@ KnapsackSlice                  0/1 knapsack DP             O(N x C)            t
 QuotaSlice                     % budget per kind + inner   O(N + inner)        fairness across kinds
 CountQuotaSlice                count require/cap + inner   O(N log N + inner)  item counts per kind
 CountConstrainedKnapsackSlice  count require/cap + DP      O(N log N + N x C)  counts, best packing
+RecencyWindowSlice             newest first, no holes      O(N log N)          chat/agent history
 =============================  ==========================  ==================  =====================
 
 N is the number of scored items, C the knapsack capacity ``target_tokens // bucket_size``;
-density is ``score / tokens``.
+density is ``score / tokens``. :class:`RecencyWindowSlice` is a cupel extension of the
+specification (its vectors live in ``conformance/extensions/``): it keeps the newest items
+that fit, contiguously, taking blocks such as chat turns whole.
 Every slicer returns a subset of its input (the same objects), selects nothing for empty
 input or ``target_tokens <= 0``, and is deterministic. ``slice_detailed`` additionally
 reports items removed by a count cap and unmet count requirements.
@@ -30,6 +33,7 @@ from cupel.slicers.count_quota import CountQuotaEntry, CountQuotaSlice, Scarcity
 from cupel.slicers.greedy import GreedySlice
 from cupel.slicers.knapsack import KnapsackSlice
 from cupel.slicers.quota import QuotaEntry, QuotaSlice
+from cupel.slicers.recency_window import RecencyWindowSlice
 
 __all__ = [
     "BaseSlicer",
@@ -42,6 +46,7 @@ __all__ = [
     "KnapsackSlice",
     "QuotaEntry",
     "QuotaSlice",
+    "RecencyWindowSlice",
     "ScarcityBehavior",
     "SliceOutcome",
     "Slicer",

@@ -1,9 +1,10 @@
 """Chat with history: ``prompt | CupelMessageSelector | model`` (run: python this_file.py).
 
 A long conversation with an earlier tool round goes through a prompt template; the
-selector keeps the system prompt and the newest turns within 200 tokens, keeps the tool
-call and its result together, and reports every decision, also as the LangChain custom
-event ``"cupel_selection"`` (seen here by a callback handler).
+selector keeps the system prompt, the question and the newest whole turns within 200
+tokens — each question with its answer, the tool call with its result — and reports every
+decision, also as the LangChain custom event ``"cupel_selection"`` (seen here by a
+callback handler).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def main() -> None:
         print(f"  {entry.reason.value:<7} {entry.item.tokens:>4} tok  {entry.item.content[:60]!r}")
     print("left out:")
     for left_out in report.excluded:
-        print(f"  {left_out.reason.describe():<45} {left_out.item.content[:40]!r}")
+        print(f"  {left_out.item.content[:30]!r:<33} {left_out.reason.describe()}")
 
     selected = selector.invoke(prompt.invoke({"history": chat_history(), "question": "Day 7?"}))
     assert count_tokens_approximately(selected) <= 200

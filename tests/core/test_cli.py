@@ -188,6 +188,7 @@ def test_u_shaped_placer_puts_the_best_at_the_edges(
         ["--slicer", "knapsack"],
         ["--slicer", "knapsack", "--bucket-size", "10"],
         ["--slicer", "greedy", "--overflow", "truncate"],
+        ["--slicer", "recency-window"],
     ],
 )
 def test_configuration_flags(
@@ -198,6 +199,23 @@ def test_configuration_flags(
     selected = json.loads(out)
     assert "You are a helpful assistant." in [i["content"] for i in selected]
     assert sum(i["tokens"] for i in selected) <= 100
+
+
+def test_the_recency_window_slicer_keeps_the_newest_items_without_holes(
+    capsys: pytest.CaptureFixture[str], items_json: Path
+) -> None:
+    args = ("select", str(items_json), "--max-tokens", "120", "--no-dedup")
+    _, out, err = run(capsys, *args, "--slicer", "recency-window")
+    # pinned system prompt (10), then newest first: exit code (25), runbook copy (50); the
+    # next (the other copy, 50) does not fit the 35 left, so nothing older comes in
+    assert sorted(window(out)) == [
+        "It failed with exit code 3.",
+        "Runbook: restarting app safely",
+        "You are a helpful assistant.",
+    ]
+    assert "OutsideWindow" in err
+    greedy = window(run(capsys, *args)[1])
+    assert "How do I restart the service?" in greedy  # the greedy fill skips to older items
 
 
 def test_priority_scorer_prefers_the_prioritised_item(

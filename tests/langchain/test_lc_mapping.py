@@ -11,6 +11,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -54,26 +55,44 @@ def test_each_message_type_maps_to_its_kind_and_source() -> None:
     ]
 
 
-def test_system_messages_are_pinned_unless_keep_system_is_false() -> None:
-    assert [i.pinned for i in messages_to_items(history(), keep_last=0).items] == [True] + [
-        False
-    ] * 4
-    unpinned = messages_to_items(history(), keep_system=False, keep_last=0).items
+def test_system_messages_and_the_latest_human_message_are_pinned_by_default() -> None:
+    assert [i.pinned for i in messages_to_items(history()).items] == [True] + [False] * 3 + [True]
+    unpinned = messages_to_items(history(), keep_system=False, keep_last_human=False).items
     assert not any(i.pinned for i in unpinned)
     assert unpinned[0].kind == ContextKind.SYSTEM_PROMPT
 
 
-def test_the_latest_non_system_units_are_pinned_by_keep_last() -> None:
-    messages = [*history(), SystemMessage("late instruction")]
-    pinned = [i.pinned for i in messages_to_items(messages).items]
-    assert pinned == [True, False, False, False, True, True]
-    two = [i.pinned for i in messages_to_items(messages, keep_system=False, keep_last=2).items]
-    assert two == [False, False, False, True, True, False]
+def test_the_latest_human_message_is_pinned_even_when_the_history_goes_on() -> None:
+    # an agent run: the task is the latest human message, the tool rounds follow it
     group_last = history()[:5]
-    assert [i.pinned for i in messages_to_items(group_last).items] == [True, False, True]
+    assert [i.pinned for i in messages_to_items(group_last).items] == [True, True, False]
+
+
+def test_keep_last_also_pins_the_latest_units() -> None:
+    messages = [*history(), SystemMessage("late instruction")]
+    pinned = [i.pinned for i in messages_to_items(messages, keep_last=1).items]
+    assert pinned == [True, False, False, False, True, True]
+    two = [
+        i.pinned
+        for i in messages_to_items(
+            messages, keep_system=False, keep_last_human=False, keep_last=2
+        ).items
+    ]
+    assert two == [False, False, False, True, True, False]
     with pytest.raises(ConfigurationError) as raised:
         messages_to_items(messages, keep_last=-1)
     assert raised.value.field == "keep_last"
+    with pytest.raises(ConfigurationError) as raised:
+        messages_to_items(messages, keep_last_human="yes")  # type: ignore[arg-type]
+    assert raised.value.field == "keep_last_human"
+
+
+def test_units_of_earlier_turns_carry_their_turn_for_the_recency_window() -> None:
+    messages = [*history(), AIMessage("You're welcome.", id="a3")]
+    mapped = messages_to_items(messages)
+    turns = [i.metadata.get("cupel:turn") for i in mapped.items]
+    # system (turn 0) and turn 1 are blocks; the latest turn (h2, a3) stands unit by unit
+    assert turns == [0, 1, 1, 1, None, None]
 
 
 def test_an_ai_tool_call_and_all_its_answers_form_one_item_with_summed_tokens() -> None:
@@ -86,8 +105,9 @@ def test_an_ai_tool_call_and_all_its_answers_form_one_item_with_summed_tokens() 
     assert group.metadata == {
         "langchain.index": 2,
         "langchain.type": "tool_group",
-        "langchain.indices": [2, 3, 4],
-        "langchain.ids": ["a1", "t1", "t2"],
+        "langchain.indices": (2, 3, 4),
+        "langchain.ids": ("a1", "t1", "t2"),
+        "cupel:turn": 1,
     }
 
 
@@ -97,7 +117,9 @@ def test_single_messages_keep_index_type_and_id_in_metadata() -> None:
         "langchain.index": 1,
         "langchain.type": "human",
         "langchain.id": "h1",
+        "cupel:turn": 1,
     }
+    assert type(mapped.items[1].metadata["cupel:turn"]) is int
     anonymous = messages_to_items([HumanMessage("no id")]).items[0]
     assert anonymous.metadata == {"langchain.index": 0, "langchain.type": "human"}
 
@@ -124,11 +146,11 @@ def test_a_stray_result_inside_a_tool_round_is_left_out_and_the_round_kept() -> 
         ToolMessage("second", tool_call_id="c2"),
     ]
     mapped = messages_to_items(messages)
-    assert [reason for _, reason in mapped.invalid] == ["orphan_tool_message"]
+    assert [reason.problem for _, reason in mapped.invalid] == ["unknown_result"]
     (group,) = mapped.items
     back = mapped.messages_for([group])
     assert [m is o for m, o in zip(back, [messages[0], *messages[2:]], strict=True)] == [True] * 3
-    assert group.metadata["langchain.indices"] == [0, 2, 3]
+    assert group.metadata["langchain.indices"] == (0, 2, 3)
 
 
 @pytest.mark.parametrize(
@@ -140,7 +162,7 @@ def test_a_stray_result_inside_a_tool_round_is_left_out_and_the_round_kept() -> 
                 HumanMessage("interjection"),
                 ToolMessage("late answer", tool_call_id="c1"),
             ],
-            ["unanswered_tool_calls", "orphan_tool_message"],
+            ["unanswered_calls", "late_result"],
         ),
         (  # a second answer to the same call
             [
@@ -148,7 +170,7 @@ def test_a_stray_result_inside_a_tool_round_is_left_out_and_the_round_kept() -> 
                 ToolMessage("answer", tool_call_id="c1"),
                 ToolMessage("answer again", tool_call_id="c1"),
             ],
-            ["orphan_tool_message"],
+            ["duplicate_result"],
         ),
         (  # two rounds interleaved: the second call arrives while the first is open
             [
@@ -157,7 +179,23 @@ def test_a_stray_result_inside_a_tool_round_is_left_out_and_the_round_kept() -> 
                 ToolMessage("one", tool_call_id="c1"),
                 ToolMessage("two", tool_call_id="c2"),
             ],
-            ["unanswered_tool_calls", "orphan_tool_message"],
+            ["unanswered_calls", "late_result"],
+        ),
+        (  # an answer to a call nobody made
+            [
+                AIMessage("", tool_calls=[call("c1")]),
+                ToolMessage("one", tool_call_id="c1"),
+                ToolMessage("who?", tool_call_id="c9"),
+            ],
+            ["unknown_result"],
+        ),
+        (  # only some calls answered before the conversation moves on
+            [
+                AIMessage("", tool_calls=[call("c1"), call("c2")]),
+                ToolMessage("one", tool_call_id="c1"),
+                HumanMessage("hurry up"),
+            ],
+            ["partial_answers"],
         ),
     ],
 )
@@ -167,7 +205,7 @@ def test_tool_messages_pair_with_calls_the_way_providers_check_them(
     before = tool_call_problems(messages)
     assert before  # each input would be refused as it is
     mapped = messages_to_items([HumanMessage("hi"), *messages])
-    assert sorted(reason for _, reason in mapped.invalid) == sorted(reasons)
+    assert sorted(reason.problem for _, reason in mapped.invalid) == sorted(reasons)
     assert tool_call_problems(mapped.messages_for(mapped.items)) == []
     kept = select_messages([HumanMessage("hi"), *messages], max_tokens=10_000)
     assert tool_call_problems(kept) == [] and kept[0].content == "hi"
@@ -176,7 +214,7 @@ def test_tool_messages_pair_with_calls_the_way_providers_check_them(
 def test_foreign_items_are_refused_when_mapping_back() -> None:
     mapped = messages_to_items(history())
     other = messages_to_items(history())
-    with pytest.raises(ConfigurationError, match="not one of this mapping's items"):
+    with pytest.raises(ConfigurationError, match="was not built from this history"):
         mapped.messages_for(other.items[:1])
 
 
@@ -190,10 +228,10 @@ def test_orphan_tool_messages_and_unanswered_calls_are_set_aside_with_a_reason()
     ]
     mapped = messages_to_items(messages)
     assert [m.content for i in mapped.items for m in mapped.unit_of(i)] == ["hi"]
-    assert [(item.content, reason) for item, reason in mapped.invalid] == [
-        ("stale result", "orphan_tool_message"),
-        ("[tool calls: lookup, lookup]\nonly one answer", "unanswered_tool_calls"),
-        ("[tool calls: lookup]", "unanswered_tool_calls"),
+    assert [(item.content, reason.problem) for item, reason in mapped.invalid] == [
+        ("stale result", "unknown_result"),
+        ("[tool calls: lookup, lookup]\nonly one answer", "partial_answers"),
+        ("[tool calls: lookup]", "unanswered_calls"),
     ]
 
 
@@ -224,6 +262,37 @@ def test_unusable_carried_timestamps_are_ignored() -> None:
     messages = [HumanMessage("a", additional_kwargs={"timestamp": "yesterday"}), HumanMessage("b")]
     stamps = [i.timestamp for i in messages_to_items(messages, timestamp_key="timestamp").items]
     assert stamps[0] is not None and stamps[1] is not None and stamps[0] < stamps[1]
+
+
+@pytest.mark.parametrize(
+    "value", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+01:00", 1e20, float("nan")]
+)
+def test_timestamps_out_of_range_are_ignored_like_other_unusable_values(value: object) -> None:
+    messages = [HumanMessage("a", additional_kwargs={"timestamp": value}), HumanMessage("b")]
+    stamps = [i.timestamp for i in messages_to_items(messages, timestamp_key="timestamp").items]
+    assert stamps[0] is not None and stamps[1] is not None and stamps[0] < stamps[1]
+    assert stamps[0].year == 2000  # the synthetic order, as if no timestamp were carried
+
+
+def test_carried_timestamps_out_of_order_still_follow_message_order() -> None:
+    messages = [
+        HumanMessage("late", additional_kwargs={"timestamp": "2025-06-02T00:00:00Z"}),
+        HumanMessage("early", additional_kwargs={"timestamp": "2025-06-01T00:00:00Z"}),
+    ]
+    first, second = messages_to_items(messages, timestamp_key="timestamp").items
+    assert first.timestamp is not None and second.timestamp is not None
+    assert second.timestamp > first.timestamp  # message order wins: the window has no holes
+
+
+def test_a_remove_message_is_refused_with_what_to_do_instead() -> None:
+    messages = [HumanMessage("hi", id="1"), RemoveMessage(id="1")]
+    with pytest.raises(ItemError) as raised:
+        messages_to_items(messages)
+    assert raised.value.field == "messages[1]"
+    assert "RemoveMessage (id='1')" in str(raised.value)
+    assert "apply it to the state first" in str(raised.value)
+    with pytest.raises(ItemError, match="RemoveMessage"):
+        select_messages(messages, max_tokens=100)
 
 
 def test_kinds_can_be_overridden_per_unit_type() -> None:
@@ -271,7 +340,7 @@ def test_counters_per_message_per_text_and_per_list_are_applied_once_per_unit() 
     mapped = messages_to_items(messages, token_counter=per_list)
     assert sorted(seen) == [1, 1, 1, 1, 3]  # once per unit, the tool round (3 messages) once
     seen.clear()
-    pinned_group = messages_to_items(messages[:5], token_counter=per_list)  # ends on the group
+    pinned_group = messages_to_items(messages[:5], token_counter=per_list, keep_last=1)
     assert pinned_group.items[-1].pinned and sorted(seen) == [1, 1, 3]
     assert [i.tokens for i in mapped.items] == [10, 10, 30, 10, 10]
 
@@ -401,11 +470,18 @@ def test_tool_call_problems_accepts_valid_sequences_and_names_each_violation() -
     assert tool_call_problems(history()) == []
     messages = history()
     assert tool_call_problems(messages[:3]) == [
-        "end: tool call(s) ['c1', 'c2'] of message 2 are unanswered"
+        "message 2: tool call(s) ['c1', 'c2'] are unanswered (unanswered_calls)"
     ]
     assert tool_call_problems([messages[1], messages[2], messages[3], messages[5]]) == [
-        "message 3: ai message arrives while tool call(s) ['c2'] of message 1 are unanswered"
+        "message 1: tool call(s) ['c2'] are unanswered (partial_answers)"
     ]
     assert tool_call_problems(messages[4:]) == [
-        "message 0: ToolMessage answers tool_call_id 'c2', which no preceding AIMessage left open"
+        "message 0: tool result for 'c2' answers no call made just before it (unknown_result)"
     ]
+    invalid_call = AIMessage(
+        "", invalid_tool_calls=[{"name": "f", "args": "{", "id": "bad", "error": None}]
+    )
+    assert tool_call_problems([invalid_call]) == [
+        "message 0: tool call(s) ['bad'] are unanswered (unanswered_calls)"
+    ]
+    assert tool_call_problems([invalid_call, ToolMessage("error", tool_call_id="bad")]) == []

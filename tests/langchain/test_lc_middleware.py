@@ -108,8 +108,10 @@ def test_every_model_call_gets_a_valid_history_within_the_budget() -> None:
         assert tool_call_problems(sent) == []
         assert isinstance(sent[0], SystemMessage) and sent[0].content == SYSTEM
     first, second = recorder.model_inputs
-    assert [m.id for m in first[1:]] == ["a1", "h1"]  # the old question and tool round dropped
-    # the fresh tool round is always kept (keep_last=1); the older answer made room for it
+    # the earlier turn (question, tool round, answer) does not fit whole: it is left out
+    # whole, never as an answer without its question
+    assert [m.id for m in first[1:]] == ["h1"]
+    # the task and the fresh tool round
     assert [m.id for m in second[1:2]] == ["h1"] and len(second) == 4
     assert second[2].tool_calls[0]["id"] == "n1" and isinstance(second[3], ToolMessage)  # type: ignore[attr-defined]
     assert state["messages"][-1].content == "The Nile is about 6,650 km."
@@ -156,7 +158,7 @@ def test_the_async_agent_selects_the_same_way() -> None:
     )
     assert state["messages"][-1].content == "The Nile is about 6,650 km."
     first_call = recorder.model_inputs[0]
-    assert [m.id for m in first_call[1:]] == ["a1", "h1"]
+    assert [m.id for m in first_call[1:]] == ["h1"]
     assert [name for name, _ in recorder.events] == ["cupel_selection"] * 2
     persistent = CupelContextMiddleware(max_tokens=100, persistent=True)
     agent = create_agent(
@@ -173,8 +175,13 @@ def test_a_system_prompt_larger_than_the_budget_is_a_clear_error() -> None:
         system_prompt=SYSTEM,
         middleware=[CupelContextMiddleware(max_tokens=5)],
     )
-    with pytest.raises(PinnedBudgetError, match="system message"):
+    with pytest.raises(PinnedBudgetError) as raised:
         agent.invoke({"messages": earlier_turns()})
+    message = str(raised.value)
+    assert "system messages: 13" in message and "the latest user message: 10" in message
+    # only options this component has: the system prompt is always kept here
+    assert message.endswith("shorten them or pass keep_last_human=False")
+    assert "keep_system" not in message
 
 
 def test_bad_middleware_settings_fail_at_construction() -> None:
@@ -194,6 +201,69 @@ def test_bad_middleware_settings_fail_at_construction() -> None:
     assert "keep_last must be a non-negative int" in str(raised.value)
     assert "got -1" in str(raised.value)
     assert "persistent=False" in repr(CupelContextMiddleware(max_tokens=100))
+
+
+@pytest.mark.parametrize("name", ["keep_system", "keep_sytem", "strategy"])
+def test_unknown_middleware_options_are_a_configuration_error_listing_the_allowed(
+    name: str,
+) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        CupelContextMiddleware(max_tokens=100, **{name: False})
+    assert raised.value.field == name
+    assert f"unknown option {name!r}" in str(raised.value)
+    assert "allowed: max_tokens, target_tokens" in str(raised.value)
+    if name == "keep_system":
+        assert "the system prompt is always kept by the middleware" in str(raised.value)
+
+
+class RoundsModel(ToolCallingFakeModel):
+    """Calls two tools at once for ``rounds`` model calls, then answers (a long agent run)."""
+
+    rounds: int = 35
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        done = sum(isinstance(m, AIMessage) and bool(m.tool_calls) for m in self._seen)
+        self._seen.append(None)
+        if done >= self.rounds:
+            message = AIMessage("All rivers measured.")
+        else:
+            calls = [
+                {"name": "river_length", "args": {"river": f"R{done}-{k}"}, "id": f"c{done}-{k}"}
+                for k in range(2)
+            ]
+            message = AIMessage(f"Round {done}.", tool_calls=calls)
+        self._seen[-1] = message
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @property
+    def _seen(self) -> list[Any]:
+        return self.__dict__.setdefault("_seen_messages", [])
+
+
+def test_a_long_agent_run_with_parallel_calls_keeps_its_task_and_the_newest_rounds() -> None:
+    model = RoundsModel(messages=iter([]))
+    middleware = CupelContextMiddleware(max_tokens=400)
+    agent = create_agent(model, [river_length], system_prompt=SYSTEM, middleware=[middleware])
+    recorder = Recorder()
+    task = HumanMessage("Measure every river you know, two at a time.", id="task")
+    state = agent.invoke(
+        {"messages": [task]}, config={"callbacks": [recorder], "recursion_limit": 200}
+    )
+    assert state["messages"][-1].content == "All rivers measured."
+    assert len(recorder.model_inputs) == 36
+    history = state["messages"]
+    for sent in recorder.model_inputs:
+        assert count_tokens_approximately(sent) <= 400
+        assert tool_call_problems(sent) == []
+        assert sent[0].content == SYSTEM and sent[1].id == "task"  # the task is never lost
+        # the rest is the newest stretch of the run, without holes
+        rest = [m.id for m in sent[2:]]
+        if rest:
+            start = [m.id for m in history].index(rest[0])
+            assert rest == [m.id for m in history[start : start + len(rest)]]
+    assert len(recorder.model_inputs[-1]) > 2  # the last call still sees recent rounds
 
 
 def test_the_callers_messages_are_not_modified() -> None:

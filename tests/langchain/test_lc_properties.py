@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -17,18 +16,18 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource, PinnedBudgetError
+from cupel import ConfigurationError, ContextItem, PinnedBudgetError
+from cupel.conversation import Conversation
 from cupel.presets import PRESET_NAMES
 from cupel_langchain import (
     MessageItems,
-    _items,
     approximate_message_tokens,
     messages_to_items,
+    select_messages,
     select_messages_with_report,
     tool_call_problems,
 )
-from cupel_langchain._items import _fast_items, _validated_items, item_fields
-from cupel_langchain._selection import MessageSelection
+from cupel_langchain._messages import read_messages
 
 TEXT = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=120
@@ -41,8 +40,8 @@ def histories(draw: st.DrawFn) -> list[BaseMessage]:
     """A conversation: maybe a system prompt, turns, tool rounds (answers possibly in any
     order, several calls per AI message), plus the malformed rounds real histories carry:
     orphan results, unanswered calls, an answer arriving after another message, a
-    duplicate answer, a stray result inside a round. Messages may have ids, names, empty
-    or block content."""
+    duplicate answer, a stray result inside a round, invalid tool calls (answered or not).
+    Messages may have ids, names, empty or block content."""
     messages: list[BaseMessage] = []
     if draw(st.booleans()):
         messages.append(SystemMessage(draw(WORDS.filter(lambda s: len(s) < 80))))
@@ -85,6 +84,7 @@ def histories(draw: st.DrawFn) -> list[BaseMessage]:
                     "late",
                     "duplicate",
                     "stray",
+                    "invalid",
                 ]
             )
         )
@@ -94,6 +94,13 @@ def histories(draw: st.DrawFn) -> list[BaseMessage]:
             messages.append(AIMessage(content(), **extras()))
         elif shape == "system":
             messages.append(SystemMessage(draw(WORDS.filter(lambda s: len(s) < 40))))
+        elif shape == "invalid":  # a call the model got wrong: still a call for the provider
+            call_id = f"c{counter}"
+            counter += 1
+            bad = {"name": "tool", "args": "{oops", "id": call_id, "error": "bad JSON"}
+            messages.append(AIMessage(content(), invalid_tool_calls=[bad], **extras()))
+            if draw(st.booleans()):
+                messages.append(ToolMessage("error: bad arguments", tool_call_id=call_id))
         elif shape == "orphan":
             messages.append(ToolMessage(draw(WORDS), tool_call_id=f"ghost{counter}"))
             counter += 1
@@ -160,23 +167,18 @@ def test_every_selection_is_a_valid_in_order_within_budget_subset_of_the_same_ob
         assert [m for m in selected if isinstance(m, SystemMessage)] == [
             m for m in messages if isinstance(m, SystemMessage)
         ]
-    if start_on is not None:
+    if start_on is not None and any(isinstance(m, HumanMessage) for m in selected):
+        # (a window with no human message to start on is kept as it is)
         first = next((m for m in selected if not isinstance(m, SystemMessage)), None)
         assert first is None or isinstance(first, HumanMessage)
-    else:  # the latest sendable non-system unit is always there
-        mapped = messages_to_items(messages)
-        latest = [
-            mapped.unit_of(i)
-            for i in mapped.items
-            if i.pinned and i.metadata["langchain.type"] != "system"
-        ]
-        for unit in latest:
-            assert all(any(m is s for s in selected) for m in unit)
+    # the latest human message is always there
+    task = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+    assert task is None or any(m is task for m in selected)
     # the report accounts for every unit and agrees with the output
     assert report.included_tokens == count_tokens_approximately(selected)
     assert report.total_tokens_considered == count_tokens_approximately(messages)
     included_ids = sorted(
-        i for e in report.included for i in e.item.metadata.get("langchain.indices", [])
+        i for e in report.included for i in e.item.metadata.get("langchain.indices", ())
     ) + sorted(
         e.item.metadata["langchain.index"]
         for e in report.included
@@ -237,56 +239,6 @@ def test_unit_tokens_add_up_to_counting_the_whole_history_once(
     assert total == count_tokens_approximately(messages)
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    content=TEXT.filter(bool),
-    tokens=st.integers(0, 10**9),
-    kind=st.sampled_from(["Message", "ToolOutput", "SystemPrompt", "Document", "custom"]),
-    source=st.sampled_from(["Chat", "Tool", "Rag"]),
-    timestamp=st.one_of(
-        st.none(), st.datetimes(timezones=st.just(timezone.utc), min_value=datetime(1971, 1, 1))
-    ),
-    metadata=st.dictionaries(TEXT, st.one_of(st.integers(), TEXT, st.none()), max_size=3),
-    pinned=st.booleans(),
-    hint=st.one_of(st.none(), st.floats(allow_nan=False)),
-    from_template=st.booleans(),
-)
-def test_the_fast_item_constructor_builds_what_validation_builds(
-    content: str,
-    tokens: int,
-    kind: str,
-    source: str,
-    timestamp: datetime | None,
-    metadata: dict[str, Any],
-    pinned: bool,
-    hint: float | None,
-    from_template: bool,
-) -> None:
-    args = (content, tokens, ContextKind(kind), ContextSource(source))
-    fields = item_fields(*args, timestamp, metadata, pinned, hint)
-    if from_template:  # the key-sharing template the message fast path copies
-        fields = _items.fields_template(args[2], args[3]).copy()
-        for name, value in item_fields(*args, timestamp, metadata, pinned, hint).items():
-            fields[name] = value
-    hinted = hint is not None
-    (fast,) = _fast_items([fields], hinted)
-    (slow,) = _validated_items([fields], hinted)
-    assert fast == slow and hash(fast) == hash(slow)
-    assert fast.to_dict() == slow.to_dict()
-    assert fast.model_dump() == slow.model_dump()
-    assert fast.model_dump(exclude_unset=True) == slow.model_dump(exclude_unset=True)
-    assert ContextItem.from_dict(fast.to_dict()) == slow
-    copied = fast.model_copy(update={"tokens": tokens + 1})
-    assert copied.tokens == tokens + 1 and fast.tokens == tokens
-    assert "tokens" in copied.model_fields_set and fast.model_fields_set == slow.model_fields_set
-
-
-def test_the_fast_item_constructor_is_the_one_in_use() -> None:
-    # the import-time self-check passed with the installed pydantic: a silent fallback to
-    # validation would still be correct, but several times slower
-    assert _items.new_items is _fast_items
-
-
 @settings(max_examples=100, deadline=None)
 @given(messages=histories(), keep_system=st.booleans(), keep_last=st.integers(0, 3))
 def test_mapped_message_items_are_what_validation_builds(
@@ -341,41 +293,15 @@ def test_mapping_back_finds_each_item_by_identity_and_refuses_strangers(
     if not mapped.items:
         positions = []
     chosen = [mapped.items[k] for k in positions]
-    assert mapped.unit_positions(reversed(chosen)) == sorted(positions)
+    assert mapped.history.positions(list(reversed(chosen))) == sorted(positions)
     back = mapped.messages_for(chosen)
     expected = sorted(i for k in positions for i in mapped.units[k])
     assert len(back) == len(expected)
     assert all(b is messages[i] for b, i in zip(back, expected, strict=True))
     if other.items:  # an equal item of another mapping is still a stranger
         stranger = data.draw(st.sampled_from(other.items))
-        with pytest.raises(ConfigurationError, match="not one of this mapping's items"):
-            mapped.unit_positions([*chosen, stranger])
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    messages=histories(),
-    budget=st.integers(0, 800),
-    policy=st.sampled_from(PRESET_NAMES),
-    start_on=st.sampled_from([None, "human"]),
-)
-def test_selections_without_metadata_equal_the_full_ones(
-    messages: list[BaseMessage], budget: int, policy: str, start_on: str | None
-) -> None:
-    """Without a report, a preset's selection skips the per-message metadata (the pipeline
-    never reads it); with a report it builds everything. The messages must not differ."""
-    selection = MessageSelection(max_tokens=budget, policy=policy, start_on=start_on)
-    assert selection.metadata_unread
-    try:
-        lean, none = selection.select(messages, with_report=False)
-    except PinnedBudgetError:
-        with pytest.raises(PinnedBudgetError):
-            selection.select(messages, with_report=True)
-        return
-    full, report = selection.select(messages, with_report=True)
-    assert none is None and report is not None
-    assert len(lean) == len(full) and all(a is b for a, b in zip(lean, full, strict=True))
-    assert all("langchain.index" in e.item.metadata for e in report.included)
+        with pytest.raises(ConfigurationError, match="was not built from this history"):
+            mapped.messages_for([*chosen, stranger])
 
 
 @settings(max_examples=200, deadline=None)
@@ -392,7 +318,78 @@ def test_tool_groups_follow_the_providers_rule(messages: list[BaseMessage]) -> N
     invalid = {
         i
         for item, _ in mapped.invalid
-        for i in item.metadata.get("langchain.indices", [item.metadata["langchain.index"]])
+        for i in item.metadata.get("langchain.indices", (item.metadata["langchain.index"],))
     }
     kept = {i for unit in mapped.units for i in unit}
     assert kept | invalid == set(range(len(messages))) and not kept & invalid
+
+
+# -- the default window reads like a conversation -------------------------------------------
+def conversation_of(messages: list[BaseMessage]) -> Conversation:
+    record = read_messages(messages, None)
+    return Conversation(record.roles, calls=record.calls, answers=record.answers)
+
+
+def _fits(messages: list[BaseMessage], indices: list[int], budget: int) -> bool:
+    return count_tokens_approximately([messages[i] for i in indices]) <= budget
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=histories(), budget=st.integers(0, 1200), start_on=st.sampled_from([None, "human"]))
+def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fit(
+    messages: list[BaseMessage], budget: int, start_on: str | None
+) -> None:
+    """On random clean and messy histories: no holes, the task kept, valid for the
+    provider, a reply whenever the system prompt, the task and the last complete exchange
+    fit, and never empty when the system prompt and the newest unit fit."""
+    conversation = conversation_of(messages)
+    try:
+        selected = select_messages(messages, max_tokens=budget, start_on=start_on)
+    except PinnedBudgetError:
+        pinned = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
+        if conversation.latest_user >= 0:
+            pinned.append(conversation.first_message(conversation.latest_user))
+        assert not _fits(messages, pinned, budget)
+        return
+    kept = [next(i for i, m in enumerate(messages) if m is s) for s in selected]
+    check = conversation.check_window(kept)
+    assert check.problems == () and check.holes == () and check.task_kept, check
+    system = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
+    task = (
+        [conversation.first_message(conversation.latest_user)]
+        if conversation.latest_user >= 0
+        else []
+    )
+    exchange = last_complete_exchange(conversation)
+    if exchange and _fits(messages, system + task + exchange, budget):
+        assert check.has_reply, (kept, exchange)
+    newest = newest_unit(conversation)
+    if newest and _fits(messages, system + task + newest, budget):
+        assert not check.empty
+
+
+def last_complete_exchange(conversation: Conversation) -> list[int]:
+    """The sendable messages of the latest complete exchange: the task's turn after the
+    task when it has any, else the turn before it (when it holds an assistant message)."""
+    units = [
+        k
+        for k in range(len(conversation))
+        if conversation.problem(k) is None and conversation.role(k) != "system"
+    ]
+    latest = conversation.latest_user
+    turn = conversation.turn(latest) if latest >= 0 else 0
+    after = [k for k in units if k > latest and conversation.turn(k) == turn]
+    if latest >= 0 and after:
+        return [i for k in after for i in conversation.messages_of(k)]
+    before = [k for k in units if conversation.turn(k) == turn - 1]
+    asked = any(conversation.role(k) == "user" for k in before)  # turn 0 has no question
+    if asked and any(conversation.role(k) == "assistant" for k in before):
+        return [i for k in before for i in conversation.messages_of(k)]
+    return []
+
+
+def newest_unit(conversation: Conversation) -> list[int]:
+    for k in reversed(range(len(conversation))):
+        if conversation.problem(k) is None and conversation.role(k) != "system":
+            return list(conversation.messages_of(k))
+    return []

@@ -25,15 +25,12 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import ConfigurableField
 
 from cupel import (
-    PRESET_NAMES,
     ChronologicalPlacer,
     CompositeScorer,
     ConfigurationError,
     GreedySlice,
     ItemError,
-    KindScorer,
     MetadataKeyScorer,
-    MetadataTrustScorer,
     PinnedBudgetError,
     Pipeline,
     PriorityScorer,
@@ -48,7 +45,6 @@ from cupel_langchain import (
     select_messages_with_report,
     tool_call_problems,
 )
-from cupel_langchain._selection import metadata_unread
 
 
 def call(call_id: str) -> dict[str, object]:
@@ -99,12 +95,14 @@ class Recorder(BaseCallbackHandler):
 
 
 # -- the function ------------------------------------------------------------------------
-def test_the_selection_fits_the_budget_and_keeps_the_newest_turns() -> None:
-    messages = conversation()
-    selected = select_messages(messages, max_tokens=120)
-    assert tokens(selected) <= 120
-    assert [m.id for m in selected] == ["sys", "a2", "t1", "a3", "h3"]
-    assert all(any(s is m for m in messages) for s in selected)
+def test_the_window_is_the_system_prompt_the_question_and_the_newest_whole_turns() -> None:
+    messages = conversation()  # turn 1: 120 tokens, turn 2 (with a tool round): 139
+    assert [m.id for m in select_messages(messages, max_tokens=161)] == ["sys", "h3"]
+    turn_2 = select_messages(messages, max_tokens=162)
+    assert [m.id for m in turn_2] == ["sys", "h2", "a2", "t1", "a3", "h3"]
+    assert tokens(turn_2) <= 162
+    assert all(any(s is m for m in messages) for s in turn_2)
+    assert [m.id for m in select_messages(messages, max_tokens=282)] == [m.id for m in messages]
 
 
 def test_everything_is_kept_when_it_fits() -> None:
@@ -115,82 +113,116 @@ def test_everything_is_kept_when_it_fits() -> None:
     )
 
 
-def test_a_tool_call_and_its_result_are_kept_or_dropped_together() -> None:
+def test_every_budget_gives_a_window_without_holes_and_with_valid_tool_calls() -> None:
     messages = conversation()
-    for budget in range(23, 400, 7):  # 23: the system prompt + the last turn
-        selected = select_messages(messages, max_tokens=budget)
-        ids = [m.id for m in selected]
-        assert ("a2" in ids) == ("t1" in ids), budget
-        assert tool_call_problems(selected) == [], budget
-        assert tokens(selected) <= budget
+    ids = [m.id for m in messages]
+    for budget in range(23, 400, 7):  # 23: the system prompt + the latest question
+        selected = [m.id for m in select_messages(messages, max_tokens=budget)]
+        assert tool_call_problems(select_messages(messages, max_tokens=budget)) == [], budget
+        assert selected[0] == "sys" and selected[-1] == "h3", budget
+        # the rest is one contiguous stretch ending just before the question
+        middle = selected[1:-1]
+        if middle:
+            start = ids.index(middle[0])
+            assert middle == ids[start : start + len(middle)] and start + len(middle) == 7
+            assert messages[start].type == "human", budget  # a turn starts with its question
+        assert tokens(select_messages(messages, max_tokens=budget)) <= budget
 
 
 def test_output_reserve_and_target_tokens_shrink_the_room() -> None:
     messages = conversation()
-    assert tokens(select_messages(messages, max_tokens=200, output_reserve=80)) <= 120
-    assert tokens(select_messages(messages, max_tokens=200, target_tokens=120)) <= 120
+    assert tokens(select_messages(messages, max_tokens=300, output_reserve=140)) <= 160
+    assert tokens(select_messages(messages, max_tokens=300, target_tokens=160)) <= 160
+    assert [m.id for m in select_messages(messages, max_tokens=300, output_reserve=138)] == [
+        "sys",
+        "h2",
+        "a2",
+        "t1",
+        "a3",
+        "h3",
+    ]
+
+
+def test_an_agent_run_keeps_its_task_and_the_newest_tool_rounds() -> None:
+    task = HumanMessage("Find the longest river and check its length twice.", id="task")
+    run: list[BaseMessage] = [SystemMessage("You are an agent.", id="sys"), task]
+    for i in range(12):
+        run += [
+            AIMessage("", tool_calls=[call(f"c{i}")], id=f"a{i}"),
+            ToolMessage(f"result {i} " * 20, tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    selected = select_messages(run, max_tokens=300)
+    ids = [m.id for m in selected]
+    assert ids[:2] == ["sys", "task"]  # the task is never lost
+    rounds = ids[2:]
+    assert rounds == [f"{x}{i}" for i in range(12 - len(rounds) // 2, 12) for x in "at"]
+    assert len(rounds) >= 4 and tool_call_problems(selected) == []
+    # start_on="human" keeps the same window: the task is a human message
+    assert select_messages(run, max_tokens=300, start_on="human") == selected
 
 
 def test_start_on_human_drops_leading_non_human_units_but_keeps_the_system_prompt() -> None:
-    messages = conversation()
-    selected = select_messages(messages, max_tokens=120, start_on="human")
-    assert [m.id for m in selected] == ["sys", "h3"]
-    same = select_messages(messages, max_tokens=120, start_on=[HumanMessage])
-    assert [m.id for m in same] == ["sys", "h3"]
+    messages: list[BaseMessage] = [
+        SystemMessage("Be brief.", id="sys"),
+        AIMessage("Hello! How can I help?", id="greeting"),
+        HumanMessage("Hi", id="h"),
+    ]
+    assert [m.id for m in select_messages(messages, max_tokens=100)] == ["sys", "greeting", "h"]
+    selected = select_messages(messages, max_tokens=100, start_on="human")
+    assert [m.id for m in selected] == ["sys", "h"]
+    same = select_messages(messages, max_tokens=100, start_on=[HumanMessage])
+    assert [m.id for m in same] == ["sys", "h"]
 
 
 def test_start_on_reports_what_it_dropped_as_filtered() -> None:
-    _, report = select_messages_with_report(conversation(), max_tokens=120, start_on="human")
+    messages: list[BaseMessage] = [
+        SystemMessage("Be brief.", id="sys"),
+        AIMessage("Hello! How can I help?", id="greeting"),
+        HumanMessage("Hi", id="h"),
+    ]
+    _, report = select_messages_with_report(messages, max_tokens=100, start_on="human")
     filtered = report.excluded_by("Filtered")
-    assert [e.reason.filter_name for e in filtered] == ["start_on:human"] * 2  # type: ignore[attr-defined]
-    assert {e.item.metadata["langchain.type"] for e in filtered} == {"tool_group", "ai"}
+    assert [e.reason.filter_name for e in filtered] == ["start_on"]  # type: ignore[attr-defined]
+    assert filtered[0].item.metadata["langchain.id"] == "greeting"
     assert [e.item.metadata["langchain.type"] for e in report.included] == ["system", "human"]
 
 
-def test_the_system_prompt_is_pinned_and_a_too_large_one_is_a_clear_error() -> None:
+def test_pinned_messages_over_budget_are_a_clear_error_naming_this_components_options() -> None:
     messages = conversation()
     assert [m.id for m in select_messages(messages, max_tokens=23)] == ["sys", "h3"]
     with pytest.raises(PinnedBudgetError) as err:
         select_messages(messages, max_tokens=30, output_reserve=10)
     assert (err.value.pinned_tokens, err.value.available_tokens) == (23, 20)
     assert str(err.value) == (
-        "The messages that are always kept need 23 tokens (system messages: 11, the latest 1 "
-        "unit(s) kept by keep_last: 12), but the budget allows 20 (max_tokens - output_reserve);"
-        " raise max_tokens, shorten them, or pass keep_system=False / keep_last=0"
+        "The messages that are always kept need 23 tokens (system messages: 11, the latest "
+        "user message: 12), but the budget allows 20 (max_tokens - output_reserve); raise "
+        "the budget, shorten them, pass keep_system=False or pass keep_last_human=False"
     )
-    assert [m.id for m in select_messages(messages, max_tokens=11, keep_last=0)] == ["sys"]
+    with pytest.raises(PinnedBudgetError, match=r"the latest units kept: 12\), .*keep_last=0"):
+        select_messages(messages, max_tokens=20, keep_last_human=False, keep_last=1)
+    only_system = select_messages(messages, max_tokens=11, keep_last_human=False)
+    assert [m.id for m in only_system] == ["sys"]
     unpinned = select_messages(messages, max_tokens=12, keep_system=False)
-    assert [m.id for m in unpinned] == ["h3"]  # the system prompt competes like any turn
+    assert [m.id for m in unpinned] == ["h3"]
 
 
 def test_a_policy_reading_metadata_sees_the_mapped_metadata() -> None:
-    # Without a report, preset selections skip the per-message metadata; a pipeline that
-    # reads metadata must still get it: here it boosts the human turns.
+    # A scored pipeline boosting the human turns by their metadata (a gappy selection,
+    # by choice): every human message fits, the answers do not.
     messages = conversation()
     boost_humans = Pipeline(
         CompositeScorer(
             [(RecencyScorer(), 1.0), (MetadataKeyScorer("langchain.type", "human", 100.0), 1.0)]
         )
     )
-    assert not metadata_unread(boost_humans) and metadata_unread(preset("chat").build())
     kept = select_messages(messages, max_tokens=160, pipeline=boost_humans)
     assert [m.id for m in kept] == ["sys", "h1", "h2", "h3"]
-    kept, _ = select_messages_with_report(messages, max_tokens=160, pipeline=boost_humans)
+    kept, report = select_messages_with_report(messages, max_tokens=160, pipeline=boost_humans)
     assert [m.id for m in kept] == ["sys", "h1", "h2", "h3"]
-    by_recency = select_messages(messages, max_tokens=160)
-    assert [m.id for m in by_recency] == ["sys", "a1", "a2", "t1", "a3", "h3"]
-
-
-def test_only_pipelines_made_of_cupels_metadata_free_components_skip_metadata() -> None:
-    class Custom(RecencyScorer):  # a subclass could read anything
-        pass
-
-    assert metadata_unread(Pipeline(CompositeScorer([(KindScorer(), 1), (RecencyScorer(), 2)])))
-    assert not metadata_unread(Pipeline(Custom()))
-    assert not metadata_unread(Pipeline(RecencyScorer(), on_overflow=lambda event: None))
-    assert not metadata_unread(Pipeline(CompositeScorer([(MetadataTrustScorer(), 1)])))
-    for name in PRESET_NAMES:
-        assert metadata_unread(preset(name).build()), name
+    turn = {
+        e.item.metadata["langchain.id"]: e.item.metadata.get("cupel:turn") for e in report.included
+    }
+    assert turn == {"sys": 0, "h1": 1, "h2": 2, "h3": None}  # the latest turn has no block
 
 
 def test_equal_turns_are_distinct_messages_unless_deduplication_is_asked() -> None:
@@ -200,47 +232,84 @@ def test_equal_turns_are_distinct_messages_unless_deduplication_is_asked() -> No
         HumanMessage("ok", id="3"),
     ]
     assert [m.id for m in select_messages(messages, max_tokens=100)] == ["1", "2", "3"]
-    deduplicated = select_messages(messages, max_tokens=100, deduplicate=True, keep_last=0)
-    assert [m.id for m in deduplicated] == ["3"]
-    # pinned messages (here the latest turn) are never deduplicated away
-    assert [m.id for m in select_messages(messages, max_tokens=100, deduplicate=True)] == [
-        "2",
-        "3",
-    ]
+    # a scored policy that deduplicates: the pinned latest question is never dropped; of
+    # the other two copies the better scored (newer) one stays
+    deduplicated = select_messages(messages, max_tokens=100, deduplicate=True, policy="debugging")
+    assert [m.id for m in deduplicated] == ["2", "3"]
 
 
-def test_orphans_and_unanswered_calls_never_reach_the_output() -> None:
+def test_invalid_tool_calls_never_reach_the_output_and_are_reported() -> None:
     messages: list[BaseMessage] = [
         ToolMessage("stale", tool_call_id="gone", id="orphan"),
         HumanMessage("hi", id="h"),
         AIMessage("", tool_calls=[call("never")], id="pending"),
         HumanMessage("hello?", id="h2"),
+        AIMessage("", tool_calls=[call("p1"), call("p2")], id="partial"),
+        ToolMessage("one", tool_call_id="p1", id="p1-result"),
+        ToolMessage("one again", tool_call_id="p1", id="p1-duplicate"),
+        HumanMessage("still there?", id="h3"),
+        ToolMessage("two, late", tool_call_id="p2", id="p2-late"),
+        AIMessage("", tool_calls=[call("ok")], id="good"),
+        ToolMessage("fine", tool_call_id="ok", id="good-result"),
     ]
     selected, report = select_messages_with_report(messages, max_tokens=1000)
-    assert [m.id for m in selected] == ["h", "h2"]
+    assert [m.id for m in selected] == ["h", "h2", "h3", "good", "good-result"]
+    assert tool_call_problems(selected) == []
     reasons = {
         e.item.metadata.get("langchain.id") or e.item.metadata["langchain.ids"][0]: e.reason
         for e in report.excluded
     }
-    assert reasons["orphan"].filter_name == "orphan_tool_message"  # type: ignore[attr-defined]
-    assert reasons["pending"].filter_name == "unanswered_tool_calls"  # type: ignore[attr-defined]
-    assert report.total_candidates == 4
+    assert {k: r.name for k, r in reasons.items()} == dict.fromkeys(
+        ["orphan", "pending", "partial", "p1-duplicate", "p2-late"], "InvalidToolCall"
+    )
+    problems = {k: (r.problem, r.tool_call_ids) for k, r in reasons.items()}  # type: ignore[attr-defined]
+    assert problems == {
+        "orphan": ("unknown_result", ("gone",)),
+        "pending": ("unanswered_calls", ("never",)),
+        "partial": ("partial_answers", ("p2",)),
+        "p1-duplicate": ("duplicate_result", ("p1",)),
+        "p2-late": ("late_result", ("p2",)),
+    }
+    assert report.total_candidates == 9  # 11 messages: two groups of two are one unit each
     assert report.total_tokens_considered == tokens(messages)
+
+
+def test_an_answer_to_an_invalid_tool_call_keeps_the_call_and_its_answer_together() -> None:
+    # langchain-openai sends invalid_tool_calls to the provider as tool calls: their
+    # answer must travel with the AIMessage, or the provider rejects the request.
+    broken = AIMessage(
+        "",
+        invalid_tool_calls=[{"name": "f", "args": "{oops", "id": "bad", "error": "JSON"}],
+        id="broken",
+    )
+    messages: list[BaseMessage] = [
+        HumanMessage("go", id="h"),
+        broken,
+        ToolMessage("Error: invalid arguments", tool_call_id="bad", id="answer"),
+        HumanMessage("retry", id="h2"),
+    ]
+    selected = select_messages(messages, max_tokens=1000)
+    assert [m.id for m in selected] == ["h", "broken", "answer", "h2"]
+    unanswered = select_messages(messages[:2] + messages[3:], max_tokens=1000)
+    assert [m.id for m in unanswered] == ["h", "h2"]
 
 
 def test_the_report_accounts_for_every_unit() -> None:
     messages = conversation()
-    selected, report = select_messages_with_report(messages, max_tokens=120)
+    selected, report = select_messages_with_report(messages, max_tokens=170)
     assert report.total_candidates == 7  # the tool group is one unit
     assert report.included_tokens == tokens(selected)
     assert len(report.included) + len(report.excluded) == 7
-    assert {e.reason.name for e in report.excluded} == {"BudgetExceeded"}
+    assert {e.reason.name for e in report.excluded} == {"OutsideWindow"}
+    assert report.excluded[0].reason.describe() == (
+        "OutsideWindow: not in the recency window, whose next unit needs 120 tokens, 8 available"
+    )
 
 
 def test_a_policy_preset_or_an_explicit_pipeline_can_be_chosen() -> None:
     messages = conversation()
-    by_name = select_messages(messages, max_tokens=120, policy="tool_use")
-    by_policy = select_messages(messages, max_tokens=120, policy=preset("tool_use"))
+    by_name = select_messages(messages, max_tokens=120, policy="code_review")
+    by_policy = select_messages(messages, max_tokens=120, policy=preset("code_review"))
     assert [m.id for m in by_name] == [m.id for m in by_policy]
     oldest_first = Pipeline(PriorityScorer(), GreedySlice(), ChronologicalPlacer())
     explicit = select_messages(messages, max_tokens=120, pipeline=oldest_first)
@@ -349,10 +418,10 @@ def test_the_selector_sits_between_a_prompt_and_a_model_in_an_lcel_chain() -> No
 
 def test_invoke_returns_the_same_objects_and_keeps_the_last_report() -> None:
     messages = conversation()
-    selector = CupelMessageSelector(max_tokens=120)
+    selector = CupelMessageSelector(max_tokens=170)
     assert selector.last_report is None
     selected = selector.invoke(messages)
-    assert [m.id for m in selected] == ["sys", "a2", "t1", "a3", "h3"]
+    assert [m.id for m in selected] == ["sys", "h2", "a2", "t1", "a3", "h3"]
     assert all(any(s is m for m in messages) for s in selected)
     report = selector.last_report
     assert isinstance(report, SelectionReport)
@@ -361,13 +430,13 @@ def test_invoke_returns_the_same_objects_and_keeps_the_last_report() -> None:
 
 def test_the_report_is_emitted_as_a_custom_callback_event() -> None:
     recorder = Recorder()
-    selector = CupelMessageSelector(max_tokens=120)
+    selector = CupelMessageSelector(max_tokens=170)
     selector.invoke(conversation(), config={"callbacks": [recorder]})
     ((name, data),) = recorder.events
     assert name == REPORT_EVENT == "cupel_selection"
     assert data["report"] is selector.last_report
     assert data["component"] == "CupelMessageSelector"
-    assert (data["included"], data["excluded"], data["max_tokens"]) == (4, 3, 120)
+    assert (data["included"], data["excluded"], data["max_tokens"]) == (5, 2, 170)
     assert data["included_tokens"] == selector.last_report.included_tokens  # type: ignore[union-attr]
 
 
@@ -387,9 +456,9 @@ def test_the_report_event_shows_in_astream_events() -> None:
 
 def test_report_false_skips_the_report_and_the_event() -> None:
     recorder = Recorder()
-    selector = CupelMessageSelector(max_tokens=120, report=False)
+    selector = CupelMessageSelector(max_tokens=170, report=False)
     selected = selector.invoke(conversation(), config={"callbacks": [recorder]})
-    assert [m.id for m in selected] == ["sys", "a2", "t1", "a3", "h3"]
+    assert [m.id for m in selected] == ["sys", "h2", "a2", "t1", "a3", "h3"]
     assert selector.last_report is None and recorder.events == []
 
 
@@ -422,8 +491,8 @@ def test_batch_and_abatch_emit_one_report_event_per_input() -> None:
 
 
 def test_the_selector_streams_its_single_result() -> None:
-    chunks = list(CupelMessageSelector(max_tokens=120).stream(conversation()))
-    assert len(chunks) == 1 and [m.id for m in chunks[0]] == ["sys", "a2", "t1", "a3", "h3"]
+    chunks = list(CupelMessageSelector(max_tokens=170).stream(conversation()))
+    assert len(chunks) == 1 and [m.id for m in chunks[0]] == ["sys", "h2", "a2", "t1", "a3", "h3"]
 
 
 def test_the_budget_can_be_made_configurable_per_call() -> None:

@@ -1,4 +1,4 @@
-"""Side by side with trim_messages on a history with tool calls (docs/examples script)."""
+"""Side by side with trim_messages' recommended setup (docs/examples script)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage, trim_messages
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from cupel_langchain import select_messages, tool_call_problems
@@ -25,54 +25,70 @@ def example() -> ModuleType:
     return module
 
 
-def test_trim_messages_last_keeps_a_tool_result_without_its_call() -> None:
-    selected = example().compare(100)['trim_messages(strategy="last")']
-    assert isinstance(selected[1], ToolMessage)
-    assert not any(isinstance(m, AIMessage) and m.tool_calls for m in selected)
-    assert tool_call_problems(selected) == [
-        "message 1: ToolMessage answers tool_call_id 'call_1', which no preceding AIMessage "
-        "left open"
-    ]
-
-
-def test_trim_messages_first_ends_on_a_tool_call_without_its_result() -> None:
-    selected = example().compare(100)['trim_messages(strategy="first")']
-    assert isinstance(selected[-1], AIMessage) and selected[-1].tool_calls
-    assert tool_call_problems(selected) == [
-        "end: tool call(s) ['call_1'] of message 2 are unanswered"
-    ]
-
-
-def test_cupel_returns_a_valid_sequence_at_the_same_budget() -> None:
+def test_on_a_plain_chat_both_keep_the_newest_whole_turns() -> None:
     module = example()
-    selected = module.compare(100)["cupel select_messages"]
-    assert tool_call_problems(selected) == []
-    assert count_tokens_approximately(selected) <= 100
-    history = module.history()
-    assert [m.type for m in selected] == ["system", "human", "ai", "human"]
-    assert select_messages(history, max_tokens=100)[0] is history[0]
+    selections = module.compare(module.chat(), 120)
+    recommended = selections["trim_messages (recommended)"]
+    cupel = selections["cupel select_messages"]
+    assert [m.type for m in cupel] == ["system", "human", "ai", "human"]
+    assert cupel == recommended  # the same objects: the same window here
+    assert tool_call_problems(cupel) == []
 
 
-def test_at_every_budget_cupel_is_valid_and_trim_messages_is_not_always() -> None:
-    history = example().history()
-    trim_failures = 0
-    for budget in range(32, 200):
-        selected = select_messages(history, max_tokens=budget)
-        assert tool_call_problems(selected) == [], budget
-        assert count_tokens_approximately(selected) <= budget
-        for strategy in ("first", "last"):
-            trimmed = trim_messages(
-                history,
-                max_tokens=budget,
-                strategy=strategy,
-                token_counter=count_tokens_approximately,
-            )
-            trim_failures += bool(tool_call_problems(trimmed))
-    assert trim_failures > 50
+def test_trim_without_start_on_keeps_a_tool_result_without_its_call() -> None:
+    module = example()
+    selected = module.compare(module.chat(), 120)['trim_messages(strategy="last")']
+    assert isinstance(selected[1], ToolMessage)
+    assert tool_call_problems(selected) == [
+        "message 1: tool result for 'call_1' answers no call made just before it (unknown_result)"
+    ]
+
+
+def test_on_an_agent_run_trim_keeps_only_the_system_prompt_and_cupel_the_task() -> None:
+    module = example()
+    history = module.agent_run()
+    selections = module.compare(history, 160)
+    assert [m.type for m in selections["trim_messages (recommended)"]] == ["system"]
+    cupel = selections["cupel select_messages"]
+    assert cupel[:2] == history[:2]  # the system prompt and the task
+    assert cupel[2:] == history[-len(cupel) + 2 :]  # then the newest tool rounds
+    assert len(cupel) > 2 and tool_call_problems(cupel) == []
+    assert count_tokens_approximately(cupel) <= 160
+
+
+def test_on_a_messy_history_trim_passes_a_late_result_through_and_cupel_does_not() -> None:
+    module = example()
+    selections = module.compare(module.messy_chat(), 120)
+    assert tool_call_problems(selections["trim_messages (recommended)"]) != []
+    cupel = selections["cupel select_messages"]
+    assert tool_call_problems(cupel) == []
+    assert not any(isinstance(m, ToolMessage) for m in cupel)
+
+
+def test_at_every_budget_cupel_is_valid_and_holds_the_task_where_trim_fails() -> None:
+    module = example()
+    histories = {"chat": module.chat(), "agent": module.agent_run(), "messy": module.messy_chat()}
+    trim_invalid = trim_without_task = 0
+    for name, history in histories.items():
+        task = next(m for m in reversed(history) if isinstance(m, HumanMessage))
+        for budget in range(40, 260, 3):
+            selected = select_messages(history, max_tokens=budget)
+            assert tool_call_problems(selected) == [], (name, budget)
+            assert count_tokens_approximately(selected) <= budget
+            assert isinstance(selected[0], SystemMessage) and task in selected
+            trimmed = module.recommended_trim(history, budget)
+            trim_invalid += bool(tool_call_problems(trimmed))
+            trim_without_task += task not in trimmed
+    assert trim_invalid > 20 and trim_without_task > 20
 
 
 def test_the_example_prints_the_comparison(capsys: pytest.CaptureFixture[str]) -> None:
     example().main()
     out = capsys.readouterr().out
-    assert out.count("INVALID") == 2
-    assert "cupel select_messages           system > human > ai > human" in out
+    assert out.count("INVALID") == 4
+    assert "trim_messages (recommended)     system\n" in out
+    assert "cupel select_messages           system > human > ai > tool > ai > tool" in out
+    assert not any(
+        "cupel" in line and "INVALID" in nxt
+        for line, nxt in zip(out.splitlines(), out.splitlines()[1:], strict=False)
+    )

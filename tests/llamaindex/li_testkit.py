@@ -12,6 +12,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
+from cupel.conversation import Conversation
 from cupel_llamaindex import CupelSelectionEvent, tool_call_ids
 
 
@@ -67,21 +68,61 @@ def check_window(
         if start_on_user and any(m.role == MessageRole.USER for m in conversation):
             assert conversation[0].role == MessageRole.USER, "the window does not start on user"
 
-    # Tool-call integrity against the history's own linkage.
-    caller_of: dict[str, int] = {}
-    for i, message in enumerate(history):
-        if message.role == MessageRole.ASSISTANT:
-            for call_id in tool_call_ids(message)[0]:
-                caller_of[call_id] = i
+    assert provider_problems(window) == [], provider_problems(window)
     in_window = {id(m) for m in window}
-    for i, message in enumerate(history):
-        answered = message.additional_kwargs.get("tool_call_id")
-        if message.role != MessageRole.TOOL or answered not in caller_of:
-            continue
-        caller = history[caller_of[answered]]
-        assert (id(message) in in_window) == (id(caller) in in_window), (
-            f"tool result {i} and its call {caller_of[answered]} were split"
-        )
     for message in history:
         if message.role in (MessageRole.SYSTEM, MessageRole.DEVELOPER):
             assert id(message) in in_window, "a system message was dropped"
+
+
+def provider_problems(window: Sequence[ChatMessage]) -> list[str]:
+    """What a chat-model provider would reject in ``window``, checked independently of
+    cupel: the tool messages right after an assistant message must answer exactly its
+    calls, each once, before any other message; no tool message anywhere else."""
+    problems: list[str] = []
+    pending: list[str] | None = None  # the open calls, None: no run of results open
+    for i, message in enumerate(window):
+        if message.role == MessageRole.TOOL:
+            answered = message.additional_kwargs.get("tool_call_id")
+            if pending is None or answered not in pending:
+                problems.append(f"{i}: tool message answers {answered!r}, not an open call")
+            else:
+                pending.remove(answered)
+            continue
+        if pending:
+            problems.append(f"{i}: calls {pending} unanswered before a {message.role} message")
+        pending = None
+        ids, makes_calls = tool_call_ids(message)
+        if message.role == MessageRole.ASSISTANT and makes_calls:
+            pending = list(ids)
+    if pending:
+        problems.append(f"end: calls {pending} unanswered")
+    return problems
+
+
+def last_complete_exchange(conversation: Conversation) -> list[int]:
+    """The sendable messages of the latest complete exchange: the task's turn after the
+    task when it has any, else the turn before it (when it asks and answers)."""
+    units = [
+        k
+        for k in range(len(conversation))
+        if conversation.problem(k) is None and conversation.role(k) != "system"
+    ]
+    latest = conversation.latest_user
+    turn = conversation.turn(latest) if latest >= 0 else 0
+    after = [k for k in units if k > latest and conversation.turn(k) == turn]
+    if latest >= 0 and after:
+        return [i for k in after for i in conversation.messages_of(k)]
+    before = [k for k in units if conversation.turn(k) == turn - 1]
+    asked = any(conversation.role(k) == "user" for k in before)
+    if asked and any(conversation.role(k) == "assistant" for k in before):
+        return [i for k in before for i in conversation.messages_of(k)]
+    return []
+
+
+def newest_unit(conversation: Conversation) -> list[int]:
+    """The messages of the newest sendable non-system unit."""
+    for k in reversed(range(len(conversation))):
+        if conversation.problem(k) is None and conversation.role(k) != "system":
+            return list(conversation.messages_of(k))
+    return []

@@ -151,7 +151,15 @@ def test_openai_style_tool_calls_in_additional_kwargs_link_by_id_even_when_inter
         _result("a"),
     ]
     assert tool_call_ids(caller) == (["a", "b"], True)
-    assert _units(history) == [(0,), (1, 2, 4), (3,)]
+    # providers need every result right after its call: "a" came after another message
+    mapping = messages_to_items(history, tokenizer_fn=str.split)
+    assert [u.indices for u in mapping.units] == [(0,), (3,)]
+    assert [(r.problem, r.tool_call_ids) for _, r in mapping.invalid] == [
+        ("partial_answers", ("a",)),
+        ("late_result", ("a",)),
+    ]
+    both = [ChatMessage(role="user", content="go"), caller, _result("b"), _result("a")]
+    assert _units(both) == [(0,), (1, 2, 3)]  # answered in any order, right after the call
 
 
 def test_tool_message_without_an_id_answers_the_call_right_before_it() -> None:
@@ -159,11 +167,13 @@ def test_tool_message_without_an_id_answers_the_call_right_before_it() -> None:
     assert _units(history) == [(0,), (1, 2)]
 
 
-def test_unlinked_tool_message_travels_with_the_previous_message() -> None:
+def test_a_tool_message_answering_no_call_is_left_out() -> None:
     history = [ChatMessage(role="user", content="go"), _result("nobody")]
     mapping = messages_to_items(history, tokenizer_fn=str.split)
-    assert [u.indices for u in mapping.units] == [(0, 1)]
-    assert mapping.orphans == []
+    assert [u.indices for u in mapping.units] == [(0,)]
+    assert [(r.problem, r.tool_call_ids) for _, r in mapping.invalid] == [
+        ("unknown_result", ("nobody",))
+    ]
 
 
 def test_leading_tool_messages_are_orphans_and_never_offered() -> None:
@@ -174,8 +184,8 @@ def test_leading_tool_messages_are_orphans_and_never_offered() -> None:
     ]
     mapping = messages_to_items(history, tokenizer_fn=str.split)
     assert [u.indices for u in mapping.units] == [(0,), (2,)]
-    assert [u.indices for u in mapping.orphans] == [(1,)]
-    assert mapping.orphans[0].item.kind == ContextKind.TOOL_OUTPUT
+    ((orphan, reason),) = mapping.invalid
+    assert orphan.kind == ContextKind.TOOL_OUTPUT and reason.problem == "unknown_result"
 
 
 def test_system_is_pinned_and_so_is_the_latest_user_message() -> None:

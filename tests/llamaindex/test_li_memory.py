@@ -157,8 +157,14 @@ def test_chat_memory_buffer_drops_the_system_message_where_cupel_keeps_it() -> N
 def test_pinned_messages_over_the_limit_raise_a_clear_error() -> None:
     history = [ChatMessage(role="system", content="x " * 30), ChatMessage(role="user", content="q")]
     memory = _memory(history, token_limit=20)
-    with pytest.raises(PinnedBudgetError, match="Pinned items require 33 tokens"):
+    with pytest.raises(PinnedBudgetError) as raised:
         memory.get()
+    assert (raised.value.pinned_tokens, raised.value.available_tokens) == (33, 20)
+    assert str(raised.value) == (
+        "The messages that are always kept need 33 tokens (system messages: 31, the latest "
+        "user message: 2), but the budget allows 20 (max_tokens - output_reserve); raise the "
+        "budget, shorten them, pass pin_system=False or pass pin_last_user=False"
+    )
 
 
 def test_initial_token_count_shrinks_the_budget() -> None:
@@ -214,20 +220,34 @@ def test_chat_memory_buffer_can_return_a_lone_tool_result_where_cupel_cannot() -
 
 def test_start_on_user_drops_leading_assistant_units_and_reports_them() -> None:
     history = [
+        ChatMessage(role="assistant", content="Hello! How can I help?"),
+        ChatMessage(role="user", content="next"),
+    ]
+    strict = _memory(history, token_limit=10)
+    assert strict.get() == [history[1]]
+    report = strict.last_report
+    assert report is not None
+    filtered = report.excluded_by("Filtered")
+    assert [e.reason.filter_name for e in filtered] == ["start_on"]  # type: ignore[attr-defined]
+    assert filtered[0].item.content.startswith("[0] assistant")
+
+    relaxed = _memory(history, token_limit=10, start_on_user=False)
+    assert relaxed.get() == history
+
+
+def test_an_earlier_turn_is_kept_whole_or_not_at_all() -> None:
+    history = [
         ChatMessage(role="user", content="long question " * 10),
         ChatMessage(role="assistant", content="short"),
         ChatMessage(role="user", content="next"),
     ]
-    strict = _memory(history, token_limit=10)
-    assert strict.get() == [history[2]]
-    report = strict.last_report
-    assert report is not None
-    filtered = report.excluded_by("Filtered")
-    assert [e.reason.filter_name for e in filtered] == ["start_on_user"]  # type: ignore[attr-defined]
-    assert filtered[0].item.content.startswith("[1] assistant")
-
-    relaxed = _memory(history, token_limit=10, start_on_user=False)
-    assert relaxed.get() == [history[1], history[2]]
+    for start_on_user in (True, False):
+        memory = _memory(history, token_limit=10, start_on_user=start_on_user)
+        assert memory.get() == [history[2]]  # never the answer without its question
+        report = memory.last_report
+        assert report is not None
+        assert {e.reason.name for e in report.excluded} == {"OutsideWindow"}
+    assert _memory(history, token_limit=100).get() == history
 
 
 def test_leading_orphan_tool_results_are_never_returned_and_are_reported() -> None:
@@ -236,8 +256,8 @@ def test_leading_orphan_tool_results_are_never_returned_and_are_reported() -> No
     assert memory.get() == history[1:]
     report = memory.last_report
     assert report is not None
-    (orphan,) = report.excluded_by("Filtered")
-    assert orphan.reason.filter_name == "orphan_tool_result"  # type: ignore[attr-defined]
+    (orphan,) = report.excluded_by("InvalidToolCall")
+    assert orphan.reason.problem == "unknown_result"  # type: ignore[attr-defined]
     assert report.total_candidates == 5
 
 
@@ -269,7 +289,12 @@ def test_a_growing_conversation_is_counted_once_per_message_across_gets() -> Non
     memory.get()
     memory.get()
     assert len(calls) == 50
-    memory.put_messages(_turns(1))
+    memory.put_messages(
+        [ChatMessage(role="user", content="new"), ChatMessage(role="assistant", content="turn")]
+    )
+    memory.get()
+    assert len(calls) == 52
+    memory.put_messages(_turns(1))  # texts counted before are not counted again
     memory.get()
     assert len(calls) == 52
 
@@ -678,7 +703,7 @@ def test_the_on_demand_report_equals_the_one_dispatched_to_a_listener() -> None:
     (event,) = recorder.events
     assert event.report is loud.last_report
     assert _decisions(on_demand) == _decisions(event.report)
-    assert {e.reason.name for e in on_demand.excluded} == {"BudgetExceeded", "Filtered"}
+    assert {e.reason.name for e in on_demand.excluded} == {"OutsideWindow", "InvalidToolCall"}
 
 
 def test_without_a_listener_get_dispatches_nothing_and_reports_on_read() -> None:

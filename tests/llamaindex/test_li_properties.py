@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from li_testkit import check_window, words
+from li_testkit import check_window, last_complete_exchange, newest_unit, words
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.storage.chat_store import SimpleChatStore
 
 from cupel import PinnedBudgetError
-from cupel_llamaindex import CupelChatMemory
+from cupel_llamaindex import CupelChatMemory, messages_to_items
 
 _TEXT = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ok"]), max_size=12).map(
     " ".join
@@ -20,15 +20,23 @@ _TEXT = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ok"]), max
 def histories(draw: st.DrawFn) -> list[ChatMessage]:
     """A conversation: optional system prompt, then user / assistant / tool-call groups
     (ToolCallBlocks or OpenAI-style additional_kwargs, parallel calls, results possibly
-    out of order or missing), sometimes a stray tool message."""
+    out of order or missing), plus what real stores hold: stray tool messages, results
+    arriving after the next message (late), results given twice (duplicate)."""
     out: list[ChatMessage] = []
     if draw(st.booleans()):
         out.append(ChatMessage(role="system", content=draw(_TEXT)))
     if draw(st.integers(0, 5)) == 0:
         out.append(ChatMessage(role="tool", content=draw(_TEXT)))  # leading orphan
     call_number = 0
+    late: list[str] = []
     for _ in range(draw(st.integers(0, 25))):
-        event = draw(st.sampled_from(["user", "user", "assistant", "assistant", "tools", "stray"]))
+        event = draw(
+            st.sampled_from(
+                ["user", "user", "assistant", "assistant", "tools", "tools", "stray", "late"]
+            )
+        )
+        if late and event in ("user", "assistant"):
+            out.append(_tool_result(late.pop(), draw(_TEXT)))
         if event == "user":
             out.append(ChatMessage(role="user", content=draw(_TEXT)))
         elif event == "assistant":
@@ -55,15 +63,17 @@ def histories(draw: st.DrawFn) -> list[ChatMessage]:
                     )
                 )
             answered = draw(st.permutations(ids))[: draw(st.integers(0, len(ids)))]
+            if event == "late" and answered:
+                late.append(answered.pop())
             for call_id in answered:
-                out.append(
-                    ChatMessage(
-                        role="tool",
-                        content=draw(_TEXT),
-                        additional_kwargs={"tool_call_id": call_id},
-                    )
-                )
+                out.append(_tool_result(call_id, draw(_TEXT)))
+            if answered and draw(st.integers(0, 4)) == 0:
+                out.append(_tool_result(answered[-1], "again"))  # a duplicate result
     return out
+
+
+def _tool_result(call_id: str, text: str) -> ChatMessage:
+    return ChatMessage(role="tool", content=text, additional_kwargs={"tool_call_id": call_id})
 
 
 def _pinned_tokens(history: list[ChatMessage]) -> int:
@@ -145,10 +155,13 @@ def test_a_budget_that_fits_everything_returns_every_valid_message(
     window = memory.get()
     report = memory.last_report
     assert report is not None
-    orphans = {e.item.content for e in report.excluded_by("Filtered")}
-    # Everything except the leading orphan tool messages comes back, in order.
-    assert len(window) + len(orphans) == len(history)
-    assert [e.reason.name for e in report.excluded] == ["Filtered"] * len(orphans)
+    conversation = messages_to_items(history, message_token_counter=words).history.conversation
+    invalid = [i for k in conversation.invalid_units for i in conversation.messages_of(k)]
+    # Everything except the units a provider would reject comes back, in order.
+    assert len(window) + len(invalid) == len(history)
+    assert [e.reason.name for e in report.excluded] == ["InvalidToolCall"] * len(
+        conversation.invalid_units
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -202,3 +215,44 @@ def test_reusing_the_previous_call_never_changes_the_result(
     if stored:
         del stored[len(stored) // 2]
     both()
+
+
+@settings(max_examples=300, deadline=None)
+@given(history=histories(), limit=st.integers(1, 200), start_on_user=st.booleans())
+def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fit(
+    history: list[ChatMessage], limit: int, start_on_user: bool
+) -> None:
+    """On random clean and messy histories: no holes, the task kept, valid for the
+    provider, a reply whenever the system prompt, the task and the last complete exchange
+    fit, never empty when the system prompt and the newest unit fit."""
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history,
+        token_limit=limit,
+        message_token_counter=words,
+        start_on_user=start_on_user,
+    )
+    conversation = messages_to_items(history, message_token_counter=words).history.conversation
+    system = [i for i, m in enumerate(history) if m.role == MessageRole.SYSTEM]
+    task = (
+        [conversation.first_message(conversation.latest_user)]
+        if conversation.latest_user >= 0
+        else []
+    )
+
+    def fits(indices: list[int]) -> bool:
+        return sum(words(history[i]) for i in indices) <= limit
+
+    try:
+        window = memory.get()
+    except PinnedBudgetError:
+        assert not fits(system + task)
+        return
+    kept = [next(i for i, m in enumerate(history) if m is w) for w in window]
+    check = conversation.check_window(kept)
+    assert check.problems == () and check.holes == () and check.task_kept, check
+    exchange = last_complete_exchange(conversation)
+    if exchange and fits(system + task + exchange):
+        assert check.has_reply, (kept, exchange)
+    newest = newest_unit(conversation)
+    if newest and fits(system + task + newest):
+        assert not check.empty

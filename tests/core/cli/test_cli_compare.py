@@ -182,7 +182,7 @@ def test_no_swing_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     assert status == 0
     assert "0 items change status" in out.splitlines()[0]
     assert "(no item changes status between these policies)" in out
-    assert out.splitlines()[-2].split() == ["included", "items", "5", "5"]
+    assert out.splitlines()[-2].split() == ["included", "items", "6", "5"]
 
 
 def test_same_stem_files_are_labelled_by_path(

@@ -35,10 +35,27 @@ def test_vector_derives_its_expectations_in_a_comment(path: Path) -> None:
     assert len(comments) >= 2, f"{path.name}: no comment block deriving the expected values"
 
 
-def test_the_suite_is_large_and_split_into_required_and_optional() -> None:
+def test_the_suite_is_large_and_split_into_required_optional_and_extensions() -> None:
     tiers = Counter(path.relative_to(ROOT).parts[0] for path in VECTORS)
-    assert set(tiers) == {"required", "optional"}
+    assert set(tiers) == {"required", "optional", "extensions"}
     assert tiers["required"] + tiers["optional"] >= 70
+
+
+def test_extension_vectors_use_only_extension_components_and_spec_ones_none() -> None:
+    """cupel's extensions (the recency window, its OutsideWindow reason) are tested in
+    conformance/extensions only; the spec tiers never use them."""
+    for path in VECTORS:
+        text = path.read_text("utf-8")
+        uses_extension = "recency_window" in text or "OutsideWindow" in text
+        tier = path.relative_to(ROOT).parts[0]
+        assert uses_extension == (tier == "extensions"), path.name
+
+
+def test_the_recency_window_has_slicing_and_pipeline_vectors() -> None:
+    names = {path.relative_to(ROOT).as_posix() for path in VECTORS}
+    slicing = {n for n in names if n.startswith("extensions/slicing/recency-window")}
+    pipeline = {n for n in names if n.startswith("extensions/pipeline/recency-window")}
+    assert len(slicing) >= 10 and len(pipeline) >= 3
 
 
 def test_every_scorer_slicer_and_placer_has_vectors() -> None:

@@ -71,7 +71,7 @@ def test_kind_diversity_counts_distinct_included_kinds_case_insensitively() -> N
     report = run(Pipeline(RecencyScorer()), items)
     assert len(report.included) == 4
     assert kind_diversity(report) == 2
-    report = run(preset("chat").build(), workload())
+    report = run(preset("code_review").build(), workload())
     assert {str(e.item.kind) for e in report.included} == {
         "SystemPrompt",
         "Memory",

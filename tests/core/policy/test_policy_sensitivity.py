@@ -85,7 +85,7 @@ def test_two_variants_swap_the_two_items() -> None:
 
 def test_diffs_hold_only_swinging_items_in_first_seen_input_order() -> None:
     items = workload()
-    variants = [(name, preset(name)) for name in ("chat", "rag", "debugging")]
+    variants = [(name, preset(name)) for name in ("code_review", "rag", "debugging")]
     report = policy_sensitivity(items, BUDGET, variants)
     included = [
         {e.item.content for e in variant_report.included} for _, variant_report in report.variants
@@ -95,7 +95,7 @@ def test_diffs_hold_only_swinging_items_in_first_seen_input_order() -> None:
     assert swinging  # the presets disagree on this workload
     assert [d.content for d in report.diffs] == swinging
     for diff in report.diffs:
-        assert [label for label, _ in diff.statuses] == ["chat", "rag", "debugging"]
+        assert [label for label, _ in diff.statuses] == ["code_review", "rag", "debugging"]
         for (_, status), chosen in zip(diff.statuses, included, strict=True):
             assert (status is ItemStatus.INCLUDED) == (diff.content in chosen)
     # items every variant agrees on are absent

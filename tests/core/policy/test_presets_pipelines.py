@@ -16,6 +16,7 @@ from cupel import (
     Pipeline,
     PriorityScorer,
     RecencyScorer,
+    RecencyWindowSlice,
     ReflexiveScorer,
     UShapedPlacer,
 )
@@ -23,9 +24,10 @@ from cupel import presets as presets_module
 from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES, preset
 
-# name -> ([(scorer class, raw weight)], slicer, placer class)
-SPEC = {
-    "chat": ([(RecencyScorer, 3), (KindScorer, 1)], None, ChronologicalPlacer),
+WINDOW = RecencyWindowSlice()
+# name -> ([(scorer class, raw weight)], slicer (None: greedy, int: knapsack bucket), placer)
+SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
+    "chat": ([(RecencyScorer, 3), (KindScorer, 1)], WINDOW, ChronologicalPlacer),
     "code_review": (
         [(KindScorer, 2), (PriorityScorer, 2), (RecencyScorer, 1)],
         None,
@@ -39,12 +41,12 @@ SPEC = {
     ),
     "tool_use": (
         [(KindScorer, 2), (RecencyScorer, 2), (PriorityScorer, 1)],
-        None,
+        WINDOW,
         ChronologicalPlacer,
     ),
     "long_running": (
-        [(RecencyScorer, 3), (FrequencyScorer, 1), (KindScorer, 1)],
-        None,
+        [(FrequencyScorer, 2), (KindScorer, 1), (PriorityScorer, 1)],
+        RecencyWindowSlice(scored_share=0.25),
         ChronologicalPlacer,
     ),
     "debugging": (
@@ -81,11 +83,14 @@ def test_preset_builds_the_specified_pipeline(name: str) -> None:
             assert child.weights == KindScorer.DEFAULT_WEIGHTS
     if bucket is None:
         assert type(pipeline.slicer) is GreedySlice
+    elif isinstance(bucket, RecencyWindowSlice):
+        assert pipeline.slicer == bucket
     else:
         assert isinstance(pipeline.slicer, KnapsackSlice)
         assert pipeline.slicer.bucket_size == bucket
     assert type(pipeline.placer) is placer
-    assert pipeline.deduplication is True
+    # history presets keep every turn (dropping a repeated "ok" would open a hole)
+    assert pipeline.deduplication is not isinstance(bucket, RecencyWindowSlice)
     assert pipeline.overflow_strategy is OverflowStrategy.THROW
 
 

@@ -1,0 +1,61 @@
+"""The conversation layer: chat histories as units, turns and valid tool calls.
+
+Framework-neutral (the LangChain and LlamaIndex adapters map their messages to it and
+back): give each message's role and tool-call links, get the history's structure —
+
+- **units**: a message, or an *exchange* (an assistant message that calls tools, with the
+  tool results answering it), kept or dropped together;
+- **turns**: a user message and everything up to the next one;
+- **validity**: the providers' rule (the tool results right after an assistant message
+  answer exactly its calls, each once; no tool result anywhere else). Units breaking it
+  (unanswered or partially answered calls; late, duplicate or unknown results) are left
+  out of every selection and reported as :class:`~cupel.InvalidToolCall`.
+
+:class:`HistoryItems` maps the units to :class:`~cupel.ContextItem` s (pinning the system
+prompt and the latest user message, marking earlier turns as blocks) and selects a window
+with a pipeline. With the default history policies (:func:`cupel.presets.chat`, ...) the
+window is a :class:`~cupel.RecencyWindowSlice`: system messages, the latest user message,
+then whole units from the newest backwards, contiguously, until the next one does not fit
+(earlier turns whole) — no holes; the only gap allowed is between the kept latest user
+message (an agent's task) and the recent tool rounds kept after it.
+
+>>> from cupel import ContextBudget, Pipeline
+>>> roles = ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+>>> conversation = Conversation(roles, calls={4: ["c1"]}, answers={5: "c1"})
+>>> texts = ["Be brief.", "Hi", "Hello!", "Weather?", "", "Rain", "It rains."]
+>>> mapped = HistoryItems.from_conversation(conversation, texts, [4, 2, 3, 3, 10, 3, 4])
+>>> window = mapped.select(Pipeline.from_policy("chat"), ContextBudget(max_tokens=28,
+...                        target_tokens=28), with_report=True)
+>>> [texts[i] for i in window.messages]
+['Be brief.', 'Weather?', '', 'Rain', 'It rains.']
+>>> window.report.excluded[0].reason.name
+'OutsideWindow'
+"""
+
+from cupel.conversation._history import (
+    DEFAULT_UNIT_KINDS,
+    START_ON_FILTER,
+    UNIT_TYPES,
+    HistoryItems,
+    HistoryWindow,
+    PinnedOptions,
+    synthetic_timestamps,
+)
+from cupel.conversation._structure import ASSISTANT, ROLES, SYSTEM, TOOL, USER, Conversation, Unit
+
+__all__ = [
+    "ASSISTANT",
+    "DEFAULT_UNIT_KINDS",
+    "ROLES",
+    "START_ON_FILTER",
+    "SYSTEM",
+    "TOOL",
+    "UNIT_TYPES",
+    "USER",
+    "Conversation",
+    "HistoryItems",
+    "HistoryWindow",
+    "PinnedOptions",
+    "Unit",
+    "synthetic_timestamps",
+]

@@ -1,0 +1,339 @@
+"""RecencyWindowSlice: the newest items that fit, without holes (a cupel extension).
+
+The spec's slicers choose by score, so neighbouring items with nearly equal scores are
+kept or dropped by their *length*: a chat window fills with short messages of one role
+and has holes. A recency window instead walks from the newest item back in time and takes
+every item while it fits; it stops at the first one that does not. What it keeps is one
+contiguous stretch of the timeline, ending at the newest item.
+
+Walk order: items with a timestamp, newest first (equal timestamps in the Sort stage's
+order: score descending, then input order), then items without a timestamp in the Sort
+stage's order.
+
+Blocks: with ``block_key`` set (default ``"cupel:turn"``), consecutive items in walk order
+whose ``metadata[block_key]`` holds the same value form a *block*, taken whole or not at
+all — a chat turn (the question with its answer and tool calls) is never split. Items
+without the key are blocks of their own. Block values must be strings or integers.
+
+Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first fills
+``(1 - s)`` of the target; then the best items *older than that window* by score per token
+(as :class:`~cupel.GreedySlice` picks them) get up to ``floor(s * target)`` tokens; then
+the walk continues where it stopped with whatever budget is left. Those older items are
+the only holes the window can have.
+
+Zero-token items are taken when the walk reaches them (they always fit) and left out
+behind the cut. The report explains every item behind the cut as
+:class:`~cupel.OutsideWindow` (the tokens the unit at the cut needed, the tokens left).
+
+>>> from datetime import datetime, timedelta, timezone
+>>> from cupel import ContextBudget, ContextItem, ScoredItem
+>>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+>>> turns = [(1, "Q1", 10), (1, "A1", 30), (2, "Q2", 10), (2, "A2", 5)]
+>>> items = [ContextItem(content=text, tokens=tokens, metadata={"cupel:turn": turn},
+...                      timestamp=t0 + timedelta(minutes=i))
+...          for i, (turn, text, tokens) in enumerate(turns)]
+>>> scored = [ScoredItem(item, 0.5) for item in items]
+>>> budget = ContextBudget(max_tokens=45, target_tokens=45)
+>>> sorted(i.content for i in RecencyWindowSlice().slice(scored, budget))  # turn 1 is 40
+['A2', 'Q2']
+
+Without blocks the answer A1 would be kept without its question Q1:
+
+>>> sorted(i.content for i in RecencyWindowSlice(block_key=None).slice(scored, budget))
+['A1', 'A2', 'Q2']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from cupel._errors import ItemError, SlicerConfigError
+from cupel._model import ContextBudget, ContextItem, ScoredItem
+from cupel.diagnostics._reasons import ExclusionReason, OutsideWindow
+from cupel.slicers._base import BaseSlicer, Candidates, IntArray
+from cupel.slicers.greedy import GreedySlice
+
+__all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice"]
+
+DEFAULT_BLOCK_KEY = "cupel:turn"
+"""The metadata key whose value groups items into blocks (a chat turn)."""
+
+_NO_BLOCK = object()
+
+
+class RecencyWindowSlice(BaseSlicer):
+    """Take the newest items while they fit, contiguously; stop at the first that does not.
+
+    Parameters:
+        block_key: metadata key grouping consecutive items into blocks taken whole
+            (default ``"cupel:turn"``); ``None``: every item stands alone.
+        scored_share: share of the target, ``0 <= scored_share < 1``, that may go to the
+            best-scored items older than the window (default 0: a pure window).
+
+    See the module documentation for the walk order and the exact rule.
+    """
+
+    __slots__ = ("block_key", "scored_share")
+
+    def __init__(
+        self, block_key: str | None = DEFAULT_BLOCK_KEY, *, scored_share: float = 0.0
+    ) -> None:
+        if block_key is not None and (not isinstance(block_key, str) or not block_key):
+            raise SlicerConfigError(
+                f"RecencyWindowSlice: block_key must be a non-empty string or None, "
+                f"got {block_key!r}",
+                field="block_key",
+                value=block_key,
+            )
+        if (
+            isinstance(scored_share, bool)
+            or not isinstance(scored_share, (int, float))
+            or not 0.0 <= scored_share < 1.0
+        ):
+            raise SlicerConfigError(
+                f"RecencyWindowSlice: scored_share must be a number with "
+                f"0 <= scored_share < 1, got {scored_share!r}",
+                field="scored_share",
+                value=scored_share,
+            )
+        self.block_key = block_key
+        self.scored_share = float(scored_share)
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.block_key != DEFAULT_BLOCK_KEY:
+            parts.append(f"block_key={self.block_key!r}")
+        if self.scored_share:
+            parts.append(f"scored_share={self.scored_share!r}")
+        return f"RecencyWindowSlice({', '.join(parts)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecencyWindowSlice) or type(other) is not type(self):
+            return NotImplemented
+        return (self.block_key, self.scored_share) == (other.block_key, other.scored_share)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.block_key, self.scored_share))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.block_key, self.scored_share))
+
+    # -- the spec's list interface ----------------------------------------------------
+    def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
+        if not scored or budget.target_tokens <= 0:
+            return []
+        items = [entry.item for entry in scored]
+        tokens = [item.tokens for item in items]
+        order = _walk_order(items, range(len(items)))
+        chosen = self._choose(items, tokens, order, budget.target_tokens, _score_greedy(scored))
+        return [items[p] for p in chosen]
+
+    def exclusion_reasons(
+        self,
+        scored: Sequence[ScoredItem],
+        selected: Sequence[ContextItem],
+        budget: ContextBudget,
+    ) -> dict[int, ExclusionReason]:
+        """Why each candidate behind the window's cut was left out, keyed by ``id(item)``:
+        :class:`~cupel.OutsideWindow` with the tokens the unit at the cut needed and the
+        tokens left. (Used by the pipeline's report; candidates are ``scored``.)"""
+        items = [entry.item for entry in scored]
+        taken = {id(item) for item in selected}
+        available = budget.target_tokens - sum(item.tokens for item in selected)
+        order = _walk_order(items, range(len(items)))
+        blocks = _Blocks(self.block_key, items)
+        cut = 0
+        for position in order:
+            if id(items[position]) not in taken:
+                cut = position
+                break
+        else:
+            return {}
+        # the unit at the cut: its block's members that were not taken
+        block = blocks.of(cut)
+        needed = 0
+        if block is _NO_BLOCK:
+            needed = items[cut].tokens
+        else:
+            start = order.index(cut)
+            for position in order[start:]:
+                if blocks.of(position) != block:
+                    break
+                if id(items[position]) not in taken:
+                    needed += items[position].tokens
+        reason = OutsideWindow(cut_tokens=needed, available_tokens=available)
+        return {id(item): reason for item in items if id(item) not in taken}
+
+    # -- the array route (the pipeline's fast path) -------------------------------------
+    def _select_positions(self, candidates: Candidates, budget: ContextBudget) -> IntArray:
+        """The window as candidate positions, in walk order."""
+        target = budget.target_tokens
+        if len(candidates) == 0 or target <= 0:
+            return np.zeros(0, dtype=np.intp)
+        items = candidates.item_list()
+        tokens: list[int] = candidates.tokens.tolist()
+        order = _fast_walk_order(candidates)
+        if order is None:
+            order = _walk_order(items, range(len(items)))
+
+        def greedy(rest: list[int], limit: int) -> list[int]:
+            sub = candidates.take(np.array(rest, dtype=np.intp))
+            picked = GreedySlice()._select_positions(
+                sub, ContextBudget(max_tokens=limit, target_tokens=limit)
+            )
+            return [rest[p] for p in picked.tolist()]
+
+        chosen = self._choose(items, tokens, order, target, greedy)
+        return np.array(chosen, dtype=np.intp)
+
+    # -- the rule ---------------------------------------------------------------------------
+    def _choose(
+        self,
+        items: Sequence[ContextItem],
+        tokens: Sequence[int],
+        order: Sequence[int],
+        target: int,
+        greedy: Any,
+    ) -> list[int]:
+        """Positions (into ``items``) of the window, in walk order; then any older items
+        chosen by score (``scored_share``), then the rest of the walk."""
+        blocks = _Blocks(self.block_key, items)
+        share = self.scored_share
+        if not share:
+            chosen, _, _ = _walk(order, 0, target, tokens, blocks, frozenset())
+            return chosen
+        reserve = math.floor(share * target)
+        window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
+        older = sorted(order[cut:])  # in the Sort stage's order, as GreedySlice expects
+        picked: list[int] = greedy(older, reserve) if older and reserve > 0 else []
+        spent = used + sum(tokens[p] for p in picked)
+        more, _, _ = _walk(order, cut, target - spent, tokens, blocks, frozenset(picked))
+        return [*window, *picked, *more]
+
+
+def _rebuild(block_key: str | None, scored_share: float) -> RecencyWindowSlice:
+    return RecencyWindowSlice(block_key, scored_share=scored_share)
+
+
+class _Blocks:
+    """``metadata[block_key]`` of each item, read on demand and checked."""
+
+    __slots__ = ("_items", "_key", "_values")
+
+    def __init__(self, key: str | None, items: Sequence[ContextItem]) -> None:
+        self._key = key
+        self._items = items
+        self._values: dict[int, object] = {}
+
+    def of(self, position: int) -> object:
+        key = self._key
+        if key is None:
+            return _NO_BLOCK
+        known = self._values.get(position)
+        if known is not None:
+            return known
+        item = self._items[position]
+        value = item.metadata.get(key, _NO_BLOCK)
+        if value is not _NO_BLOCK:
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise ItemError(
+                    f"RecencyWindowSlice: metadata[{key!r}] of item {item.content[:40]!r} "
+                    f"must be a string or an integer (the block it belongs to), got "
+                    f"{type(value).__name__} {value!r}",
+                    field=f"metadata[{key!r}]",
+                    value=value,
+                )
+            value = (type(value), value)  # 1 and "1" are different blocks
+        self._values[position] = value
+        return value
+
+
+def _walk(
+    order: Sequence[int],
+    start: int,
+    budget: int,
+    tokens: Sequence[int],
+    blocks: _Blocks,
+    skip: frozenset[int],
+) -> tuple[list[int], int, int]:
+    """Walk ``order`` from ``start``, taking each block while it fits ``budget`` (items in
+    ``skip`` are already taken and cost nothing here). Returns the taken positions, the
+    walk index of the cut (``len(order)`` when nothing stopped the walk) and the tokens
+    used."""
+    taken: list[int] = []
+    used = 0
+    remaining = budget
+    index = start
+    end = len(order)
+    while index < end:
+        position = order[index]
+        block = blocks.of(position)
+        members = [position]
+        following = index + 1
+        if block is not _NO_BLOCK:
+            while following < end and blocks.of(order[following]) == block:
+                members.append(order[following])
+                following += 1
+        members = [p for p in members if p not in skip]
+        need = sum(tokens[p] for p in members)
+        if need > remaining:
+            return taken, index, used
+        taken.extend(members)
+        used += need
+        remaining -= need
+        index = following
+    return taken, end, used
+
+
+def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:
+    """``positions`` newest first by timestamp (ties keep their order), then the undated
+    ones in their order."""
+    dated: list[tuple[datetime, int]] = []
+    undated: list[int] = []
+    for position in positions:
+        stamp = items[position].timestamp
+        if stamp is None:
+            undated.append(position)
+        else:
+            dated.append((stamp, position))
+    # A reverse sort is stable too: equal timestamps keep their (score) order.
+    dated.sort(key=_stamp, reverse=True)
+    return [position for _, position in dated] + undated
+
+
+def _stamp(entry: tuple[datetime, int]) -> datetime:
+    return entry[0]
+
+
+def _fast_walk_order(candidates: Candidates) -> list[int] | None:
+    """The walk order when every item of the pipeline's list has a timestamp and they
+    strictly increase in input order (a conversation): newest first is then simply
+    descending input position. ``None`` otherwise."""
+    stamps = [item.timestamp for item in candidates.items]
+    if None in stamps:
+        return None
+    if any(a >= b for a, b in pairwise(stamps)):  # type: ignore[operator]
+        return None
+    descending: IntArray = np.argsort(-candidates.index, kind="stable")
+    return list(descending.tolist())
+
+
+def _score_greedy(scored: Sequence[ScoredItem]) -> Any:
+    """The older-items selection of the list route: GreedySlice on a subset."""
+
+    def greedy(rest: list[int], limit: int) -> list[int]:
+        subset = [scored[p] for p in rest]
+        picked = {id(item) for item in GreedySlice().slice(subset, _budget(limit))}
+        return [p for p in rest if id(scored[p].item) in picked]
+
+    return greedy
+
+
+def _budget(limit: int) -> ContextBudget:
+    return ContextBudget(max_tokens=limit, target_tokens=limit)
