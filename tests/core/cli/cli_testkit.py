@@ -68,6 +68,24 @@ def write_items(tmp_path: Path, rows: list[dict[str, Any]], name: str = "items.j
     return path
 
 
+def many_items(count: int) -> list[dict[str, Any]]:
+    """``count`` dated chat messages of varied sizes."""
+    return [
+        {
+            "content": f"message {i}: " + "detail " * (i % 40),
+            "tokens": 5 + i % 40,
+            "timestamp": f"2025-01-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z",
+        }
+        for i in range(count)
+    ]
+
+
+def write_jsonl(tmp_path: Path, rows: list[dict[str, Any]], name: str = "items.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 def context_items(rows: list[dict[str, Any]]) -> list[ContextItem]:
     """The items the CLI reads from ``rows``."""
     return [ContextItem.from_dict(row) for row in rows]

@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_testkit import ITEMS, cupel, write_items
-from test_cli_terminal import many_items, write_jsonl
+from cli_testkit import ITEMS, cupel, many_items, write_items, write_jsonl
 
 BUDGET_LINE = re.compile(r"^  budget max ([\d,]+) / target ([\d,]+);", re.MULTILINE)
 

@@ -7,30 +7,11 @@ from __future__ import annotations
 import json
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cli_testkit import ITEMS, cupel, cupel_on_terminal, write_items
+from cli_testkit import ITEMS, cupel, cupel_on_terminal, many_items, write_items, write_jsonl
 
 import cupel as cupel_package
-
-
-def many_items(count: int) -> list[dict[str, Any]]:
-    """``count`` dated chat messages of varied sizes."""
-    return [
-        {
-            "content": f"message {i}: " + "detail " * (i % 40),
-            "tokens": 5 + i % 40,
-            "timestamp": f"2025-01-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z",
-        }
-        for i in range(count)
-    ]
-
-
-def write_jsonl(tmp_path: Path, rows: list[dict[str, Any]], name: str = "items.jsonl") -> Path:
-    path = tmp_path / name
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 def test_python_dash_m_cupel_runs_the_cli(tmp_path: Path) -> None:
