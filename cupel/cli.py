@@ -14,14 +14,20 @@
 The pipeline comes from ``--policy NAME|FILE`` (a preset name or a ``.json`` / ``.toml``
 policy file) or from the individual ``--scorer`` / ``--slicer`` / ``--placer`` / ...
 flags, not both. ``select`` writes the selected window (item wire format, placed order)
-as a JSON array to stdout and a readable report to stderr; with ``--report json`` it
-writes ``{"window": [...], "report": {...}}`` to stdout instead. ``--report json`` makes
-every command print one JSON document (the ``SelectionReport`` wire form plus the
-command's own fields) on stdout; ``--html FILE`` (select, explain, demo) writes a
-self-contained HTML page of the selection. Input errors (unreadable file, bad JSON,
-invalid item, policy, budget or flag) print one ``cupel: error: ...`` line and exit
-with status 2, as does a selection the configuration refuses (pinned items or overflow
-under ``--overflow throw``).
+as a JSON array to stdout and a readable report to stderr (summarised when long; ``--all``
+lists every item); with ``--report json`` it writes ``{"window": [...], "report": {...}}``
+to stdout instead. ``--report json`` makes every command print one strict JSON document
+(the ``SelectionReport`` wire form plus the command's own fields) on stdout; ``--html
+FILE`` (select, explain, demo) writes a self-contained HTML page of the selection.
+``python -m cupel`` is the same program; ``cupel --version`` prints the version.
+
+Exit status: 0 on success; 1 when a conformance vector fails; 2 on input errors
+(unreadable file, bad JSON, invalid item, policy, budget or flag) and on a selection the
+configuration refuses (pinned items or overflow under ``--overflow throw``), each
+reported as one ``cupel: error: ...`` line; 130 after Ctrl-C (one ``cupel: interrupted``
+line). Degenerate input (no items, a decay
+half-life that scores every dated item 0) gets a ``cupel: warning: ...`` line on stderr.
+Options are never abbreviated; progress bars appear on stderr only when it is a terminal.
 """
 
 from __future__ import annotations
@@ -1087,7 +1093,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _table_message(exc: TableTooLargeError, args: argparse.Namespace | None) -> str:
     """TableTooLargeError in the words of the command line (its flags, not parameters)."""
-    if args is None or getattr(args, "policy", None):
+    if args is None or getattr(args, "policy", None) or not hasattr(args, "bucket_size"):
         return str(exc)
     size = args.bucket_size if args.bucket_size is not None else 100
     return (
