@@ -23,10 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cupel._cli_io import terminal_safe
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline import ContextResult, Pipeline, effective_budget
 from cupel.analytics import budget_utilization, kind_diversity, timestamp_coverage
 from cupel.diagnostics import (
+    BudgetExceeded,
     DiagnosticTraceCollector,
     ExcludedItem,
     IncludedItem,
@@ -41,6 +43,7 @@ __all__ = [
     "CompareRow",
     "Decision",
     "Explanation",
+    "ReasonWording",
     "StageAccount",
     "StageRecorder",
     "clip",
@@ -48,6 +51,7 @@ __all__ = [
     "format_compare",
     "format_explanation",
     "reason_detail",
+    "undated_note",
 ]
 
 _INCLUSION_DETAIL = {
@@ -58,16 +62,114 @@ _INCLUSION_DETAIL = {
 
 
 def clip(text: str, width: int) -> str:
-    """``text`` on one line, at most ``width`` characters (``…`` marks a cut)."""
-    flat = " ".join(text.split())
+    """``text`` on one line, at most ``width`` characters (``…`` marks a cut); control
+    characters are shown escaped (``\\x1b``), never sent to the terminal."""
+    flat = terminal_safe(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
 
 
+class ReasonWording:
+    """The one wording of every reason, for every text the CLI writes (``select``,
+    ``demo``, ``explain``, ``min-budget``, the HTML page): the reason's
+    :meth:`~cupel.diagnostics.ExclusionReason.describe`, plus why a
+    ``BudgetExceeded`` item that would fit in the tokens left was still left out — by
+    knapsack bucket rounding (item sizes round up, the budget down, to whole buckets),
+    by a quota share, or by the slicer's choice.
+
+    ``bucket_flag`` names the bucket size where the user set it (``--bucket-size`` from
+    the command line, ``bucket_size`` in a policy).
+
+    >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer, KnapsackSlice
+    >>> items = [ContextItem(content="a", tokens=100, timestamp="2025-01-02T00:00:00Z"),
+    ...          ContextItem(content="b", tokens=52, timestamp="2025-01-01T00:00:00Z")]
+    >>> pipeline = Pipeline(RecencyScorer(), KnapsackSlice(bucket_size=100))
+    >>> report = pipeline.dry_run(items, ContextBudget(max_tokens=199, target_tokens=199)).report
+    >>> wording = ReasonWording(report, pipeline)
+    >>> print(wording(report.excluded[0]))  # doctest: +NORMALIZE_WHITESPACE
+    BudgetExceeded: needs 52 tokens, 99 available; only knapsack bucket rounding excludes
+    it: with --bucket-size 100 it takes 1 bucket and 0 of 1 are left
+    """
+
+    def __init__(
+        self,
+        report: SelectionReport,
+        pipeline: Pipeline,
+        *,
+        bucket_flag: str = "--bucket-size",
+    ) -> None:
+        from cupel.slicers import KnapsackSlice, QuotaSlice
+
+        slicer = pipeline.slicer
+        self._slicer_name = type(slicer).__name__
+        self._bucket_flag = bucket_flag
+        self._bucket_size = slicer.bucket_size if type(slicer) is KnapsackSlice else None
+        self._quota = isinstance(slicer, QuotaSlice) or bool(
+            getattr(slicer, "is_count_quota", False)
+        )
+        self._selected = [
+            e.item.tokens for e in report.included if e.reason is InclusionReason.SCORED
+        ]
+        self._memo: dict[tuple[int, int], str] = {}
+
+    def __call__(self, entry: IncludedItem | ExcludedItem) -> str:
+        """``entry``'s reason in words, with its numbers."""
+        if isinstance(entry, IncludedItem):
+            return _INCLUSION_DETAIL.get(entry.reason, entry.reason.value)
+        reason = entry.reason
+        text = reason.describe()
+        if isinstance(reason, BudgetExceeded) and reason.item_tokens <= reason.available_tokens:
+            key = (reason.item_tokens, reason.available_tokens)
+            why = self._memo.get(key)
+            if why is None:
+                why = self._memo[key] = self._fits_but_excluded(*key)
+            text = f"{text}; {why}"
+        return terminal_safe(text)
+
+    def _fits_but_excluded(self, tokens: int, available: int) -> str:
+        size = self._bucket_size
+        if size is not None:
+            capacity = (available + sum(self._selected)) // size
+            left = capacity - sum(-(-t // size) for t in self._selected if t > 0)
+            needs = -(-tokens // size)
+            if needs > left:
+                return (
+                    f"only knapsack bucket rounding excludes it: with {self._bucket_flag} "
+                    f"{size} it takes {_count(needs, 'bucket')} and {left:,} of "
+                    f"{capacity:,} are left"
+                )
+            return "it fits, but the knapsack's best-scoring packing leaves it out"
+        if self._quota:
+            return f"it fits the tokens left, but not its kind's share under {self._slicer_name}"
+        return f"it fits the tokens left, but {self._slicer_name} left it out"
+
+
+def undated_note(pipeline: Pipeline, report: SelectionReport) -> str | None:
+    """Under the chronological placer, why some window items come after the newest ones:
+    items without a timestamp go last (the specification's rule). ``None`` when no
+    such item is placed after dated ones."""
+    from cupel.placers import ChronologicalPlacer
+
+    if type(pipeline.placer) is not ChronologicalPlacer:
+        return None
+    window = [entry.item for entry in report.included]
+    undated = [item for item in window if item.timestamp is None]
+    if not undated or len(undated) == len(window):
+        return None
+    kinds = Counter(str(item.kind) for item in undated).most_common()
+    listed = ", ".join(f"{kind} {n}" for kind, n in kinds)
+    return (
+        f"{_count(len(undated), 'item')} without a timestamp ({listed}) placed after the "
+        "dated ones: the chronological placer puts undated items last (give them a "
+        "timestamp, or use --placer u-shaped)"
+    )
+
+
 def reason_detail(entry: IncludedItem | ExcludedItem) -> str:
-    """The reason with its numbers, e.g. ``BudgetExceeded: needs 400 tokens, 50 available``."""
+    """The reason with its numbers, e.g. ``BudgetExceeded: needs 400 tokens, 50 available``
+    (without a pipeline's context: see :class:`ReasonWording`)."""
     if isinstance(entry, IncludedItem):
         return _INCLUSION_DETAIL.get(entry.reason, entry.reason.value)
-    return entry.reason.describe()
+    return terminal_safe(entry.reason.describe())
 
 
 class StageRecorder(DiagnosticTraceCollector):
@@ -143,6 +245,7 @@ class Explanation:
     effective_target: int
     pinned_tokens: int
     stage_of: dict[int, PipelineStage]
+    wording: ReasonWording
 
     def summary(self) -> dict[str, Any]:
         """Totals: items, tokens, budget use, exclusions by reason, shortfalls, overflow."""
@@ -194,13 +297,13 @@ def _included(entry: IncludedItem) -> Decision:
     )
 
 
-def _excluded(entry: ExcludedItem, *, scored: bool = True) -> Decision:
+def _excluded(entry: ExcludedItem, wording: ReasonWording, *, scored: bool = True) -> Decision:
     return Decision(
         entry.item,
         entry.score if scored else None,
         False,
         entry.reason.name,
-        reason_detail(entry),
+        wording(entry),
         entry.reason.to_dict(),
     )
 
@@ -213,11 +316,14 @@ def explain(
     pipeline: Pipeline,
     items: Sequence[ContextItem],
     budget: ContextBudget,
+    *,
+    bucket_flag: str = "--bucket-size",
 ) -> Explanation:
     """Run ``pipeline`` with an item-level trace and group its decisions by stage."""
     recorder = StageRecorder()
     result = pipeline.run(items, budget, collector=recorder)
     report = recorder.build_report()
+    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag)
     groups: dict[PipelineStage, list[ExcludedItem]] = {}
     for entry in report.excluded:
         stage = recorder.stage(entry) or PipelineStage.SLICE
@@ -237,7 +343,12 @@ def explain(
         f"{report.total_candidates} candidates: {len(pinned)} pinned "
         f"({pinned_tokens:,} tokens), {len(negative)} with negative tokens, "
         f"{scored_count} go on to scoring",
-        tuple([*(_included(e) for e in pinned), *(_excluded(e, scored=False) for e in negative)]),
+        tuple(
+            [
+                *(_included(e) for e in pinned),
+                *(_excluded(e, wording, scored=False) for e in negative),
+            ]
+        ),
     )
     scores = [e.score for e in picked] + [e.score for e in (*duplicates, *rejected, *truncated)]
     score_range = f" (scores {min(scores):.3f} to {max(scores):.3f})" if scores else ""
@@ -249,7 +360,7 @@ def explain(
     score = StageAccount(
         "Score/Deduplicate",
         f"{scored_count} items scored by {type(pipeline.scorer).__name__}{score_range}; {dedup}",
-        _by_score([_excluded(e) for e in duplicates]),
+        _by_score([_excluded(e, wording) for e in duplicates]),
     )
     sliced_tokens = sum(e.item.tokens for e in picked) + sum(e.item.tokens for e in truncated)
     room = (
@@ -271,7 +382,7 @@ def explain(
         + f"): selected {len(picked) + len(truncated)} of "
         f"{len(picked) + len(truncated) + len(rejected)} "
         f"({sliced_tokens:,} tokens), excluded {len(rejected)}",
-        _by_score([_included(e) for e in picked] + [_excluded(e) for e in rejected]),
+        _by_score([_included(e) for e in picked] + [_excluded(e, wording) for e in rejected]),
     )
     place_summary = (
         f"{type(pipeline.placer).__name__} ordered {_count(len(report.included), 'item')} "
@@ -279,12 +390,17 @@ def explain(
     )
     if truncated:
         place_summary += f"; overflow truncate dropped {len(truncated)}"
+    undated = undated_note(pipeline, report)
+    if undated is not None:
+        place_summary += f"; {undated}"
     if report.overflow is not None:
         place_summary += (
             f"; window exceeds target by {report.overflow.tokens_over_budget:,} tokens "
             "(overflow proceed)"
         )
-    place = StageAccount("Place", place_summary, _by_score([_excluded(e) for e in truncated]))
+    place = StageAccount(
+        "Place", place_summary, _by_score([_excluded(e, wording) for e in truncated])
+    )
     return Explanation(
         budget,
         (classify, score, slice_, place),
@@ -293,6 +409,7 @@ def explain(
         eff.target_tokens,
         pinned_tokens,
         dict(recorder.stage_of),
+        wording,
     )
 
 
@@ -305,11 +422,17 @@ def _decision_line(d: Decision, width: int) -> str:
     mark = "+" if d.included else "-"
     preview = '"' + clip(d.item.content, 44) + '"'
     verdict = "included" if d.included else "excluded"
-    line = (
-        f"  {mark} {score} {d.item.tokens:>6} tok {d.item.kind!s:<12} {preview:<46} "
-        f"{verdict}: {d.detail}"
+    head = (
+        f"  {mark} {score} {d.item.tokens:>6} tok {clip(str(d.item.kind), 12):<12} {preview:<46} "
     )
-    return line if len(line) <= width else line[: width - 1] + "…"
+    line = f"{head}{verdict}: {d.detail}"
+    if len(line) > width and "; " in d.detail:
+        # The reason's numbers on the line, the why on the next one.
+        first, rest = d.detail.split("; ", 1)
+        line = f"{head}{verdict}: {first};\n{' ' * 11}{rest}"
+    return "\n".join(
+        part if len(part) <= width else part[: width - 1] + "…" for part in line.split("\n")
+    )
 
 
 def format_explanation(explanation: Explanation, header: Sequence[str], width: int = 160) -> str:
@@ -323,7 +446,7 @@ def format_explanation(explanation: Explanation, header: Sequence[str], width: i
             lines.append("  window (placed order):")
             for i, entry in enumerate(explanation.report.included, start=1):
                 lines.append(
-                    f"  {i:>6}. {entry.item.tokens:>6} tok {entry.item.kind!s:<12} "
+                    f"  {i:>6}. {entry.item.tokens:>6} tok {clip(str(entry.item.kind), 12):<12} "
                     f"{clip(entry.item.content, 60)}"
                 )
     s = explanation.summary()

@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from html import escape
 
 from cupel._model import ContextBudget, ContextItem
@@ -47,6 +47,10 @@ _REASON_NOTES = {
     "BudgetExceeded": "Did not fit in what was left of the budget when its turn came.",
     "PinnedOverride": "Would have fitted, but pinned items took the room.",
     "CountCapExceeded": "Its kind had already reached the count quota's cap.",
+    "OutsideWindow": "Older than the recency window, which keeps the newest units that fit "
+    "without holes.",
+    "InvalidToolCall": "A tool call or result a chat-model provider would reject; left out "
+    "before selection.",
 }
 
 _CSS = """
@@ -134,6 +138,7 @@ def _row(
     token_scale: int,
     *,
     stage: str | None = None,
+    describe: Callable[[ExcludedItem], str] | None = None,
 ) -> str:
     item = entry.item
     if isinstance(entry, IncludedItem):
@@ -146,7 +151,7 @@ def _row(
         score_text = "pinned" if entry.reason is InclusionReason.PINNED else f"{entry.score:.3f}"
     else:
         reason_name = entry.reason.name
-        described = entry.reason.describe()
+        described = entry.reason.describe() if describe is None else describe(entry)
         detail = described.split(": ", 1)[1] if ": " in described else described
         score_text = f"{entry.score:.3f}"
     width = _pct(item.tokens, token_scale)
@@ -189,11 +194,13 @@ def render_html(
     title: str,
     subtitle: str = "",
     stage_of: Mapping[int, PipelineStage] | None = None,
+    describe: Callable[[ExcludedItem], str] | None = None,
 ) -> str:
     """The page for ``report`` under ``budget``.
 
     ``stage_of`` (``id`` of an excluded entry → stage) adds the excluding stage to each
-    excluded row.
+    excluded row; ``describe`` words each exclusion (default: the reason's
+    ``describe()``), so the page says what the text reports say.
     """
     included, excluded = report.included, report.excluded
     used = sum(e.item.tokens for e in included)
@@ -286,7 +293,7 @@ def render_html(
         for dropped in entries:
             stage = stage_of.get(id(dropped)) if stage_of is not None else None
             label = stage.value if isinstance(stage, PipelineStage) else None
-            out.append(_row(dropped, "–", token_scale, stage=label))
+            out.append(_row(dropped, "–", token_scale, stage=label, describe=describe))
         out.append("</ol></section>")
     out.append("</section>")
     out.append(

@@ -14,38 +14,59 @@
 The pipeline comes from ``--policy NAME|FILE`` (a preset name or a ``.json`` / ``.toml``
 policy file) or from the individual ``--scorer`` / ``--slicer`` / ``--placer`` / ...
 flags, not both. ``select`` writes the selected window (item wire format, placed order)
-as a JSON array to stdout and a readable report to stderr; with ``--report json`` it
-writes ``{"window": [...], "report": {...}}`` to stdout instead. ``--report json`` makes
-every command print one JSON document (the ``SelectionReport`` wire form plus the
-command's own fields) on stdout; ``--html FILE`` (select, explain, demo) writes a
-self-contained HTML page of the selection. Input errors (unreadable file, bad JSON,
-invalid item, policy, budget or flag) print one ``cupel: error: ...`` line and exit
-with status 2, as does a selection the configuration refuses (pinned items or overflow
-under ``--overflow throw``).
+as a JSON array to stdout and a readable report to stderr (summarised when long; ``--all``
+lists every item); with ``--report json`` it writes ``{"window": [...], "report": {...}}``
+to stdout instead. ``--report json`` makes every command print one strict JSON document
+(the ``SelectionReport`` wire form plus the command's own fields) on stdout; ``--html
+FILE`` (select, explain, demo) writes a self-contained HTML page of the selection.
+``python -m cupel`` is the same program; ``cupel --version`` prints the version.
+
+Exit status: 0 on success; 1 when a conformance vector fails; 2 on input errors
+(unreadable file, bad JSON, invalid item, policy, budget or flag) and on a selection the
+configuration refuses (pinned items or overflow under ``--overflow throw``), each
+reported as one ``cupel: error: ...`` line; 130 after Ctrl-C (one ``cupel: interrupted``
+line). Degenerate input (no items, a decay
+half-life that scores every dated item 0) gets a ``cupel: warning: ...`` line on stderr.
+Options are never abbreviated; progress bars appear on stderr only when it is a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from typing import Any, NoReturn
 
-from cupel._cli_render import CompareRow, explain, format_compare, format_explanation
+from cupel import __version__
+from cupel._cli_io import CliError, parse_items, read_items, terminal_safe, write_json
+from cupel._cli_progress import Progress, track
+from cupel._cli_render import (
+    CompareRow,
+    ReasonWording,
+    explain,
+    format_compare,
+    format_explanation,
+    undated_note,
+)
 from cupel._cli_render import clip as _clip
-from cupel._errors import CupelError
+from cupel._errors import CupelError, PinnedBudgetError, TableTooLargeError
 from cupel._html import render_html
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
 from cupel._pipeline import ContextResult, Pipeline
 from cupel.analytics import find_min_budget_for
-from cupel.diagnostics import IncludedItem, OverflowEvent, PipelineStage, SelectionReport
+from cupel.diagnostics import (
+    ExcludedItem,
+    IncludedItem,
+    OverflowEvent,
+    PipelineStage,
+    SelectionReport,
+)
 from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
 from cupel.policy import ItemStatus, Policy, PolicyError, policy_sensitivity
 from cupel.presets import PRESET_NAMES, preset
@@ -96,64 +117,46 @@ DEMO_TARGET_TOKENS = 6000
 DEMO_HEAD, DEMO_TAIL = 8, 12  # window lines the demo shows (all with --all)
 
 
-class CliError(Exception):
-    """An input or usage problem, reported as one ``cupel: error: ...`` line (exit 2)."""
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells and other tools use."""
+SUMMARY_HEAD, SUMMARY_TAIL = 8, 12  # window lines a summary shows (all with --all)
+SUMMARY_EXCLUDED = 12  # excluded lines a summary shows (all with --all)
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors become :class:`CliError` (one line, no usage)."""
+    """An ArgumentParser whose usage errors become :class:`CliError` (one line, no usage)
+    and that takes no abbreviated options (``--max-token`` is not ``--max-tokens``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')")
 
 
 # -- reading items --------------------------------------------------------------------------
-def parse_items(text: str, source: str) -> list[ContextItem]:
-    """Items from a JSON array or JSON Lines text; errors name ``source`` and the place."""
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CliError(
-                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
-        if not isinstance(data, list):
-            raise CliError(f"{source}: expected a JSON array of items")
-        return [_item(entry, f"{source}: item {i}") for i, entry in enumerate(data)]
-    items = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CliError(
-                f"{source}, line {number}: invalid JSON at column {exc.colno}: {exc.msg}"
-            ) from None
-        items.append(_item(entry, f"{source}, line {number}"))
-    return items
+def _reading(source: str) -> Any:
+    def progress(entries: Iterable[Any], total: int) -> Iterable[Any]:
+        return track(entries, total, desc=f"reading {source}")
 
-
-def _item(entry: Any, where: str) -> ContextItem:
-    try:
-        return ContextItem.from_dict(entry)
-    except CupelError as exc:
-        raise CliError(f"{where}: {exc}") from None
+    return progress
 
 
 def load_items(path: str) -> list[ContextItem]:
-    """Read items from ``path`` (``-`` for stdin)."""
-    if path == "-":
-        return parse_items(sys.stdin.read(), "<stdin>")
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return parse_items(text, path)
+    """Read items from ``path`` (``-`` for stdin): a JSON array or JSON Lines.
+
+    A progress bar shows on a terminal while a large file is read; an empty input is
+    reported on stderr (``cupel: warning: ...``) and selects nothing.
+    """
+    items = read_items(path, progress=_reading(_source_name(path)))
+    if not items:
+        _warn(f"{_source_name(path)} holds no items: there is nothing to select")
+    return items
+
+
+def _warn(message: str) -> None:
+    print(terminal_safe(f"{PROG}: warning: {message}"), file=sys.stderr)
 
 
 def _demo_items() -> list[ContextItem]:
@@ -320,27 +323,42 @@ def _describe_config(args: argparse.Namespace) -> str:
     )
 
 
+_BUDGET_FLAGS = (
+    ("max_tokens", "--max-tokens"),
+    ("target_tokens", "--target-tokens"),
+    ("output_reserve", "--output-reserve"),
+)
+
+
 def _budget(args: argparse.Namespace) -> ContextBudget:
-    target = args.target_tokens if args.target_tokens is not None else args.max_tokens
+    """The budget the flags give; defaults derive from what the user typed.
+
+    ``select``, ``explain`` and ``compare``: ``--max-tokens`` is required and the target
+    defaults to it. ``demo`` (which has no required flags): 8,000 / 6,000 when neither
+    is given; ``--max-tokens N`` alone targets 3/4 of N (the demo's ratio); without
+    ``--max-tokens``, the max grows past 8,000 to fit the target plus the output reserve.
+    """
+    max_tokens, target = args.max_tokens, args.target_tokens
+    if getattr(args, "command", None) == "demo":
+        if max_tokens is None:
+            target = DEMO_TARGET_TOKENS if target is None else target
+            max_tokens = max(DEMO_MAX_TOKENS, target + args.output_reserve)
+        elif target is None:
+            target = max_tokens * 3 // 4
+    elif target is None:
+        target = max_tokens
     try:
         return ContextBudget(
-            max_tokens=args.max_tokens, target_tokens=target, output_reserve=args.output_reserve
+            max_tokens=max_tokens, target_tokens=target, output_reserve=args.output_reserve
         )
     except CupelError as exc:
-        raise CliError(f"invalid budget: {exc}") from None
+        message = str(exc).removeprefix("ContextBudget.")
+        for field, flag in _BUDGET_FLAGS:
+            message = message.replace(field, flag)
+        raise CliError(f"invalid budget: {message}") from None
 
 
 # -- reports --------------------------------------------------------------------------------
-def _reason(payload: dict[str, Any]) -> str:
-    name = payload.get("reason", "?")
-    fields = ", ".join(
-        f"{k}={_clip(v, 30)!r}" if isinstance(v, str) else f"{k}={v}"
-        for k, v in payload.items()
-        if k != "reason"
-    )
-    return f"{name}({fields})" if fields else str(name)
-
-
 def _totals(report: SelectionReport, result: ContextResult, budget: ContextBudget) -> str:
     used = result.total_tokens
     target_pct = 100.0 * used / budget.target_tokens if budget.target_tokens else math.nan
@@ -353,27 +371,70 @@ def _totals(report: SelectionReport, result: ContextResult, budget: ContextBudge
     )
 
 
-def format_report(report: SelectionReport, result: ContextResult, budget: ContextBudget) -> str:
-    """The full report: every included and excluded item with its score and reason."""
+def _wording(report: SelectionReport, pipeline: Pipeline | None, bucket_flag: str) -> Any:
+    if pipeline is None:
+        return lambda entry: terminal_safe(entry.reason.describe())
+    return ReasonWording(report, pipeline, bucket_flag=bucket_flag)
+
+
+def format_report(
+    report: SelectionReport,
+    result: ContextResult,
+    budget: ContextBudget,
+    *,
+    pipeline: Pipeline | None = None,
+    show_all: bool = False,
+    bucket_flag: str = "--bucket-size",
+) -> str:
+    """The ``select`` report: totals, the window in placed order, the exclusions (best
+    score first) with their reasons in words.
+
+    Long lists are summarised unless ``show_all``: the window's first and last items,
+    the best-scored exclusions and a count of the rest by reason. ``pipeline`` (the one
+    that ran) lets the wording explain knapsack bucket rounding.
+    """
+    wording = _wording(report, pipeline, bucket_flag)
     lines = [f"{PROG}: {_totals(report, result, budget)}", "included (placed order):"]
-    for i, inc in enumerate(report.included, start=1):
+    window = report.included
+    shown: list[tuple[int, IncludedItem] | None] = list(enumerate(window, start=1))
+    if not show_all and len(window) > SUMMARY_HEAD + SUMMARY_TAIL + 1:
+        shown = [*shown[:SUMMARY_HEAD], None, *shown[-SUMMARY_TAIL:]]
+    for entry in shown:
+        if entry is None:
+            hidden = len(window) - SUMMARY_HEAD - SUMMARY_TAIL
+            lines.append(f"        … {hidden:,} more items (--all lists every item) …")
+            continue
+        i, inc = entry
         item = inc.item
         lines.append(
-            f"  {i:>4}. {inc.score:6.3f} {item.tokens:>6} tok {item.kind!s:<12} "
+            f"  {i:>4}. {inc.score:6.3f} {item.tokens:>6} tok {_clip(str(item.kind), 12):<12} "
             f"{_clip(item.content, 50)}  ({inc.reason.value})"
         )
+    excluded = report.excluded
     lines.append("excluded (score descending):")
-    for exc in report.excluded:
+    short = show_all or len(excluded) <= SUMMARY_EXCLUDED + 1
+    listed = excluded if short else excluded[:SUMMARY_EXCLUDED]
+    for exc in listed:
         item = exc.item
         lines.append(
-            f"        {exc.score:6.3f} {item.tokens:>6} tok {item.kind!s:<12} "
-            f"{_clip(item.content, 40)}  <- {_reason(exc.reason.to_dict())}"
+            f"        {exc.score:6.3f} {item.tokens:>6} tok {_clip(str(item.kind), 12):<12} "
+            f"{_clip(item.content, 40)}  <- {wording(exc)}"
+        )
+    if len(listed) < len(excluded):
+        rest = Counter(e.reason.name for e in excluded[len(listed) :]).most_common()
+        by_reason = ", ".join(f"{name} {n:,}" for name, n in rest)
+        lines.append(
+            f"        … {len(excluded) - len(listed):,} more excluded ({by_reason}; "
+            "--all lists every item) …"
         )
     for shortfall in report.count_requirement_shortfalls:
         lines.append(
             f"shortfall: kind {shortfall.kind} has {shortfall.satisfied_count} of "
             f"{shortfall.required_count} required items"
         )
+    note = undated_note(pipeline, report) if pipeline is not None else None
+    if note is not None:
+        lines.append(f"note: {note}")
     return "\n".join(lines)
 
 
@@ -383,9 +444,12 @@ def format_demo(
     budget: ContextBudget,
     config: str,
     *,
+    pipeline: Pipeline | None = None,
     show_all: bool = False,
+    bucket_flag: str = "--bucket-size",
 ) -> str:
     """The concise demo summary: the window, then exclusions grouped by reason."""
+    wording = _wording(report, pipeline, bucket_flag)
     lines = [
         f"cupel demo: {report.total_candidates} candidate items "
         f"({report.total_tokens_considered:,} tokens) from {DEMO_DATA}",
@@ -402,11 +466,14 @@ def format_demo(
             hidden = len(window) - DEMO_HEAD - DEMO_TAIL
             lines.append(f"  … {hidden} more items (--all lists every item) …")
             continue
-        head = f"  {inc.score:4.2f} {inc.reason.value:<6} {inc.item.kind!s:<12} "
+        head = f"  {inc.score:4.2f} {inc.reason.value:<6} {_clip(str(inc.item.kind), 12):<12} "
         lines.append(head + _clip(inc.item.content, 80 - len(head)))
     by_kind = Counter(str(inc.item.kind) for inc in report.included).most_common()
     lines.append("  by kind: " + ", ".join(f"{k} {n}" for k, n in by_kind))
-    groups: dict[str, list[Any]] = {}
+    note = undated_note(pipeline, report) if pipeline is not None else None
+    if note is not None:
+        lines.append(f"  note: {note}")
+    groups: dict[str, list[ExcludedItem]] = {}
     for exc in report.excluded:
         groups.setdefault(exc.reason.name, []).append(exc)
     lines += ["", f"Excluded ({len(report.excluded)} items):"]
@@ -416,11 +483,59 @@ def format_demo(
         kind_text = ", ".join(f"{k} {n}" for k, n in kinds)
         lines.append(f"  {name}: {len(entries)} items, {tokens:,} tokens ({kind_text})")
         for e in entries[:3]:
-            detail = _reason(e.reason.to_dict())
-            head = f"    {e.score:4.2f} {detail} "
-            lines.append(head + _clip(e.item.content, max(100 - len(head), 20)))
+            head = f"    {e.score:4.2f} {_clip(e.item.content, 40)}  <- "
+            lines.append(head + wording(e))
     lines += ["", _totals(report, result, budget)]
     return "\n".join(lines)
+
+
+def _scorers(scorer: Scorer) -> Iterable[Scorer]:
+    yield scorer
+    children = getattr(scorer, "children", None)
+    if callable(children):
+        for child in children():
+            yield from _scorers(child)
+
+
+def _decay_warnings(pipeline: Pipeline, items: Sequence[ContextItem]) -> list[str]:
+    """A decay scorer under which every dated item scores 0 ranks nothing (and puts any
+    undated item, scored ``null_timestamp_score``, above them all): say so on stderr."""
+    warnings = []
+    scored = [i for i in items if not i.pinned and i.tokens >= 0]
+    dated = [i for i in scored if i.timestamp is not None]
+    decays = {id(s): s for s in _scorers(pipeline.scorer) if isinstance(s, DecayScorer)}
+    for decay in decays.values():
+        if not dated or any(decay.score_all(dated)):
+            continue
+        stamps = [i.timestamp for i in dated if i.timestamp is not None]
+        newest = max(s if s.tzinfo is not None else s.replace(tzinfo=timezone.utc) for s in stamps)
+        age = datetime.now(timezone.utc) - newest
+        why = f"the newest is {_age(age)} old"
+        if isinstance(decay.curve, ExponentialDecay) and age > timedelta(0):
+            half_life = decay.curve.half_life
+            why += f", {age / half_life:,.0f} half-lives of {_age(half_life)}"
+        undated = len(scored) - len(dated)
+        if undated:
+            score = f"{decay.null_timestamp_score:g}"
+            why += (
+                f"; the undated item scores {score} and outranks them all"
+                if undated == 1
+                else f"; the {undated:,} undated items score {score} and outrank them all"
+            )
+        warnings.append(
+            f"{PROG}: warning: every dated item scores 0 under the decay scorer ({why}), "
+            "so it does not rank them: use a longer --half-life"
+        )
+    return warnings
+
+
+def _age(delta: timedelta) -> str:
+    seconds = delta.total_seconds()
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if abs(seconds) >= size:
+            n = seconds / size
+            return f"{n:,.0f} {unit}{'' if round(n) == 1 else 's'}"
+    return f"{seconds:g} seconds"
 
 
 def _run(
@@ -442,8 +557,12 @@ def _overflow_lines(events: list[OverflowEvent]) -> list[str]:
 
 
 def _print_json(document: dict[str, Any]) -> None:
-    json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    write_json(document)
+
+
+def _print(text: str, *, err: bool = False) -> None:
+    """Text output: control characters in user content are shown, not executed."""
+    print(terminal_safe(text), file=sys.stderr if err else sys.stdout)
 
 
 def _write_html(
@@ -453,15 +572,18 @@ def _write_html(
     *,
     title: str,
     subtitle: str,
+    wording: Any,
     stage_of: dict[int, PipelineStage] | None = None,
 ) -> None:
-    page = render_html(report, budget, title=title, subtitle=subtitle, stage_of=stage_of)
+    page = render_html(
+        report, budget, title=title, subtitle=subtitle, stage_of=stage_of, describe=wording
+    )
     try:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(page)
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
-    print(f"{PROG}: wrote {path}", file=sys.stderr)
+    _print(f"{PROG}: wrote {path}", err=True)
 
 
 def _check_html_target(args: argparse.Namespace) -> None:
@@ -480,6 +602,10 @@ def _source_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
+def _bucket_flag(args: argparse.Namespace) -> str:
+    return "the policy's bucket_size" if getattr(args, "policy", None) else "--bucket-size"
+
+
 # -- commands -------------------------------------------------------------------------------
 def _cmd_select(args: argparse.Namespace) -> int:
     budget = _budget(args)
@@ -487,17 +613,23 @@ def _cmd_select(args: argparse.Namespace) -> int:
     _check_html_target(args)
     items = load_items(args.items)
     result, report, events = _run(pipeline, items, budget)
+    wording = ReasonWording(report, pipeline, bucket_flag=_bucket_flag(args))
+    warnings = [*_overflow_lines(events), *_decay_warnings(pipeline, items)]
     if args.report == "json":
         _print_json({"window": [i.to_dict() for i in result.items], "report": report.to_dict()})
-        for line in _overflow_lines(events):
-            print(line, file=sys.stderr)
+        for line in warnings:
+            _print(line, err=True)
     else:
-        json.dump([i.to_dict() for i in result.items], sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-        print(
-            "\n".join([*_overflow_lines(events), format_report(report, result, budget)]),
-            file=sys.stderr,
+        write_json([i.to_dict() for i in result.items])
+        text = format_report(
+            report,
+            result,
+            budget,
+            pipeline=pipeline,
+            show_all=args.all,
+            bucket_flag=_bucket_flag(args),
         )
+        _print("\n".join([*warnings, text]), err=True)
     if args.html is not None:
         _write_html(
             args.html,
@@ -505,6 +637,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
             budget,
             title=f"cupel select: {_source_name(args.items)}",
             subtitle=_describe_config(args),
+            wording=wording,
         )
     return 0
 
@@ -513,10 +646,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     budget = _budget(args)
     pipeline = build_pipeline(args)
     _check_html_target(args)
-    result, report, events = _run(pipeline, _demo_items(), budget)
+    items = _demo_items()
+    result, report, events = _run(pipeline, items, budget)
     for line in _overflow_lines(events):
-        print(line, file=sys.stderr)
+        _print(line, err=True)
     config = _describe_config(args)
+    wording = ReasonWording(report, pipeline, bucket_flag=_bucket_flag(args))
+    for line in _decay_warnings(pipeline, items):
+        _print(line, err=True)
     if args.report == "json":
         _print_json(
             {
@@ -529,9 +666,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(format_demo(report, result, budget, config, show_all=args.all))
+        _print(
+            format_demo(
+                report,
+                result,
+                budget,
+                config,
+                pipeline=pipeline,
+                show_all=args.all,
+                bucket_flag=_bucket_flag(args),
+            )
+        )
     if args.html is not None:
-        _write_html(args.html, report, budget, title=f"cupel demo: {DEMO_DATA}", subtitle=config)
+        _write_html(
+            args.html,
+            report,
+            budget,
+            title=f"cupel demo: {DEMO_DATA}",
+            subtitle=config,
+            wording=wording,
+        )
     return 0
 
 
@@ -540,10 +694,12 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(args)
     _check_html_target(args)
     items = load_items(args.items)
-    explanation = explain(pipeline, items, budget)
+    explanation = explain(pipeline, items, budget, bucket_flag=_bucket_flag(args))
     config = _describe_config(args)
     source = _source_name(args.items)
     report = explanation.report
+    for line in _decay_warnings(pipeline, items):
+        _print(line, err=True)
     if args.report == "json":
         _print_json(
             {"command": "explain", "source": source, "config": config} | explanation.to_dict()
@@ -556,7 +712,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             + (f" / output reserve {budget.output_reserve:,}" if budget.output_reserve else "")
             + f"; {config}",
         ]
-        print(format_explanation(explanation, header))
+        _print(format_explanation(explanation, header))
     if args.html is not None:
         _write_html(
             args.html,
@@ -565,6 +721,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             title=f"cupel explain: {source}",
             subtitle=config,
             stage_of=explanation.stage_of,
+            wording=explanation.wording,
         )
     return 0
 
@@ -644,7 +801,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         f"budget max {budget.max_tokens:,} / target {budget.target_tokens:,}; "
         f"{len(rows)} item{'' if len(rows) == 1 else 's'} change status"
     ]
-    print(format_compare(header, labels, rows, totals))
+    _print(format_compare(header, labels, rows, totals))
     return 0
 
 
@@ -671,6 +828,34 @@ def _find_target(items: Sequence[ContextItem], content: str) -> ContextItem:
     return items[matches[0]]
 
 
+class _ProbingPipeline(Pipeline):
+    """The same pipeline, counting each dry run (a budget probe) on a progress bar."""
+
+    __slots__ = ("_progress",)
+
+    def __init__(self, pipeline: Pipeline, progress: Progress) -> None:
+        super().__init__(
+            pipeline.scorer,
+            pipeline.slicer,
+            pipeline.placer,
+            deduplication=pipeline.deduplication,
+            overflow_strategy=pipeline.overflow_strategy,
+            on_overflow=pipeline.on_overflow,
+        )
+        self._progress = progress
+
+    def dry_run(
+        self, items: Sequence[ContextItem], budget: ContextBudget, **kwargs: Any
+    ) -> ContextResult:
+        self._progress.step(f"budget {budget.max_tokens:,}")
+        return super().dry_run(items, budget, **kwargs)
+
+
+def _probes(low: int, high: int) -> int:
+    """Dry runs a binary search over ``[low, high]`` makes (the ceiling, then halving)."""
+    return 1 + max(high - low + 1, 1).bit_length()
+
+
 def _cmd_min_budget(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(args)
     items = load_items(args.items)
@@ -678,7 +863,14 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
     ceiling = args.search_ceiling
     if ceiling is None:
         ceiling = sum(max(item.tokens, 0) for item in items)
-    minimum = find_min_budget_for(pipeline, items, target, ceiling)
+    for line in _decay_warnings(pipeline, items):
+        _print(line, err=True)
+    pinned = sum(i.tokens for i in items if i.pinned and i.tokens >= 0)
+    low = max(target.tokens, pinned)
+    with Progress(
+        total=_probes(low, ceiling), desc="min-budget: trying budgets", unit="run"
+    ) as progress:
+        minimum = find_min_budget_for(_ProbingPipeline(pipeline, progress), items, target, ceiling)
     config = _describe_config(args)
     source = _source_name(args.items)
     shown = f'"{_clip(target.content, 60)}" ({target.tokens:,} tokens, {target.kind})'
@@ -717,14 +909,15 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
     else:
         why = f"; at {ceiling:,}: {refusal}" if refusal else ""
         if report is not None:
-            reason = next((e.reason for e in report.excluded if e.item is target), None)
-            if reason is not None:
-                why = f"; at {ceiling:,}: {reason.describe()}"
+            entry = next((e for e in report.excluded if e.item is target), None)
+            if entry is not None:
+                wording = ReasonWording(report, pipeline, bucket_flag=_bucket_flag(args))
+                why = f"; at {ceiling:,}: {wording(entry)}"
         lines.append(
             f"  answer:   not included at any budget up to the search ceiling {ceiling:,}{why}"
         )
     lines.append(f"  searched: {target.tokens:,}..{ceiling:,} tokens; {config}")
-    print("\n".join(lines))
+    _print("\n".join(lines))
     return 0
 
 
@@ -793,24 +986,26 @@ def _output_flags(*, html: bool) -> _Parser:
     return flags
 
 
-def _budget_flags(*, max_tokens: int | None, target_tokens: int | None) -> _Parser:
+def _budget_flags(*, demo: bool = False) -> _Parser:
     flags = _Parser(add_help=False)
     group = flags.add_argument_group("budget")
     group.add_argument(
         "--max-tokens",
         type=int,
-        required=max_tokens is None,
-        default=max_tokens,
+        required=not demo,
         metavar="N",
-        help="hard token ceiling" + ("" if max_tokens is None else f" (default {max_tokens})"),
+        help=f"hard token ceiling (default {DEMO_MAX_TOKENS}, or more to fit the other flags)"
+        if demo
+        else "hard token ceiling",
     )
     group.add_argument(
         "--target-tokens",
         type=int,
-        default=target_tokens,
         metavar="N",
-        help="selection target (default: "
-        + ("max tokens)" if target_tokens is None else f"{target_tokens})"),
+        help=f"selection target (default {DEMO_TARGET_TOKENS}, or 3/4 of --max-tokens when "
+        "that is given)"
+        if demo
+        else "selection target (default: max tokens)",
     )
     group.add_argument(
         "--output-reserve", type=int, default=0, metavar="N", help="tokens kept for output"
@@ -820,9 +1015,10 @@ def _budget_flags(*, max_tokens: int | None, target_tokens: int | None) -> _Pars
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Deterministic, explainable context selection.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     config = _config_flags()
-    budget = _budget_flags(max_tokens=None, target_tokens=None)
+    budget = _budget_flags()
     with_html = _output_flags(html=True)
     select = commands.add_parser(
         "select",
@@ -832,6 +1028,11 @@ def _parser() -> argparse.ArgumentParser:
         'with --report json, write {"window": [...], "report": {...}} to stdout.',
     )
     select.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
+    select.add_argument(
+        "--all",
+        action="store_true",
+        help="list every item in the report (default: a summary when the lists are long)",
+    )
     select.set_defaults(handler=_cmd_select)
     explain = commands.add_parser(
         "explain",
@@ -879,11 +1080,7 @@ def _parser() -> argparse.ArgumentParser:
     min_budget.set_defaults(handler=_cmd_min_budget)
     demo = commands.add_parser(
         "demo",
-        parents=[
-            _budget_flags(max_tokens=DEMO_MAX_TOKENS, target_tokens=DEMO_TARGET_TOKENS),
-            config,
-            with_html,
-        ],
+        parents=[_budget_flags(demo=True), config, with_html],
         help="run the pipeline on a shipped agent conversation and explain the selection",
     )
     demo.add_argument("--all", action="store_true", help="list every item of the window")
@@ -901,9 +1098,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _table_message(exc: TableTooLargeError, args: argparse.Namespace | None) -> str:
+    """TableTooLargeError in the words of the command line (its flags, not parameters)."""
+    if args is None or getattr(args, "policy", None) or not hasattr(args, "bucket_size"):
+        return str(exc)
+    size = args.bucket_size if args.bucket_size is not None else 100
+    return (
+        f"KnapsackSlice DP table too large: {exc.candidates:,} candidates x "
+        f"({exc.capacity:,} + 1) capacity = {exc.cells:,} cells exceeds the limit of "
+        f"{exc.limit:,} cells; increase --bucket-size (now {size}) or lower "
+        "--target-tokens / --max-tokens"
+    )
+
+
+def _pinned_message(exc: PinnedBudgetError, args: argparse.Namespace | None) -> str:
+    """PinnedBudgetError with the flag that fixes it, when a budget flag set the budget."""
+    if args is None or not hasattr(args, "max_tokens"):
+        return str(exc)
+    reserve = args.output_reserve or 0
+    return f"{exc}: raise --max-tokens to at least {exc.pinned_tokens + reserve:,}" + (
+        f" (pinned tokens + --output-reserve {reserve:,})" if reserve else ""
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``cupel`` command line; returns the exit status."""
+    """Run the ``cupel`` command line; returns the exit status (0 success, 1 failing
+    conformance vectors, 2 bad input, 130 interrupted)."""
     parser = _parser()
+    args: argparse.Namespace | None = None
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -915,17 +1137,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"\n{PROG}: interrupted\n")
+            sys.stderr.flush()
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (``cupel demo | head``): not an error
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except CliError as exc:
         message = str(exc)
+    except TableTooLargeError as exc:
+        message = _table_message(exc, args)
+    except PinnedBudgetError as exc:
+        message = _pinned_message(exc, args)
     except CupelError as exc:
         message = str(exc)
     except (ValueError, OSError) as exc:
         message = f"{type(exc).__name__}: {exc}"
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    print(terminal_safe(f"{PROG}: error: {message}"), file=sys.stderr)
     return 2
 
 

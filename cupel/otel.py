@@ -1,4 +1,4 @@
-"""OpenTelemetry bridge: trace a pipeline run as spans (extra ``cupel[otel]``).
+"""OpenTelemetry bridge: trace a pipeline run as spans (extra ``cupel-context[otel]``).
 
 This is the only cupel module that imports OpenTelemetry; ``import cupel`` never does.
 :class:`OpenTelemetryTraceCollector` turns one run into a ``cupel.pipeline`` span with

@@ -86,7 +86,7 @@ def __getattr__(name: str) -> Any:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 "CupelContextMiddleware needs the 'langchain' package (langchain.agents): "
-                "pip install 'cupel[langchain-agents]'"
+                "pip install 'cupel-context[langchain-agents]'"
             ) from exc
         return CupelContextMiddleware
     raise AttributeError(f"module 'cupel_langchain' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """``CupelContextMiddleware``: the model's input, selected each turn within a budget, for
 agents built with ``langchain.agents.create_agent`` (needs the ``langchain`` package:
-``pip install "cupel[langchain-agents]"``).
+``pip install "cupel-context[langchain-agents]"``).
 
 - **Ephemeral** (default): ``wrap_model_call`` selects from the request's messages plus
   its system message (pinned, counted in the budget) and hands the model the selection;

@@ -1,5 +1,5 @@
 """An agent with ``CupelContextMiddleware`` (run: python this_file.py; needs the
-``langchain`` package: ``pip install "cupel[langchain-agents]"``).
+``langchain`` package: ``pip install "cupel-context[langchain-agents]"``).
 
 The agent arrives with a long history, calls a tool and answers. On every model call the
 middleware selects the model's input within 160 tokens: the system prompt and the newest

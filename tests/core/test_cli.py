@@ -108,8 +108,14 @@ def test_select_from_a_json_array(capsys: pytest.CaptureFixture[str], items_json
         "pinned": True,
     }
     assert "included (placed order):" in err and "excluded (score descending):" in err
-    assert "Deduplicated(deduplicated_against='Runbook: restarting app safely')" in err
+    assert "<- Deduplicated: same content as kept item 'Runbook: restarting app safely'" in err
     assert f"5 of 6 items selected, 155 of {TOTAL_TOKENS} tokens" in err
+    # The report says why the system prompt ends the window.
+    assert err.rstrip().endswith(
+        "note: 1 item without a timestamp (SystemPrompt 1) placed after the dated ones: the "
+        "chronological placer puts undated items last (give them a timestamp, or use "
+        "--placer u-shaped)"
+    )
 
 
 def test_select_from_jsonl_matches_the_array(
@@ -118,7 +124,7 @@ def test_select_from_jsonl_matches_the_array(
     _, from_array, _ = run(capsys, "select", str(items_json), "--max-tokens", "100")
     status, from_lines, err = run(capsys, "select", str(items_jsonl), "--max-tokens", "100")
     assert status == 0 and from_lines == from_array
-    assert "BudgetExceeded(item_tokens=" in err
+    assert "Use systemctl restart app.  <- BudgetExceeded: needs 40 tokens, 15 available" in err
 
 
 def test_select_from_stdin(

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import select
+import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +68,24 @@ def write_items(tmp_path: Path, rows: list[dict[str, Any]], name: str = "items.j
     return path
 
 
+def many_items(count: int) -> list[dict[str, Any]]:
+    """``count`` dated chat messages of varied sizes."""
+    return [
+        {
+            "content": f"message {i}: " + "detail " * (i % 40),
+            "tokens": 5 + i % 40,
+            "timestamp": f"2025-01-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z",
+        }
+        for i in range(count)
+    ]
+
+
+def write_jsonl(tmp_path: Path, rows: list[dict[str, Any]], name: str = "items.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 def context_items(rows: list[dict[str, Any]]) -> list[ContextItem]:
     """The items the CLI reads from ``rows``."""
     return [ContextItem.from_dict(row) for row in rows]
@@ -77,6 +103,66 @@ def run_process(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cupel.cli", *argv], capture_output=True, text=True, check=False
     )
+
+
+def cupel(
+    *argv: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m cupel argv...`` as a real process (stdout and stderr are pipes)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cupel", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def cupel_on_terminal(
+    *argv: str, interrupt_when: str | None = None, timeout: float = 120.0
+) -> tuple[int, str, str]:
+    """``python -m cupel argv...`` with stderr on a pseudo-terminal (stdout a pipe), as
+    a person runs it. With ``interrupt_when``, send SIGINT (Ctrl-C) as soon as that text
+    shows on the terminal. Returns (status, stdout, what the terminal showed)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cupel", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + timeout
+    interrupted = False
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the terminal closed: the process is gone
+                    chunk = b""
+                if not chunk:
+                    break
+                shown += chunk
+            if interrupt_when is not None and not interrupted and interrupt_when.encode() in shown:
+                proc.send_signal(signal.SIGINT)
+                interrupted = True
+            if not ready and proc.poll() is not None:
+                break
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        status = proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return status, out, shown.decode(errors="replace")
 
 
 def assert_one_line_error(status: int, out: str, err: str, *needles: str) -> None:

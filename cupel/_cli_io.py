@@ -1,0 +1,261 @@
+"""Input and output for the ``cupel`` command line: strict JSON in, strict JSON and
+terminal-safe text out.
+
+Package-private. Items come as a JSON array or as JSON Lines. JSON Lines are split on
+``\\n`` only: U+2028, U+2029 and U+0085 are legal inside JSON strings (``json.dumps``
+with ``ensure_ascii=False`` writes them raw), so ``str.splitlines()`` would cut lines
+that cupel itself wrote. Numbers are held to what strict JSON parsers accept: ``NaN``,
+``Infinity`` and ``-Infinity`` are refused, as are numbers that overflow a double
+(``1e400``) and integers longer than Python converts (4,300 digits by default); the
+error names the file, the line or item, and the field.
+
+>>> parse_items('{"content": "a\\u2028b", "tokens": 2}\\n', "items.jsonl")[0].content
+'a\\u2028b'
+>>> parse_items('{"content": "a", "tokens": 1, "metadata": {"x": NaN}}', "items.jsonl")
+... # doctest: +NORMALIZE_WHITESPACE
+Traceback (most recent call last):
+...
+cupel._cli_io.CliError: items.jsonl, line 1: metadata.x: NaN is not a JSON number
+(strict JSON has no NaN or Infinity)
+
+Output: :func:`write_json` writes strict JSON (a non-finite float, which strict JSON
+cannot express, becomes ``null``); :func:`terminal_safe` shows control characters
+(ANSI escape sequences among them) as visible escapes instead of sending them to the
+terminal.
+
+>>> terminal_safe("red \\x1b[31malert\\x1b[0m\\tdone")
+'red \\\\x1b[31malert\\\\x1b[0m\\tdone'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
+
+from cupel._errors import CupelError
+from cupel._model import ContextItem
+
+__all__ = [
+    "CliError",
+    "dump_json",
+    "parse_items",
+    "read_items",
+    "strict_json_value",
+    "terminal_safe",
+    "write_json",
+]
+
+
+class CliError(Exception):
+    """An input or usage problem, reported as one ``cupel: error: ...`` line (exit 2)."""
+
+
+# -- strict numbers ------------------------------------------------------------------------
+class _Refused:
+    """Stands in for a number strict JSON cannot carry, until its path is known."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+class _StrictDecoder:
+    """``json.loads`` with hooks that replace refused numbers by :class:`_Refused`."""
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def _mark(self, why: str) -> _Refused:
+        self.refused = True
+        return _Refused(why)
+
+    def _constant(self, name: str) -> _Refused:
+        return self._mark(f"{name} is not a JSON number (strict JSON has no NaN or Infinity)")
+
+    def _float(self, text: str) -> float | _Refused:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        return self._mark(f"{_short(text)} is out of range for a 64-bit float")
+
+    def _int(self, text: str) -> int | _Refused:
+        try:
+            return int(text)
+        except ValueError:  # longer than sys.get_int_max_str_digits()
+            digits = len(text.lstrip("-"))
+            return self._mark(
+                f"an integer of {digits:,} digits is too long (at most {_max_digits():,})"
+            )
+
+    def loads(self, text: str) -> Any:
+        self.refused = False
+        return json.loads(
+            text, parse_constant=self._constant, parse_float=self._float, parse_int=self._int
+        )
+
+
+def _max_digits() -> int:
+    limit: int = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+    return limit
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 24 else text[:20] + "…"
+
+
+def _first_refused(value: Any, path: str = "") -> tuple[str, _Refused] | None:
+    """The first refused number in ``value`` (document order) and its dotted path."""
+    if isinstance(value, _Refused):
+        return path, value
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found = _first_refused(child, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found = _first_refused(child, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _refusal(entry: Any, where: str) -> CliError:
+    found = _first_refused(entry)
+    path, refused = found if found is not None else ("", _Refused("a number is not valid"))
+    return CliError(f"{where}: {path + ': ' if path else ''}{refused.why}")
+
+
+# -- reading items -------------------------------------------------------------------------
+_JSON_WHITESPACE = " \t\r\n"
+
+
+def _item(entry: Any, where: str) -> ContextItem:
+    try:
+        return ContextItem.from_dict(entry)
+    except CupelError as exc:
+        raise CliError(f"{where}: {exc}") from None
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """Numbered JSON Lines, split on ``\\n`` only; blank lines are skipped."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip(_JSON_WHITESPACE):
+            yield number, line
+
+
+def parse_items(
+    text: str,
+    source: str,
+    *,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+) -> list[ContextItem]:
+    """Items from a JSON array or JSON Lines text; errors name ``source`` and the place.
+
+    ``progress(iterable, total)`` may wrap the per-item loop (a progress bar).
+    """
+    decoder = _StrictDecoder()
+    if text.lstrip(_JSON_WHITESPACE).startswith("["):
+        try:
+            data = decoder.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(
+                f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+        except RecursionError:
+            raise CliError(f"{source}: JSON nested too deeply") from None
+        if not isinstance(data, list):
+            raise CliError(f"{source}: expected a JSON array of items")
+        entries: Iterable[Any] = enumerate(data)
+        if progress is not None:
+            entries = progress(entries, len(data))
+        items = []
+        for index, entry in entries:
+            where = f"{source}: item {index}"
+            if decoder.refused and _first_refused(entry) is not None:
+                raise _refusal(entry, where)
+            items.append(_item(entry, where))
+        return items
+    lines: Iterable[tuple[int, str]] = _lines(text)
+    if progress is not None:
+        numbered = list(lines)
+        lines = progress(numbered, len(numbered))
+    items = []
+    for number, line in lines:
+        where = f"{source}, line {number}"
+        try:
+            entry = decoder.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise CliError(f"{where}: JSON nested too deeply") from None
+        if decoder.refused:
+            raise _refusal(entry, where)
+        items.append(_item(entry, where))
+    return items
+
+
+def read_items(
+    path: str,
+    *,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+) -> list[ContextItem]:
+    """Read items from ``path`` (``-`` for stdin)."""
+    if path == "-":
+        return parse_items(sys.stdin.read(), "<stdin>", progress=progress)
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return parse_items(text, path, progress=progress)
+
+
+# -- writing -------------------------------------------------------------------------------
+def strict_json_value(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None`` (JSON ``null``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: strict_json_value(child) for key, child in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json_value(child) for child in value]
+    return value
+
+
+def dump_json(value: Any, *, indent: int | None = 2) -> str:
+    """Strict JSON text: never ``NaN`` / ``Infinity`` tokens."""
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: write it as null
+        return json.dumps(
+            strict_json_value(value), indent=indent, ensure_ascii=False, allow_nan=False
+        )
+
+
+def write_json(value: Any, stream: IO[str] | None = None) -> None:
+    """Write ``value`` as strict, indented JSON and a newline to ``stream`` (stdout)."""
+    out = sys.stdout if stream is None else stream
+    out.write(dump_json(value))
+    out.write("\n")
+
+
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b is an 8-bit CSI).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with control characters (ANSI escapes among them) shown as ``\\xNN``;
+    newlines and tabs stay."""
+    return _CONTROL.sub(_visible, text)
