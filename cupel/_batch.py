@@ -25,8 +25,10 @@ TypeError: FrozenDict is read-only ...
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from itertools import repeat
 from typing import Any
 
 from cupel._model import ContextItem, ContextKind, ContextSource, FrozenDict, freeze_metadata
@@ -109,24 +111,22 @@ _restore = ContextItem.__setstate__
 
 
 def _restored(rows: Sequence[dict[str, Any]]) -> list[ContextItem]:
-    items: list[ContextItem] = []
-    add = items.append
     fields_set = set(_FIELDS_SET)  # pydantic copies it before any change (frozen model)
     for row in rows:
         metadata = row["metadata"]
         if type(metadata) is not FrozenDict:
             row["metadata"] = freeze_metadata(metadata)
-        item = _new(ContextItem)
-        _restore(
-            item,
-            {
-                "__dict__": row,
-                "__pydantic_fields_set__": fields_set,
-                "__pydantic_extra__": None,
-                "__pydantic_private__": None,
-            },
-        )
-        add(item)
+    items: list[ContextItem] = list(map(_new, repeat(ContextItem, len(rows))))
+    states = [
+        {
+            "__dict__": row,
+            "__pydantic_fields_set__": fields_set,
+            "__pydantic_extra__": None,
+            "__pydantic_private__": None,
+        }
+        for row in rows
+    ]
+    deque(map(_restore, items, states), maxlen=0)
     return items
 
 

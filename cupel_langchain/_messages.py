@@ -45,6 +45,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     ChatMessage,
+    HumanMessage,
     MessageLikeRepresentation,
     RemoveMessage,
     ToolMessage,
@@ -315,6 +316,15 @@ def _calls(message: AIMessage) -> list[str | None]:
     return ids
 
 
+_PLAIN: dict[type, tuple[str, int, bool, str]] = {
+    # class: role, the offset of count_tokens_approximately's formula for a plain message
+    # (ceil((len(content) + len(role name)) / 4) + 3 == (len(content) + len(role) + 15) // 4),
+    # whether it may carry tool calls, its type
+    HumanMessage: (USER, len("user") + 15, False, "human"),
+    AIMessage: (ASSISTANT, len("assistant") + 15, True, "ai"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class MessageRecord:
     """What the conversation layer needs of a message list, read in one pass."""
@@ -343,17 +353,37 @@ def read_messages(
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}
     role_of: dict[type, str] = {}
+    add_role = roles.append
+    add_text = texts.append
+    add_type = types.append
     for index, message in enumerate(messages):
         cls = type(message)
+        content = message.content
+        plain = _PLAIN.get(cls)
+        if (
+            plain is not None
+            and type(content) is str
+            and content
+            and not message.name
+            and not (plain[2] and message.tool_calls)  # type: ignore[attr-defined]
+            and not message.additional_kwargs
+        ):
+            # a plain human or AI message (nearly every message of a chat): its role, text
+            # and count_tokens_approximately value, inline
+            add_role(plain[0])
+            add_type(plain[3])
+            add_text(content)
+            if tokens is not None:
+                tokens.append((len(content) + plain[1]) // 4)
+            continue
         role = role_of.get(cls)
         if role is None or cls is ChatMessage:
             role = _role(message, index)
             if cls is not ChatMessage:
                 role_of[cls] = role
-        roles.append(role)
-        types.append(message.type)
-        content = message.content
-        texts.append(content if type(content) is str and content else _unit_text(message))
+        add_role(role)
+        add_type(message.type)
+        add_text(content if type(content) is str and content else _unit_text(message))
         if tokens is not None:
             tokens.append(approximate_message_tokens(message))
         if role == ASSISTANT and isinstance(message, AIMessage):
@@ -420,9 +450,14 @@ def map_messages(
     keep_last: int,
     kinds: Mapping[str, ContextKind],
     timestamp_key: str | None,
+    with_metadata: bool = True,
 ) -> MessageItems:
     """Read the messages, let the conversation layer group and check them, and build one
-    item per unit (see the module docstring)."""
+    item per unit (see the module docstring).
+
+    ``with_metadata=False`` leaves out the per-unit ``langchain.*`` metadata (the items
+    keep ``cupel:turn``): for selections whose items nobody but a pipeline that reads no
+    metadata will see (:func:`cupel.conversation.reads_unit_metadata`)."""
     additive = is_additive(count)
     record = read_messages(messages, None if additive else count)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
@@ -459,7 +494,7 @@ def map_messages(
         unit_tokens=None if record.tokens is not None else unit_tokens,
         timestamps=timestamps,
         kinds=kinds,
-        metadata=metadata,
+        metadata=metadata if with_metadata else None,
         keep_system=keep_system,
         keep_latest_user=keep_last_human,
         keep_last=keep_last,

@@ -21,7 +21,7 @@ from cupel import (
     Pipeline,
     SelectionReport,
 )
-from cupel.conversation import PinnedOptions
+from cupel.conversation import PinnedOptions, reads_unit_metadata
 from cupel.policy import Policy, PolicyError
 from cupel_langchain._messages import (
     MessageItems,
@@ -200,6 +200,7 @@ class MessageSelection:
         "kinds",
         "options",
         "pipeline",
+        "reads_metadata",
         "start_on",
         "timestamp_key",
     )
@@ -225,6 +226,7 @@ class MessageSelection:
     ) -> None:
         self.budget = make_budget(max_tokens, target_tokens, output_reserve)
         self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
+        self.reads_metadata = reads_unit_metadata(self.pipeline)
         self.count = resolve_message_counter(token_counter, token_counter_input)
         for name, flag in (("keep_system", keep_system), ("keep_last_human", keep_last_human)):
             if not isinstance(flag, bool):
@@ -245,7 +247,7 @@ class MessageSelection:
         self.timestamp_key = timestamp_key
         self.options = options
 
-    def map(self, messages: MessagesInput) -> MessageItems:
+    def map(self, messages: MessagesInput, *, with_metadata: bool = True) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
         return map_messages(
             as_messages(messages),
@@ -255,6 +257,7 @@ class MessageSelection:
             keep_last=self.keep_last,
             kinds=self.kinds,
             timestamp_key=self.timestamp_key,
+            with_metadata=with_metadata,
         )
 
     def select(
@@ -262,7 +265,9 @@ class MessageSelection:
     ) -> tuple[list[BaseMessage], SelectionReport | None]:
         """The selected messages (same objects, conversation order) and, when asked, the
         report (invalid units as ``InvalidToolCall``, ``start_on`` drops as ``Filtered``)."""
-        mapping = self.map(messages)
+        # Without a report the items never leave the selection: a pipeline that reads no
+        # metadata needs none of the per-message kind (a property test checks both agree).
+        mapping = self.map(messages, with_metadata=with_report or self.reads_metadata)
         window = mapping.history.select(
             self.pipeline,
             self.budget,

@@ -39,9 +39,19 @@ from cupel.conversation._history import (
     HistoryItems,
     HistoryWindow,
     PinnedOptions,
+    reads_unit_metadata,
     synthetic_timestamps,
 )
-from cupel.conversation._structure import ASSISTANT, ROLES, SYSTEM, TOOL, USER, Conversation, Unit
+from cupel.conversation._structure import (
+    ASSISTANT,
+    ROLES,
+    SYSTEM,
+    TOOL,
+    USER,
+    Conversation,
+    Unit,
+    WindowCheck,
+)
 
 __all__ = [
     "ASSISTANT",
@@ -57,5 +67,7 @@ __all__ = [
     "HistoryWindow",
     "PinnedOptions",
     "Unit",
+    "WindowCheck",
+    "reads_unit_metadata",
     "synthetic_timestamps",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from cupel._batch import item_row, trusted_items
 from cupel._errors import ConfigurationError, PinnedBudgetError
-from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource
+from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource, freeze_metadata
 from cupel._pipeline import Pipeline
 from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Conversation
 from cupel.diagnostics._events import OverflowEvent
@@ -23,6 +23,7 @@ __all__ = [
     "HistoryItems",
     "HistoryWindow",
     "PinnedOptions",
+    "reads_unit_metadata",
     "synthetic_timestamps",
 ]
 
@@ -369,8 +370,28 @@ def history_items(
     stamps = synthetic_timestamps(n) if timestamps is None else _ordered(timestamps)
     latest_user = conversation.latest_user
     latest_turn = conversation.turn(latest_user) if latest_user >= 0 else 0
-    pinned_latest = latest_user if keep_latest_user else -1
-    last_units = _last_units(conversation, keep_last)
+    pins: dict[int, str] = {}  # unit -> why it is pinned
+    for k in _last_units(conversation, keep_last):
+        pins[k] = "last"
+    if keep_latest_user and latest_user >= 0:
+        pins[latest_user] = "latest_user"
+    # The structure's columns, read directly: this loop runs once per unit.
+    firsts = conversation._firsts
+    groups = conversation._members
+    roles = conversation._roles
+    turns = conversation._turns
+    problems = conversation._problems
+    if keep_system:
+        for k, role in enumerate(roles):
+            if role == SYSTEM:
+                pins[k] = "system"
+    # Per unit type: its kind and whether its source is Tool; other roles are "other".
+    kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
+    exchange_kind = table["exchange"]
+    other_kind = table["other"]
+    tool_source = ContextSource.TOOL
+    # Without adapter metadata, the units of one turn share one read-only block dict.
+    shared: dict[int, Mapping[str, Any]] = {}
     template = item_row("", 0)
     rows: list[dict[str, Any]] = []
     units: list[int] = []
@@ -378,47 +399,47 @@ def history_items(
     bad: list[InvalidToolCall] = []
     pinned: list[int] = []
     pinned_tokens = {"system": 0, "latest_user": 0, "last": 0}
-    for k in range(len(conversation)):
-        members = conversation.messages_of(k)
-        role = conversation.role(k)
-        exchange = conversation.is_exchange(k)
-        first = members[0]
+    for k, first in enumerate(firsts):
+        role = roles[k]
+        group = groups.get(k)
         row = template.copy()
-        if len(members) == 1:
+        if group is None:
             text = texts[first]
             row["content"] = text if text else f"[{role} message]"
-            row["tokens"] = per_message[first] if per_message is not None else count(members)
+            row["tokens"] = per_message[first] if per_message is not None else count((first,))
+            kind = kind_of.get(role)
+            if kind is None:
+                row["kind"] = other_kind
+            else:
+                row["kind"] = kind
+                if role == TOOL:
+                    row["source"] = tool_source
         else:
-            row["content"] = "\n".join(texts[i] or f"[{role} message]" for i in members)
+            row["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
             row["tokens"] = (
-                sum(per_message[i] for i in members) if per_message is not None else count(members)
+                sum(per_message[i] for i in group) if per_message is not None else count(group)
             )
-        unit_type = (
-            "exchange" if exchange else role if role in (SYSTEM, USER, ASSISTANT, TOOL) else "other"
-        )
-        row["kind"] = table[unit_type]
-        if exchange or role == TOOL:
-            row["source"] = ContextSource.TOOL
+            row["kind"] = exchange_kind
+            row["source"] = tool_source
         row["timestamp"] = stamps[first]
-        meta = dict(metadata(k)) if metadata is not None else {}
-        turn = conversation.turn(k)
-        if block_key is not None and turn < latest_turn:
-            meta[block_key] = turn
-        row["metadata"] = meta
-        problem = conversation.problem(k)
+        turn = turns[k]
+        blocked = block_key is not None and turn < latest_turn
+        if metadata is not None:
+            meta = dict(metadata(k))
+            if blocked:
+                meta[block_key] = turn  # type: ignore[index]
+            row["metadata"] = meta
+        elif blocked:
+            block = shared.get(turn)
+            if block is None:
+                block = shared[turn] = freeze_metadata({block_key: turn})  # type: ignore[dict-item]
+            row["metadata"] = block
+        problem = problems.get(k)
         if problem is not None:
             bad_rows.append(row)
             bad.append(InvalidToolCall(problem[0], problem[1]))
             continue
-        cause = (
-            "system"
-            if keep_system and role == SYSTEM
-            else "latest_user"
-            if k == pinned_latest
-            else "last"
-            if k in last_units and role != SYSTEM
-            else None
-        )
+        cause = pins.get(k)
         if cause is not None:
             row["pinned"] = True
             pinned.append(len(rows))
@@ -439,3 +460,60 @@ def _last_units(conversation: Conversation, count: int) -> set[int]:
             out.add(k)
         k -= 1
     return out
+
+
+def reads_unit_metadata(pipeline: Pipeline) -> bool:
+    """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
+    block key (which :class:`HistoryItems` always sets): ``False`` only when its scorer
+    tree, slicer and placer are all cupel's own components that look at other fields
+    (exact classes: a subclass could read anything; the metadata scorers do read it) and
+    no overflow callback receives the items. A history selection that builds no report
+    can then leave the adapter's per-unit metadata out: its items never leave the
+    selection.
+
+    >>> from cupel import MetadataKeyScorer
+    >>> reads_unit_metadata(Pipeline.from_policy("chat"))
+    False
+    >>> reads_unit_metadata(Pipeline(MetadataKeyScorer("role", "user", 2.0)))
+    True
+    """
+    from cupel.placers import ChronologicalPlacer, UShapedPlacer
+    from cupel.scorers import (
+        CompositeScorer,
+        DecayScorer,
+        FrequencyScorer,
+        KindScorer,
+        PriorityScorer,
+        RecencyScorer,
+        ReflexiveScorer,
+        ScaledScorer,
+        TagScorer,
+    )
+    from cupel.slicers import GreedySlice, KnapsackSlice, RecencyWindowSlice
+
+    blind_scorers = {
+        CompositeScorer,
+        DecayScorer,
+        FrequencyScorer,
+        KindScorer,
+        PriorityScorer,
+        RecencyScorer,
+        ReflexiveScorer,
+        ScaledScorer,
+        TagScorer,
+    }
+    slicer = pipeline.slicer
+    if (
+        pipeline.on_overflow is not None
+        or type(pipeline.placer) not in (ChronologicalPlacer, UShapedPlacer)
+        or type(slicer) not in (GreedySlice, KnapsackSlice, RecencyWindowSlice)
+        or (type(slicer) is RecencyWindowSlice and slicer.block_key != DEFAULT_BLOCK_KEY)
+    ):
+        return True
+    pending: list[object] = [pipeline.scorer]
+    while pending:
+        scorer = pending.pop()
+        if type(scorer) not in blind_scorers:
+            return True
+        pending.extend(scorer.children())  # type: ignore[attr-defined]
+    return False

@@ -28,6 +28,7 @@ from cupel_langchain import (
     tool_call_problems,
 )
 from cupel_langchain._messages import read_messages
+from cupel_langchain._selection import MessageSelection
 
 TEXT = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=120
@@ -302,6 +303,33 @@ def test_mapping_back_finds_each_item_by_identity_and_refuses_strangers(
         stranger = data.draw(st.sampled_from(other.items))
         with pytest.raises(ConfigurationError, match="was not built from this history"):
             mapped.messages_for([*chosen, stranger])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=histories(),
+    budget=st.integers(0, 800),
+    policy=st.sampled_from(PRESET_NAMES),
+    start_on=st.sampled_from([None, "human"]),
+)
+def test_selections_without_metadata_equal_the_full_ones(
+    messages: list[BaseMessage], budget: int, policy: str, start_on: str | None
+) -> None:
+    """Without a report, a preset's selection leaves the per-message metadata out (its
+    pipeline reads none); with a report it builds everything. The messages must not
+    differ."""
+    selection = MessageSelection(max_tokens=budget, policy=policy, start_on=start_on)
+    assert not selection.reads_metadata
+    try:
+        lean, none = selection.select(messages, with_report=False)
+    except PinnedBudgetError:
+        with pytest.raises(PinnedBudgetError):
+            selection.select(messages, with_report=True)
+        return
+    full, report = selection.select(messages, with_report=True)
+    assert none is None and report is not None
+    assert len(lean) == len(full) and all(a is b for a, b in zip(lean, full, strict=True))
+    assert all("langchain.index" in e.item.metadata for e in report.included)
 
 
 @settings(max_examples=200, deadline=None)
