@@ -268,6 +268,7 @@ UnitFloat = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
 Percent = Annotated[float, Strict(), Field(ge=0, le=100, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 Share = Annotated[float, Strict(), Field(ge=0, lt=1, allow_inf_nan=False)]
+LowWater = Annotated[float, Strict(), Field(gt=0, le=1, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
 StrictBool = Annotated[bool, Strict()]
 StrictStr = Annotated[str, Strict()]
@@ -717,16 +718,21 @@ class CountConstrainedKnapsackSpec(_Spec):
 
 class RecencyWindowSpec(_Spec):
     """:class:`~cupel.RecencyWindowSlice` (a cupel extension): the newest items that fit,
-    without holes; items sharing ``metadata[block_key]`` (chat turns) are kept whole, and
-    up to ``scored_share`` of the target may go to the best-scored older items."""
+    without holes; items sharing ``metadata[block_key]`` (chat turns) are kept whole, up to
+    ``scored_share`` of the target may go to the best-scored older items, and with
+    ``low_water`` an overflowing window is refilled only to that share (cache-stable)."""
 
     type: Literal["recency_window"] = "recency_window"
     block_key: StrictStr | None = DEFAULT_BLOCK_KEY
     scored_share: Share = 0.0
+    low_water: LowWater | None = None
 
     def _build(self, path: str) -> Slicer:
         return self._guard(  # type: ignore[no-any-return]
-            path, lambda: RecencyWindowSlice(self.block_key, scored_share=self.scored_share)
+            path,
+            lambda: RecencyWindowSlice(
+                self.block_key, scored_share=self.scored_share, low_water=self.low_water
+            ),
         )
 
 

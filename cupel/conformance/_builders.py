@@ -335,13 +335,14 @@ def build_slicer(name: Any, config: Table, *, where: str = "config") -> Slicer:
 
 def _recency_window(config: Table, where: str) -> RecencyWindowSlice:
     """The extension slicer: ``blocks = false`` turns blocks off, ``block_key`` names the
-    metadata key (default ``cupel:turn``), ``scored_share`` the older items' share."""
+    metadata key (default ``cupel:turn``), ``scored_share`` the older items' share,
+    ``low_water`` the refill share of a cache-stable window."""
     blocks = config.get("blocks", True)
     if not isinstance(blocks, bool):
         raise VectorError(f"{where}.blocks must be true or false, got {blocks!r}")
     key = config.get("block_key", "cupel:turn") if blocks else None
     share = config.get("scored_share", 0.0)
-    return RecencyWindowSlice(key, scored_share=share)
+    return RecencyWindowSlice(key, scored_share=share, low_water=config.get("low_water"))
 
 
 def build_placer(name: Any) -> Placer:

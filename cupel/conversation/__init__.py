@@ -34,6 +34,7 @@ message (an agent's task) and the recent tool rounds kept after it.
 
 from cupel.conversation._history import (
     DEFAULT_UNIT_KINDS,
+    STABLE_CUT_FILTER,
     START_ON_FILTER,
     UNIT_TYPES,
     HistoryItems,
@@ -57,6 +58,7 @@ __all__ = [
     "ASSISTANT",
     "DEFAULT_UNIT_KINDS",
     "ROLES",
+    "STABLE_CUT_FILTER",
     "START_ON_FILTER",
     "SYSTEM",
     "TOOL",

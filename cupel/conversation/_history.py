@@ -19,6 +19,8 @@ from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY
 
 __all__ = [
     "DEFAULT_UNIT_KINDS",
+    "STABLE_CUT_FILTER",
+    "START_ON_FILTER",
     "UNIT_TYPES",
     "HistoryItems",
     "HistoryWindow",
@@ -43,6 +45,8 @@ DEFAULT_UNIT_KINDS: Mapping[str, ContextKind] = {
 
 START_ON_FILTER = "start_on"
 """The ``Filtered`` name of units dropped so that the window starts on a given role."""
+STABLE_CUT_FILTER = "before_stable_cut"
+"""The ``Filtered`` name of units before a cache-stable window's cut."""
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _STEP = timedelta(microseconds=1)
@@ -96,11 +100,21 @@ class PinnedOptions:
 @dataclass(frozen=True, slots=True)
 class HistoryWindow:
     """A selected window: ``messages`` (indices into the history, ascending), ``items``
-    (the selected units' items in history order) and the ``report`` (when asked for)."""
+    (the selected units' items in history order) and the ``report`` (when asked for).
+
+    For a cache-stable selection (``previous`` given): ``stable_prefix`` is how many of
+    its leading messages are those of the previous window, in the same order — the prefix a
+    provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
+    is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
+    is where the window's stretch of the conversation starts (see ``HistoryItems.select``).
+    """
 
     messages: list[int]
     items: list[ContextItem]
     report: SelectionReport | None
+    cut: int = 0
+    stable_prefix: int = 0
+    cut_moved: bool = True
 
 
 class HistoryItems:
@@ -272,6 +286,7 @@ class HistoryItems:
         start_on: Collection[str] = (),
         options: PinnedOptions | None = None,
         on_overflow: Callable[[OverflowEvent], Any] | None = None,
+        previous: Collection[int] | None = None,
     ) -> HistoryWindow:
         """Run ``pipeline`` on the items within ``budget`` and map the window back.
 
@@ -281,12 +296,26 @@ class HistoryItems:
         kept as it is. The report (``with_report``) also lists every invalid unit with
         its :class:`~cupel.InvalidToolCall` reason. ``on_overflow`` is passed to the
         pipeline's run.
+
+        ``previous``: the message indices of the previous window of the same
+        conversation (the history may only have grown since: the caller checks that). The
+        selection is then *cache-stable*: only units from the previous window's cut on
+        are offered — the cut is where its stretch of the conversation starts — pinned
+        ones always, and whole earlier turns, so none is ever split; the others are
+        reported as ``Filtered("before_stable_cut")``. With a
+        :class:`~cupel.RecencyWindowSlice` that has a ``low_water`` mark, the window then
+        grows by appending until it overflows and is cut back once, to the mark.
         """
         self.check_pinned(budget, options if options is not None else PinnedOptions())
+        items = self.items
+        offered = items
+        before_cut: list[int] = []
+        if previous is not None:
+            offered, before_cut = self._since(self._cut(self._unit_positions(previous)))
         if with_report:
-            result = pipeline.dry_run(self.items, budget, on_overflow=on_overflow)
+            result = pipeline.dry_run(offered, budget, on_overflow=on_overflow)
         else:
-            result = pipeline.run(self.items, budget, on_overflow=on_overflow)
+            result = pipeline.run(offered, budget, on_overflow=on_overflow)
         positions = self.positions(result.items)
         dropped: list[int] = []
         if start_on:
@@ -294,12 +323,85 @@ class HistoryItems:
         report = result.report
         if report is not None:
             start_on_reason = Filtered(START_ON_FILTER)
+            cut_reason = Filtered(STABLE_CUT_FILTER)
             report = report.with_excluded(
-                moved=[(self.items[p], start_on_reason) for p in dropped],
-                added=list(self.invalid),
+                moved=[(items[p], start_on_reason) for p in dropped],
+                added=[*((items[p], cut_reason) for p in before_cut), *self.invalid],
             )
-        items = self.items
-        return HistoryWindow(self.messages_at(positions), [items[p] for p in positions], report)
+        messages = self.messages_at(positions)
+        prefix = 0
+        if previous is not None:
+            for before, now in zip(sorted(previous), messages):
+                if before != now:
+                    break
+                prefix += 1
+        return HistoryWindow(
+            messages,
+            [items[p] for p in positions],
+            report,
+            self._cut(positions),
+            prefix,
+            previous is None or prefix < len(previous),
+        )
+
+    def _unit_positions(self, messages: Collection[int]) -> list[int]:
+        """The positions (in ``items``) of the valid units holding any of ``messages``."""
+        conversation = self.conversation
+        unit_of: dict[int, int] = {}
+        for position, k in enumerate(self.units):
+            for index in conversation.messages_of(k):
+                unit_of[index] = position
+        return sorted({unit_of[m] for m in messages if m in unit_of})
+
+    def _since(self, since: int) -> tuple[list[ContextItem], list[int]]:
+        """The items offered after a previous cut, and the positions left before it.
+
+        Offered: pinned units, units starting at or after ``since``, and — so that no
+        earlier turn is ever split — every unit of an earlier turn than the latest from
+        the turn holding ``since`` on."""
+        conversation = self.conversation
+        firsts = conversation._firsts
+        turns = conversation._turns
+        latest = conversation.latest_user
+        latest_turn = turns[latest] if latest >= 0 else 0
+        cut_turn = next((turns[k] for k, first in enumerate(firsts) if first >= since), None)
+        units = self.units
+        offered: list[ContextItem] = []
+        before: list[int] = []
+        for position, item in enumerate(self.items):
+            k = units[position]
+            if (
+                item.pinned
+                or firsts[k] >= since
+                or (cut_turn is not None and cut_turn <= turns[k] < latest_turn)
+            ):
+                offered.append(item)
+            else:
+                before.append(position)
+        return offered, before
+
+    def _cut(self, positions: list[int]) -> int:
+        """Where the window's stretch starts: the first message of its oldest non-system
+        unit — the pinned latest user message included only when every unit after it is
+        kept too (no gap after it) — or the history's length when nothing but pinned
+        messages is kept."""
+        conversation = self.conversation
+        firsts = conversation._firsts
+        roles = conversation._roles
+        units = self.units
+        stretch = [p for p in positions if roles[units[p]] != SYSTEM]
+        if not stretch:
+            return conversation.n_messages
+        head = stretch[0]
+        if units[head] == conversation.latest_user and self.items[head].pinned:
+            kept = set(stretch)
+            after = [
+                p for p in range(head + 1, len(self.items)) if roles[units[p]] != SYSTEM
+            ]
+            if any(p not in kept for p in after):  # a gap after the task: not the stretch
+                rest = stretch[1:]
+                return firsts[units[rest[0]]] if rest else conversation.n_messages
+        return firsts[units[head]]
 
     def _start_on(
         self, positions: list[int], start_on: Collection[str]

@@ -21,6 +21,13 @@ Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first f
 the walk continues where it stopped with whatever budget is left. Those older items are
 the only holes the window can have.
 
+Cache-stable refills (opt-in): with ``low_water`` = *L*, when every candidate fits the target
+all are taken; when they do not, the rule above runs with the target lowered to
+``floor(L * target)``. A caller that offers only the items from its previous cut onward (as
+:mod:`cupel.conversation` does for cache-stable history) then gets a window that grows by
+appending until it overflows, and is cut back to the low-water mark once — so the prompt's
+prefix stays byte-identical between cuts, and providers' prompt caches keep hitting.
+
 Zero-token items are taken when the walk reaches them (they always fit) and left out
 behind the cut. The report explains every item behind the cut as
 :class:`~cupel.OutsideWindow` (the tokens the unit at the cut needed, the tokens left).
@@ -75,14 +82,20 @@ class RecencyWindowSlice(BaseSlicer):
             (default ``"cupel:turn"``); ``None``: every item stands alone.
         scored_share: share of the target, ``0 <= scored_share < 1``, that may go to the
             best-scored items older than the window (default 0: a pure window).
+        low_water: ``0 < low_water <= 1``, or ``None`` (default): when the candidates do
+            not all fit, refill only to this share of the target (cache-stable windows).
 
     See the module documentation for the walk order and the exact rule.
     """
 
-    __slots__ = ("block_key", "scored_share")
+    __slots__ = ("block_key", "low_water", "scored_share")
 
     def __init__(
-        self, block_key: str | None = DEFAULT_BLOCK_KEY, *, scored_share: float = 0.0
+        self,
+        block_key: str | None = DEFAULT_BLOCK_KEY,
+        *,
+        scored_share: float = 0.0,
+        low_water: float | None = None,
     ) -> None:
         if block_key is not None and (not isinstance(block_key, str) or not block_key):
             raise SlicerConfigError(
@@ -102,8 +115,20 @@ class RecencyWindowSlice(BaseSlicer):
                 field="scored_share",
                 value=scored_share,
             )
+        if low_water is not None and (
+            isinstance(low_water, bool)
+            or not isinstance(low_water, (int, float))
+            or not 0.0 < low_water <= 1.0
+        ):
+            raise SlicerConfigError(
+                f"RecencyWindowSlice: low_water must be None or a number with "
+                f"0 < low_water <= 1, got {low_water!r}",
+                field="low_water",
+                value=low_water,
+            )
         self.block_key = block_key
         self.scored_share = float(scored_share)
+        self.low_water = None if low_water is None else float(low_water)
 
     def __repr__(self) -> str:
         parts = []
@@ -111,18 +136,23 @@ class RecencyWindowSlice(BaseSlicer):
             parts.append(f"block_key={self.block_key!r}")
         if self.scored_share:
             parts.append(f"scored_share={self.scored_share!r}")
+        if self.low_water is not None:
+            parts.append(f"low_water={self.low_water!r}")
         return f"RecencyWindowSlice({', '.join(parts)})"
+
+    def _key(self) -> tuple[str | None, float, float | None]:
+        return (self.block_key, self.scored_share, self.low_water)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RecencyWindowSlice) or type(other) is not type(self):
             return NotImplemented
-        return (self.block_key, self.scored_share) == (other.block_key, other.scored_share)
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((type(self), self.block_key, self.scored_share))
+        return hash((type(self), *self._key()))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.block_key, self.scored_share))
+        return (_rebuild, self._key())
 
     # -- the spec's list interface ----------------------------------------------------
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
@@ -145,7 +175,8 @@ class RecencyWindowSlice(BaseSlicer):
         tokens left. (Used by the pipeline's report; candidates are ``scored``.)"""
         items = [entry.item for entry in scored]
         taken = {id(item) for item in selected}
-        available = budget.target_tokens - sum(item.tokens for item in selected)
+        target = self._target([item.tokens for item in items], budget.target_tokens)
+        available = target - sum(item.tokens for item in selected)
         order = _walk_order(items, range(len(items)))
         blocks = _Blocks(self.block_key, items)
         cut = 0
@@ -203,6 +234,7 @@ class RecencyWindowSlice(BaseSlicer):
     ) -> list[int]:
         """Positions (into ``items``) of the window, in walk order; then any older items
         chosen by score (``scored_share``), then the rest of the walk."""
+        target = self._target(tokens, target)
         blocks = _Blocks(self.block_key, items)
         share = self.scored_share
         if not share:
@@ -217,8 +249,18 @@ class RecencyWindowSlice(BaseSlicer):
         return [*window, *picked, *more]
 
 
-def _rebuild(block_key: str | None, scored_share: float) -> RecencyWindowSlice:
-    return RecencyWindowSlice(block_key, scored_share=scored_share)
+    def _target(self, tokens: Sequence[int], target: int) -> int:
+        """The target the walk uses: lowered to the low-water mark when the candidates do
+        not all fit."""
+        if self.low_water is not None and sum(tokens) > target:
+            return math.floor(self.low_water * target)
+        return target
+
+
+def _rebuild(
+    block_key: str | None, scored_share: float, low_water: float | None = None
+) -> RecencyWindowSlice:
+    return RecencyWindowSlice(block_key, scored_share=scored_share, low_water=low_water)
 
 
 class _Blocks:

@@ -1,0 +1,233 @@
+"""RecencyWindowSlice: the documented rule, both routes, the reasons and the errors."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cupel import (
+    ContextBudget,
+    ContextItem,
+    GreedySlice,
+    ItemError,
+    OutsideWindow,
+    Pipeline,
+    RecencyScorer,
+    RecencyWindowSlice,
+    ScoredItem,
+    SlicerConfigError,
+)
+from cupel.slicers._base import candidates_of
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def reference(
+    scored: list[ScoredItem],
+    target: int,
+    *,
+    block_key: str | None = "cupel:turn",
+    scored_share: float = 0.0,
+    low_water: float | None = None,
+) -> list[ContextItem]:
+    """The rule as the module documentation states it, step by step."""
+    if not scored or target <= 0:
+        return []
+    n = len(scored)
+    if low_water is not None and sum(s.item.tokens for s in scored) > target:
+        target = math.floor(low_water * target)
+    dated = [i for i in range(n) if scored[i].item.timestamp is not None]
+    undated = [i for i in range(n) if scored[i].item.timestamp is None]
+    # newest first; equal timestamps keep the given (Sort stage) order
+    dated.sort(key=lambda i: (-scored[i].item.timestamp.timestamp(), i))  # type: ignore[union-attr]
+    order = dated + undated
+
+    def block(i: int) -> object:
+        if block_key is None or block_key not in scored[i].item.metadata:
+            return ("alone", i)
+        value = scored[i].item.metadata[block_key]
+        return (type(value), value)
+
+    def walk(start: int, budget: int, taken: set[int]) -> tuple[list[int], int]:
+        out: list[int] = []
+        index = start
+        while index < len(order):
+            members = [order[index]]
+            following = index + 1
+            while following < len(order) and block(order[following]) == block(order[index]):
+                members.append(order[following])
+                following += 1
+            members = [m for m in members if m not in taken]
+            need = sum(scored[m].item.tokens for m in members)
+            if need > budget:
+                return out, index
+            out += members
+            budget -= need
+            index = following
+        return out, len(order)
+
+    if not scored_share:
+        window, _ = walk(0, target, set())
+        return [scored[i].item for i in window]
+    reserve = math.floor(scored_share * target)
+    window, cut = walk(0, target - reserve, set())
+    older = sorted(order[cut:])
+    greedy = (
+        GreedySlice().slice(
+            [scored[i] for i in older], ContextBudget(max_tokens=reserve, target_tokens=reserve)
+        )
+        if older and reserve > 0
+        else []
+    )
+    picked = {id(item) for item in greedy}
+    picked_positions = {i for i in older if id(scored[i].item) in picked}
+    spent = sum(scored[i].item.tokens for i in window) + sum(
+        scored[i].item.tokens for i in picked_positions
+    )
+    more, _ = walk(cut, target - spent, picked_positions)
+    return [scored[i].item for i in [*window, *sorted(picked_positions), *more]]
+
+
+@st.composite
+def windows(draw: st.DrawFn) -> list[ScoredItem]:
+    count = draw(st.integers(0, 14))
+    items = []
+    for i in range(count):
+        minutes = draw(st.one_of(st.none(), st.integers(0, 12)))
+        turn = draw(st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["a", "b"])))
+        items.append(
+            ContextItem(
+                content=f"item {i}",
+                tokens=draw(st.integers(0, 30)),
+                timestamp=None if minutes is None else T0 + timedelta(minutes=minutes),
+                metadata={} if turn is None else {"cupel:turn": turn},
+            )
+        )
+    scores = sorted((draw(st.floats(0, 1)) for _ in items), reverse=True)  # Sort stage order
+    return [ScoredItem(item, score) for item, score in zip(items, scores, strict=True)]
+
+
+def ids(items: list[ContextItem]) -> list[int]:
+    return sorted(id(item) for item in items)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    scored=windows(),
+    target=st.integers(0, 120),
+    blocks=st.booleans(),
+    share=st.sampled_from([0.0, 0.0, 0.25, 0.5]),
+    low=st.sampled_from([None, None, 0.5, 1.0]),
+)
+def test_both_routes_select_what_the_documented_rule_selects(
+    scored: list[ScoredItem], target: int, blocks: bool, share: float, low: float | None
+) -> None:
+    key = "cupel:turn" if blocks else None
+    slicer = RecencyWindowSlice(key, scored_share=share, low_water=low)
+    budget = ContextBudget(max_tokens=max(target, 1), target_tokens=target)
+    expected = ids(reference(scored, target, block_key=key, scored_share=share, low_water=low))
+    assert ids(slicer.slice(scored, budget)) == expected
+    candidates = candidates_of(scored)
+    assert candidates is not None
+    positions = slicer._select_positions(candidates, budget).tolist()
+    assert ids([scored[p].item for p in positions]) == expected
+    selected = slicer.slice(scored, budget)
+    assert sum(item.tokens for item in selected) <= target
+
+
+@settings(max_examples=200, deadline=None)
+@given(scored=windows(), target=st.integers(1, 120))
+def test_a_pure_window_is_one_stretch_ending_at_the_newest_item(
+    scored: list[ScoredItem], target: int
+) -> None:
+    """Without scored_share the selection is a prefix of the walk order: no holes."""
+    slicer = RecencyWindowSlice(None)
+    selected = {
+        id(i) for i in slicer.slice(scored, ContextBudget(max_tokens=target, target_tokens=target))
+    }
+    dated = sorted(
+        (i for i in range(len(scored)) if scored[i].item.timestamp is not None),
+        key=lambda i: (-scored[i].item.timestamp.timestamp(), i),  # type: ignore[union-attr]
+    )
+    order = dated + [i for i in range(len(scored)) if scored[i].item.timestamp is None]
+    flags = [id(scored[i].item) in selected for i in order]
+    assert flags == sorted(flags, reverse=True)  # taken ones first, then none
+
+
+def test_a_conversation_in_order_takes_the_sorting_shortcut_and_agrees() -> None:
+    items = [
+        ContextItem(content=f"m{i}", tokens=10 + i % 7, timestamp=T0 + timedelta(seconds=i))
+        for i in range(200)
+    ]
+    scored = [ScoredItem(item, 0.5) for item in items]
+    budget = ContextBudget(max_tokens=300, target_tokens=300)
+    candidates = candidates_of(scored)
+    assert candidates is not None
+    fast = RecencyWindowSlice()._select_positions(candidates, budget)
+    assert isinstance(fast, np.ndarray)
+    assert ids([items[p] for p in fast.tolist()]) == ids(reference(scored, 300))
+
+
+def test_the_report_explains_everything_behind_the_cut() -> None:
+    items = [
+        ContextItem(content=f"m{i}", tokens=tokens, timestamp=T0 + timedelta(minutes=i))
+        for i, tokens in enumerate([5, 30, 10, 10])
+    ]
+    pipeline = Pipeline(RecencyScorer(), RecencyWindowSlice(), deduplication=False)
+    report = pipeline.dry_run(items, ContextBudget(max_tokens=35, target_tokens=35)).report
+    assert report is not None
+    assert [e.item.content for e in report.included] == ["m2", "m3"]
+    assert {e.item.content: e.reason for e in report.excluded} == {
+        "m1": OutsideWindow(cut_tokens=30, available_tokens=15),
+        "m0": OutsideWindow(cut_tokens=30, available_tokens=15),  # it would fit: no holes
+    }
+    assert report.excluded[0].reason.describe() == (
+        "OutsideWindow: not in the recency window, whose next unit needs 30 tokens, 15 available"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"block_key": ""}, "block_key"),
+        ({"block_key": 3}, "block_key"),
+        ({"scored_share": 1.0}, "scored_share"),
+        ({"scored_share": -0.1}, "scored_share"),
+        ({"scored_share": True}, "scored_share"),
+        ({"low_water": 0}, "low_water"),
+        ({"low_water": 1.5}, "low_water"),
+        ({"low_water": "0.5"}, "low_water"),
+    ],
+)
+def test_bad_settings_are_refused_at_construction(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(SlicerConfigError) as raised:
+        RecencyWindowSlice(**kwargs)  # type: ignore[arg-type]
+    assert raised.value.field == field
+    assert "RecencyWindowSlice" in str(raised.value)
+
+
+def test_a_block_value_that_is_not_a_string_or_integer_names_the_item() -> None:
+    item = ContextItem(content="odd", tokens=1, timestamp=T0, metadata={"cupel:turn": [1]})
+    with pytest.raises(ItemError) as raised:
+        RecencyWindowSlice().slice(
+            [ScoredItem(item, 0.5)], ContextBudget(max_tokens=5, target_tokens=5)
+        )
+    assert raised.value.field == "metadata['cupel:turn']"
+    assert "'odd'" in str(raised.value) and "list [1]" in str(raised.value)
+
+
+def test_equal_settings_are_equal_and_survive_pickling() -> None:
+    slicer = RecencyWindowSlice("thread", scored_share=0.2, low_water=0.6)
+    assert slicer == RecencyWindowSlice("thread", scored_share=0.2, low_water=0.6)
+    assert hash(slicer) == hash(pickle.loads(pickle.dumps(slicer)))
+    assert pickle.loads(pickle.dumps(slicer)) == slicer
+    assert repr(slicer) == (
+        "RecencyWindowSlice(block_key='thread', scored_share=0.2, low_water=0.6)"
+    )
+    assert repr(RecencyWindowSlice()) == "RecencyWindowSlice()"
