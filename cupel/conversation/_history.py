@@ -331,7 +331,7 @@ class HistoryItems:
         messages = self.messages_at(positions)
         prefix = 0
         if previous is not None:
-            for before, now in zip(sorted(previous), messages):
+            for before, now in zip(sorted(previous), messages, strict=False):
                 if before != now:
                     break
                 prefix += 1
@@ -395,9 +395,7 @@ class HistoryItems:
         head = stretch[0]
         if units[head] == conversation.latest_user and self.items[head].pinned:
             kept = set(stretch)
-            after = [
-                p for p in range(head + 1, len(self.items)) if roles[units[p]] != SYSTEM
-            ]
+            after = [p for p in range(head + 1, len(self.items)) if roles[units[p]] != SYSTEM]
             if any(p not in kept for p in after):  # a gap after the task: not the stretch
                 rest = stretch[1:]
                 return firsts[units[rest[0]]] if rest else conversation.n_messages

@@ -248,7 +248,6 @@ class RecencyWindowSlice(BaseSlicer):
         more, _, _ = _walk(order, cut, target - spent, tokens, blocks, frozenset(picked))
         return [*window, *picked, *more]
 
-
     def _target(self, tokens: Sequence[int], target: int) -> int:
         """The target the walk uses: lowered to the low-water mark when the candidates do
         not all fit."""

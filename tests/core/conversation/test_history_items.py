@@ -13,7 +13,6 @@ from cupel import (
     CompositeScorer,
     ConfigurationError,
     ContextBudget,
-    ContextKind,
     KindScorer,
     MetadataKeyScorer,
     PinnedBudgetError,
