@@ -365,7 +365,10 @@ def read_messages(
             and type(content) is str
             and content
             and not message.name
-            and not (plain[2] and message.tool_calls)  # type: ignore[attr-defined]
+            and not (
+                plain[2]
+                and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
+            )
             and not message.additional_kwargs
         ):
             # a plain human or AI message (nearly every message of a chat): its role, text

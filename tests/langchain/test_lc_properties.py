@@ -16,6 +16,12 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+from benchmarks.window_metrics import (
+    expectations,
+    last_complete_exchange,
+    system_messages,
+    task_message,
+)
 from cupel import ConfigurationError, ContextItem, PinnedBudgetError
 from cupel.conversation import Conversation
 from cupel.presets import PRESET_NAMES
@@ -369,55 +375,20 @@ def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fi
 ) -> None:
     """On random clean and messy histories: no holes, the task kept, valid for the
     provider, a reply whenever the system prompt, the task and the last complete exchange
-    fit, and never empty when the system prompt and the newest unit fit."""
+    fit, and never empty when the system prompt, the task and the newest unit fit (the
+    definitions the window-quality benchmark uses: benchmarks/window_metrics.py)."""
     conversation = conversation_of(messages)
     try:
         selected = select_messages(messages, max_tokens=budget, start_on=start_on)
     except PinnedBudgetError:
-        pinned = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
-        if conversation.latest_user >= 0:
-            pinned.append(conversation.first_message(conversation.latest_user))
+        pinned = system_messages(conversation) + task_message(conversation)
         assert not _fits(messages, pinned, budget)
         return
     kept = [next(i for i, m in enumerate(messages) if m is s) for s in selected]
     check = conversation.check_window(kept)
     assert check.problems == () and check.holes == () and check.task_kept, check
-    system = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
-    task = (
-        [conversation.first_message(conversation.latest_user)]
-        if conversation.latest_user >= 0
-        else []
-    )
-    exchange = last_complete_exchange(conversation)
-    if exchange and _fits(messages, system + task + exchange, budget):
-        assert check.has_reply, (kept, exchange)
-    newest = newest_unit(conversation)
-    if newest and _fits(messages, system + task + newest, budget):
+    due = expectations(conversation, lambda indices: _fits(messages, indices, budget))
+    if due.reply:
+        assert check.has_reply, (kept, last_complete_exchange(conversation))
+    if due.content:
         assert not check.empty
-
-
-def last_complete_exchange(conversation: Conversation) -> list[int]:
-    """The sendable messages of the latest complete exchange: the task's turn after the
-    task when it has any, else the turn before it (when it holds an assistant message)."""
-    units = [
-        k
-        for k in range(len(conversation))
-        if conversation.problem(k) is None and conversation.role(k) != "system"
-    ]
-    latest = conversation.latest_user
-    turn = conversation.turn(latest) if latest >= 0 else 0
-    after = [k for k in units if k > latest and conversation.turn(k) == turn]
-    if latest >= 0 and after:
-        return [i for k in after for i in conversation.messages_of(k)]
-    before = [k for k in units if conversation.turn(k) == turn - 1]
-    asked = any(conversation.role(k) == "user" for k in before)  # turn 0 has no question
-    if asked and any(conversation.role(k) == "assistant" for k in before):
-        return [i for k in before for i in conversation.messages_of(k)]
-    return []
-
-
-def newest_unit(conversation: Conversation) -> list[int]:
-    for k in reversed(range(len(conversation))):
-        if conversation.problem(k) is None and conversation.role(k) != "system":
-            return list(conversation.messages_of(k))
-    return []

@@ -292,6 +292,17 @@ def test_an_answer_to_an_invalid_tool_call_keeps_the_call_and_its_answer_togethe
     assert [m.id for m in selected] == ["h", "broken", "answer", "h2"]
     unanswered = select_messages(messages[:2] + messages[3:], max_tokens=1000)
     assert [m.id for m in unanswered] == ["h", "h2"]
+    # the same with text content (a plain-looking AIMessage: the fast path must see the call)
+    worded = AIMessage("Let me try.", invalid_tool_calls=broken.invalid_tool_calls, id="worded")
+    history = [messages[0], worded, messages[2], messages[3]]
+    assert [m.id for m in select_messages(history, max_tokens=1000)] == [
+        "h",
+        "worded",
+        "answer",
+        "h2",
+    ]
+    lone = select_messages([messages[0], worded, messages[3]], max_tokens=1000)
+    assert [m.id for m in lone] == ["h", "h2"]
 
 
 def test_the_report_accounts_for_every_unit() -> None:

@@ -12,7 +12,6 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from pydantic import Field
 
-from cupel.conversation import Conversation
 from cupel_llamaindex import CupelSelectionEvent, tool_call_ids
 
 
@@ -98,31 +97,3 @@ def provider_problems(window: Sequence[ChatMessage]) -> list[str]:
     if pending:
         problems.append(f"end: calls {pending} unanswered")
     return problems
-
-
-def last_complete_exchange(conversation: Conversation) -> list[int]:
-    """The sendable messages of the latest complete exchange: the task's turn after the
-    task when it has any, else the turn before it (when it asks and answers)."""
-    units = [
-        k
-        for k in range(len(conversation))
-        if conversation.problem(k) is None and conversation.role(k) != "system"
-    ]
-    latest = conversation.latest_user
-    turn = conversation.turn(latest) if latest >= 0 else 0
-    after = [k for k in units if k > latest and conversation.turn(k) == turn]
-    if latest >= 0 and after:
-        return [i for k in after for i in conversation.messages_of(k)]
-    before = [k for k in units if conversation.turn(k) == turn - 1]
-    asked = any(conversation.role(k) == "user" for k in before)
-    if asked and any(conversation.role(k) == "assistant" for k in before):
-        return [i for k in before for i in conversation.messages_of(k)]
-    return []
-
-
-def newest_unit(conversation: Conversation) -> list[int]:
-    """The messages of the newest sendable non-system unit."""
-    for k in reversed(range(len(conversation))):
-        if conversation.problem(k) is None and conversation.role(k) != "system":
-            return list(conversation.messages_of(k))
-    return []
