@@ -366,8 +366,7 @@ def read_messages(
             and content
             and not message.name
             and not (
-                plain[2]
-                and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
+                plain[2] and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
             )
             and not message.additional_kwargs
         ):
