@@ -205,19 +205,118 @@ class HistoryItems:
         [('Be brief.', True, {'cupel:turn': 0}), ('Hi', False, {'cupel:turn': 1}), \
 ('Hello!', False, {'cupel:turn': 1}), ('Bye', True, {})]
         """
-        return history_items(
-            conversation,
-            texts,
-            tokens,
-            unit_tokens=unit_tokens,
-            timestamps=timestamps,
-            kinds=kinds,
-            metadata=metadata,
-            keep_system=keep_system,
-            keep_latest_user=keep_latest_user,
-            keep_last=keep_last,
-            block_key=block_key,
-        )
+        n = conversation.n_messages
+        if len(texts) != n:
+            raise ConfigurationError(
+                f"texts: expected one per message ({n}), got {len(texts)}",
+                field="texts",
+                value=len(texts),
+            )
+        per_message = tokens if unit_tokens is None else None
+        count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
+        if tokens is None and unit_tokens is None:
+            raise ConfigurationError(
+                "to_items needs tokens (one count per message) or unit_tokens (a counter of "
+                "a unit's message indices), got neither",
+                field="tokens",
+                value=None,
+            )
+        if tokens is not None and len(tokens) != n:
+            raise ConfigurationError(
+                f"tokens: expected one per message ({n}), got {len(tokens)}",
+                field="tokens",
+                value=len(tokens),
+            )
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+            raise ConfigurationError(
+                f"keep_last must be an int >= 0 (the number of latest units always kept), "
+                f"got {keep_last!r}",
+                field="keep_last",
+                value=keep_last,
+            )
+        table = dict(DEFAULT_UNIT_KINDS) if kinds is None else {**DEFAULT_UNIT_KINDS, **kinds}
+        stamps = synthetic_timestamps(n) if timestamps is None else _ordered(timestamps)
+        latest_user = conversation.latest_user
+        latest_turn = conversation.turn(latest_user) if latest_user >= 0 else 0
+        pins: dict[int, str] = {}  # unit -> why it is pinned
+        for k in _last_units(conversation, keep_last):
+            pins[k] = "last"
+        if keep_latest_user and latest_user >= 0:
+            pins[latest_user] = "latest_user"
+        # The structure's columns, read directly: this loop runs once per unit.
+        firsts = conversation._firsts
+        groups = conversation._members
+        roles = conversation._roles
+        turns = conversation._turns
+        problems = conversation._problems
+        if keep_system:
+            for k, role in enumerate(roles):
+                if role == SYSTEM:
+                    pins[k] = "system"
+        # Per unit type: its kind and whether its source is Tool; other roles are "other".
+        kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
+        exchange_kind = table["exchange"]
+        other_kind = table["other"]
+        tool_source = ContextSource.TOOL
+        # Without adapter metadata, the units of one turn share one read-only block dict.
+        shared: dict[int, Mapping[str, Any]] = {}
+        template = item_row("", 0)
+        rows: list[dict[str, Any]] = []
+        units: list[int] = []
+        bad_rows: list[dict[str, Any]] = []
+        bad: list[InvalidToolCall] = []
+        pinned: list[int] = []
+        pinned_tokens = {"system": 0, "latest_user": 0, "last": 0}
+        for k, first in enumerate(firsts):
+            role = roles[k]
+            group = groups.get(k)
+            row = template.copy()
+            if group is None:
+                text = texts[first]
+                row["content"] = text if text else f"[{role} message]"
+                row["tokens"] = per_message[first] if per_message is not None else count((first,))
+                kind = kind_of.get(role)
+                if kind is None:
+                    row["kind"] = other_kind
+                else:
+                    row["kind"] = kind
+                    if role == TOOL:
+                        row["source"] = tool_source
+            else:
+                row["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
+                row["tokens"] = (
+                    sum(per_message[i] for i in group) if per_message is not None else count(group)
+                )
+                row["kind"] = exchange_kind
+                row["source"] = tool_source
+            row["timestamp"] = stamps[first]
+            turn = turns[k]
+            blocked = block_key is not None and turn < latest_turn
+            if metadata is not None:
+                meta = dict(metadata(k))
+                if blocked:
+                    meta[block_key] = turn  # type: ignore[index]
+                row["metadata"] = meta
+            elif blocked:
+                block = shared.get(turn)
+                if block is None:
+                    block = shared[turn] = freeze_metadata({block_key: turn})  # type: ignore[dict-item]
+                row["metadata"] = block
+            problem = problems.get(k)
+            if problem is not None:
+                bad_rows.append(row)
+                bad.append(InvalidToolCall(problem[0], problem[1]))
+                continue
+            cause = pins.get(k)
+            if cause is not None:
+                row["pinned"] = True
+                pinned.append(len(rows))
+                pinned_tokens[cause] += row["tokens"]
+            rows.append(row)
+            units.append(k)
+        items = trusted_items(rows)
+        invalid = list(zip(trusted_items(bad_rows), bad, strict=True))
+        return cls(conversation, items, units, invalid, pinned, pinned_tokens)
 
     def positions(self, selected: Sequence[ContextItem]) -> list[int]:
         """The positions (in ``items``) of ``selected``, ascending, found by identity.
@@ -420,135 +519,6 @@ class HistoryItems:
             return positions, []
         gone = set(leading)
         return [p for p in positions if p not in gone], leading
-
-
-def history_items(
-    conversation: Conversation,
-    texts: Sequence[str],
-    tokens: Sequence[int] | None = None,
-    *,
-    unit_tokens: Callable[[tuple[int, ...]], int] | None = None,
-    timestamps: Sequence[datetime | None] | None = None,
-    kinds: Mapping[str, ContextKind] | None = None,
-    metadata: Callable[[int], Mapping[str, Any]] | None = None,
-    keep_system: bool = True,
-    keep_latest_user: bool = True,
-    keep_last: int = 0,
-    block_key: str | None = DEFAULT_BLOCK_KEY,
-) -> HistoryItems:
-    """See :meth:`HistoryItems.from_conversation`."""
-    n = conversation.n_messages
-    if len(texts) != n:
-        raise ConfigurationError(
-            f"texts: expected one per message ({n}), got {len(texts)}",
-            field="texts",
-            value=len(texts),
-        )
-    per_message = tokens if unit_tokens is None else None
-    count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
-    if tokens is None and unit_tokens is None:
-        raise ConfigurationError(
-            "to_items needs tokens (one count per message) or unit_tokens (a counter of "
-            "a unit's message indices), got neither",
-            field="tokens",
-            value=None,
-        )
-    if tokens is not None and len(tokens) != n:
-        raise ConfigurationError(
-            f"tokens: expected one per message ({n}), got {len(tokens)}",
-            field="tokens",
-            value=len(tokens),
-        )
-    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-        raise ConfigurationError(
-            f"keep_last must be an int >= 0 (the number of latest units always kept), "
-            f"got {keep_last!r}",
-            field="keep_last",
-            value=keep_last,
-        )
-    table = dict(DEFAULT_UNIT_KINDS) if kinds is None else {**DEFAULT_UNIT_KINDS, **kinds}
-    stamps = synthetic_timestamps(n) if timestamps is None else _ordered(timestamps)
-    latest_user = conversation.latest_user
-    latest_turn = conversation.turn(latest_user) if latest_user >= 0 else 0
-    pins: dict[int, str] = {}  # unit -> why it is pinned
-    for k in _last_units(conversation, keep_last):
-        pins[k] = "last"
-    if keep_latest_user and latest_user >= 0:
-        pins[latest_user] = "latest_user"
-    # The structure's columns, read directly: this loop runs once per unit.
-    firsts = conversation._firsts
-    groups = conversation._members
-    roles = conversation._roles
-    turns = conversation._turns
-    problems = conversation._problems
-    if keep_system:
-        for k, role in enumerate(roles):
-            if role == SYSTEM:
-                pins[k] = "system"
-    # Per unit type: its kind and whether its source is Tool; other roles are "other".
-    kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
-    exchange_kind = table["exchange"]
-    other_kind = table["other"]
-    tool_source = ContextSource.TOOL
-    # Without adapter metadata, the units of one turn share one read-only block dict.
-    shared: dict[int, Mapping[str, Any]] = {}
-    template = item_row("", 0)
-    rows: list[dict[str, Any]] = []
-    units: list[int] = []
-    bad_rows: list[dict[str, Any]] = []
-    bad: list[InvalidToolCall] = []
-    pinned: list[int] = []
-    pinned_tokens = {"system": 0, "latest_user": 0, "last": 0}
-    for k, first in enumerate(firsts):
-        role = roles[k]
-        group = groups.get(k)
-        row = template.copy()
-        if group is None:
-            text = texts[first]
-            row["content"] = text if text else f"[{role} message]"
-            row["tokens"] = per_message[first] if per_message is not None else count((first,))
-            kind = kind_of.get(role)
-            if kind is None:
-                row["kind"] = other_kind
-            else:
-                row["kind"] = kind
-                if role == TOOL:
-                    row["source"] = tool_source
-        else:
-            row["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
-            row["tokens"] = (
-                sum(per_message[i] for i in group) if per_message is not None else count(group)
-            )
-            row["kind"] = exchange_kind
-            row["source"] = tool_source
-        row["timestamp"] = stamps[first]
-        turn = turns[k]
-        blocked = block_key is not None and turn < latest_turn
-        if metadata is not None:
-            meta = dict(metadata(k))
-            if blocked:
-                meta[block_key] = turn  # type: ignore[index]
-            row["metadata"] = meta
-        elif blocked:
-            block = shared.get(turn)
-            if block is None:
-                block = shared[turn] = freeze_metadata({block_key: turn})  # type: ignore[dict-item]
-            row["metadata"] = block
-        problem = problems.get(k)
-        if problem is not None:
-            bad_rows.append(row)
-            bad.append(InvalidToolCall(problem[0], problem[1]))
-            continue
-        cause = pins.get(k)
-        if cause is not None:
-            row["pinned"] = True
-            pinned.append(len(rows))
-            pinned_tokens[cause] += row["tokens"]
-        rows.append(row)
-        units.append(k)
-    items = trusted_items(rows)
-    invalid = list(zip(trusted_items(bad_rows), bad, strict=True))
-    return HistoryItems(conversation, items, units, invalid, pinned, pinned_tokens)
 
 
 def _last_units(conversation: Conversation, count: int) -> set[int]:
