@@ -109,12 +109,18 @@ class CupelMemory(Memory):
         self._history_pipeline()  # a bad policy fails here, not at the first get()
 
     def __setattr__(self, name: str, value: Any) -> None:
+        """Fields are validated at assignment; a bad value leaves the field unchanged."""
+        previous = self.__dict__.get(name)
         try:
             super().__setattr__(name, value)
-        except ValidationError as exc:
-            raise_configuration_error(exc, _OWNER, type(self).model_fields)
-        if name in ("policy", "pipeline"):
-            self._history_pipeline()
+            if name in ("policy", "pipeline"):
+                self._history_pipeline()
+        except (ValidationError, ConfigurationError) as exc:
+            if name in type(self).model_fields:
+                self.__dict__[name] = previous
+            if isinstance(exc, ValidationError):
+                raise_configuration_error(exc, _OWNER, type(self).model_fields)
+            raise
 
     @classmethod
     def class_name(cls) -> str:

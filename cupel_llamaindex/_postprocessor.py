@@ -118,9 +118,12 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
     def __setattr__(self, name: str, value: Any) -> None:
         """Fields are validated at assignment: a bad value raises here (not at query time)
         and leaves the field unchanged."""
+        previous = self.__dict__.get(name)
         try:
             super().__setattr__(name, value)
         except ValidationError as exc:
+            if name in type(self).model_fields:  # a whole-model check ran after the write
+                self.__dict__[name] = previous
             raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
