@@ -4,6 +4,7 @@ under one budget, with a report."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
+from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+from llama_index.core.utils import get_tokenizer
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from cupel import (
@@ -127,6 +130,26 @@ class CupelMemory(Memory):
         """Serialization id."""
         return "CupelMemory"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """``pickle`` and ``copy.deepcopy``: the configuration plus the chat store as
+        ``SQLAlchemyChatStore.dump_store()`` gives it — the same database for a database
+        URI, a copy of the rows for the in-memory default (``Memory`` itself cannot be
+        deep-copied once its store is open, and pickling drops the store)."""
+        fields = {
+            name: getattr(self, name)
+            for name in type(self).model_fields
+            if name not in ("sql_store", "tokenizer_fn")
+        }
+        tokenizer = None if self.tokenizer_fn is get_tokenizer() else self.tokenizer_fn
+        store = self.sql_store
+        if isinstance(store, SQLAlchemyChatStore):
+            return (_restore, (type(self), fields, tokenizer, store.dump_store(), None))
+        return (_restore, (type(self), fields, tokenizer, None, store))
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> CupelMemory:
+        restore, args = self.__reduce__()
+        return restore(*copy.deepcopy(args, memo))  # type: ignore[no-any-return]
+
     @field_validator("policy", mode="before")
     @classmethod
     def _check_policy(cls, value: Any) -> Any:
@@ -241,6 +264,18 @@ class CupelMemory(Memory):
         # own message objects are never modified.
         targets = [m.model_copy() if m.role in ("system", "user") else m for m in messages]
         return self._insert_memory_content(targets, memory_content, block_messages)
+
+
+def _restore(
+    cls: type[CupelMemory],
+    fields: dict[str, Any],
+    tokenizer: Any,
+    store_dump: dict[str, Any] | None,
+    store: Any,
+) -> CupelMemory:
+    """Rebuild a :class:`CupelMemory` from :meth:`CupelMemory.__reduce__`'s parts."""
+    sql_store = SQLAlchemyChatStore(**store_dump) if store_dump is not None else store
+    return cls(**fields, tokenizer_fn=tokenizer, sql_store=sql_store)
 
 
 def _text(content: Any) -> str:

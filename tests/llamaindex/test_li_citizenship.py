@@ -5,6 +5,8 @@ end to end (mock LLMs and embeddings, in-memory stores)."""
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 import warnings
 from collections.abc import Sequence
 
@@ -274,3 +276,27 @@ def test_simple_and_condense_plus_context_chat_engines_with_cupel_memory() -> No
         engine.chat(f"what about river {i}?")
     assert len(chat_memory.get_all()) == 8
     assert chat_memory.last_report is not None
+
+
+# -- copies ----------------------------------------------------------------------------------
+def test_every_llamaindex_component_deep_copies_and_pickles() -> None:
+    memory = CupelMemory.from_defaults(
+        token_limit=50,
+        tokenizer_fn=_split,
+        memory_blocks=[StaticMemoryBlock(name="p", static_content="x y", priority=0)],
+    )
+    memory.put(ChatMessage(role="user", content="hi there"))
+    chat_memory = CupelChatMemory.from_defaults(
+        token_limit=50, tokenizer_fn=_split, chat_history=[ChatMessage(role="user", content="hi")]
+    )
+    post = CupelNodePostprocessor(max_tokens=50, tokenizer_fn=_split, dedup_on="content")
+    for copy_of in (copy.deepcopy, lambda value: pickle.loads(pickle.dumps(value))):
+        mem = copy_of(memory)
+        assert mem.tokenizer_fn is _split and mem.session_id == memory.session_id
+        mem.put(ChatMessage(role="assistant", content="yo"))  # the copy has its own rows
+        assert [m.content for m in mem.get_all()] == ["hi there", "yo"]
+        assert [m.content for m in memory.get_all()] == ["hi there"]
+        assert "x y" in (mem.get()[0].content or "")
+        chat = copy_of(chat_memory)
+        assert chat.tokenizer_fn is _split and [m.content for m in chat.get()] == ["hi"]
+        assert copy_of(post).dedup_on == "content"
