@@ -261,12 +261,6 @@ def test_last_report_is_per_task_under_concurrent_ainvoke() -> None:
 def test_retriever_takes_base_retriever_and_passes_other_kwargs_on() -> None:
     seen: list[dict[str, Any]] = []
 
-    def retrieve(query: str, **kwargs: Any) -> list[Document]:
-        seen.append(kwargs)
-        return docs()
-
-    inner = RunnableLambda(lambda q, config=None, **kw: docs())
-
     class Inner(RunnableLambda):  # type: ignore[type-arg]
         def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
             seen.append(kwargs)
@@ -276,7 +270,7 @@ def test_retriever_takes_base_retriever_and_passes_other_kwargs_on() -> None:
     assert len(retriever.invoke("q", k=2, filter={"lang": "en"})) == 2
     assert seen == [{"filter": {"lang": "en"}}]
     with pytest.raises(ConfigurationError, match="renamed base_retriever"):
-        CupelRetriever(retriever=inner, max_tokens=10)
+        CupelRetriever(retriever=Inner(lambda q: docs()), max_tokens=10)
 
 
 def test_numpy_scalar_scores_are_relevance() -> None:
