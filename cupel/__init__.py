@@ -112,6 +112,7 @@ from cupel.scorers import (
 )
 from cupel.slicers import (
     BaseSlicer,
+    BucketRounding,
     CapExclusion,
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
@@ -134,6 +135,7 @@ __all__ = [
     "BasePlacer",
     "BaseScorer",
     "BaseSlicer",
+    "BucketRounding",
     "BudgetError",
     "BudgetExceeded",
     "CapExclusion",

@@ -102,7 +102,11 @@ class ReasonWording:
         slicer = pipeline.slicer
         self._slicer_name = type(slicer).__name__
         self._bucket_flag = bucket_flag
-        self._bucket_size = slicer.bucket_size if type(slicer) is KnapsackSlice else None
+        size = slicer.bucket_size if type(slicer) is KnapsackSlice else None
+        if size == "auto":  # the size this run used, known when rounding cost something
+            rounding = report.bucket_rounding
+            size = None if rounding is None else rounding.bucket_size
+        self._bucket_size: int | None = size
         self._quota = isinstance(slicer, QuotaSlice) or bool(
             getattr(slicer, "is_count_quota", False)
         )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import compress, repeat
 from operator import attrgetter, is_, itemgetter, not_
 from time import perf_counter
@@ -410,6 +410,11 @@ class Pipeline:
             )
             trace.on_run_end(len(items), total_tokens_considered)
             report = trace.build_report()
+            rounding = getattr(self.slicer, "bucket_rounding", None)
+            if rounding is not None and report is not None:
+                cost = rounding(_scored(ranked_items, ranked_scores), sliced_items, sliced_budget)
+                if cost is not None:
+                    report = replace(report, bucket_rounding=cost)
         return ContextResult(placed, merged_tokens, report, overflow)
 
     def _deduplicate(

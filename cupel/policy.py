@@ -269,6 +269,20 @@ Percent = Annotated[float, Strict(), Field(ge=0, le=100, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 Share = Annotated[float, Strict(), Field(ge=0, lt=1, allow_inf_nan=False)]
 LowWater = Annotated[float, Strict(), Field(gt=0, le=1, allow_inf_nan=False)]
+
+
+def _bucket_size(value: Any) -> Any:
+    """A knapsack ``bucket_size``: a positive integer or ``"auto"`` (one message for both)."""
+    if value == "auto":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a positive integer or 'auto', got {value!r}")
+    if value <= 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return value
+
+
+BucketSize = Annotated[PositiveInt | Literal["auto"], BeforeValidator(_bucket_size)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
 StrictBool = Annotated[bool, Strict()]
 StrictStr = Annotated[str, Strict()]
@@ -618,10 +632,11 @@ class GreedySpec(_Spec):
 
 
 class KnapsackSpec(_Spec):
-    """:class:`~cupel.KnapsackSlice`; ``max_cells=None`` keeps the default limit."""
+    """:class:`~cupel.KnapsackSlice`; ``max_cells=None`` keeps the default limit;
+    ``bucket_size="auto"`` scales the bucket with the budget."""
 
     type: Literal["knapsack"] = "knapsack"
-    bucket_size: PositiveInt = 100
+    bucket_size: BucketSize = 100
     max_cells: PositiveInt | None = None
 
     def _knapsack(self, path: str) -> KnapsackSlice:

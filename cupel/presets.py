@@ -6,7 +6,7 @@ preset         scorer (composite weights)                 slicer           place
 chat           Recency 3, Kind 1                          RecencyWindow    Chronological
 code_review    Kind 2, Priority 2, Recency 1              Greedy           Chronological
 rag            Reflexive 3, Kind 1                        Greedy           U-shaped
-document_qa    Kind 2, Reflexive 2, Priority 1            Knapsack(100)    U-shaped
+document_qa    Kind 2, Reflexive 2, Priority 1            Knapsack(auto)   U-shaped
 tool_use       Kind 2, Recency 2, Priority 1              RecencyWindow    Chronological
 long_running   Frequency 2, Kind 1, Priority 1            RecencyWindow    Chronological
                                                           (25% scored)
@@ -128,19 +128,18 @@ def rag() -> Policy:
 
 def document_qa() -> Policy:
     """Question answering over documents: kind and relevance equally, priority as a
-    tie-breaker; the knapsack (bucket 100) packs large documents tightly, and the
-    U-shaped placer puts the best at the edges. Kind 2 + Reflexive 2 + Priority 1.
+    tie-breaker; the knapsack packs large documents tightly, and the U-shaped placer puts
+    the best at the edges. Kind 2 + Reflexive 2 + Priority 1.
 
-    Use it when a few large documents compete for a tight budget. The knapsack counts in
-    100-token buckets (an item's tokens rounded up, the target rounded down), so it suits
-    budgets of thousands of tokens; with an effective target below 100 it selects nothing
-    but pinned and zero-token items.
+    Use it when a few large documents compete for a tight budget. The knapsack's buckets
+    scale with the budget (``bucket_size="auto"``: the target in at most 1,000 buckets,
+    exact up to 1,000 tokens), so small budgets fill as well as large ones.
     """
     return _policy(
         "document_qa",
         "Kind and relevance, packed by knapsack; best documents at the edges.",
         [(KindSpec(), 2.0), (ReflexiveSpec(), 2.0), (PrioritySpec(), 1.0)],
-        slicer=KnapsackSpec(bucket_size=100),
+        slicer=KnapsackSpec(bucket_size="auto"),
         placer="u_shaped",
     )
 

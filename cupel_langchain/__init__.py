@@ -11,6 +11,7 @@ CupelContextMiddleware          ``langchain.agents`` middleware (needs ``langcha
 messages_to_items / documents_  the mapping to :class:`~cupel.ContextItem` and back
 to_items
 tool_call_problems              why a provider would reject a message list's tool calls
+report_from_event               the SelectionReport of a ``"cupel_selection"`` event
 ==============================  =========================================================
 
 Messages: the default window keeps the system prompt and the latest human message, then
@@ -18,7 +19,10 @@ whole units from the newest backwards until the next one does not fit — earlie
 whole, an ``AIMessage`` with tool calls always with its ``ToolMessage`` s — so it has no
 holes and is always valid for the provider. The output is the same message objects in
 conversation order. Every component can build the :class:`~cupel.SelectionReport` and
-emits it as the LangChain custom event ``"cupel_selection"``.
+emits it as the LangChain custom event ``"cupel_selection"``, as JSON-ready data
+(:class:`ReportEventData`; the agent middleware also writes it to the custom stream).
+Settings are live fields; components copy, pickle and (with a preset or a ``Policy``)
+serialize with ``langchain_core.load``.
 
 >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 >>> history = [HumanMessage("Weather in Oslo?"),
@@ -54,7 +58,7 @@ from cupel_langchain._runnable import (
     select_messages,
     select_messages_with_report,
 )
-from cupel_langchain._selection import REPORT_EVENT
+from cupel_langchain._selection import REPORT_EVENT, ReportEventData, report_from_event
 from cupel_langchain._tokens import approximate_message_tokens
 
 if TYPE_CHECKING:
@@ -69,9 +73,11 @@ __all__ = [
     "CupelRetriever",
     "DocumentItems",
     "MessageItems",
+    "ReportEventData",
     "approximate_message_tokens",
     "documents_to_items",
     "messages_to_items",
+    "report_from_event",
     "select_messages",
     "select_messages_with_report",
     "tool_call_problems",

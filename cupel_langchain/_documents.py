@@ -19,9 +19,11 @@ True
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -29,9 +31,22 @@ from langchain_core.callbacks import (
     Callbacks,
 )
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.load.serializable import (
+    Serializable,
+    SerializedConstructor,
+    SerializedNotImplemented,
+)
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, PrivateAttr, Strict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cupel import (
     ConfigurationError,
@@ -46,13 +61,21 @@ from cupel import (
     item_row,
     trusted_items,
 )
-from cupel_langchain._pydantic import raise_configuration_error
+from cupel_langchain._pydantic import assign_checked, raise_configuration_error, serialized
 from cupel_langchain._selection import (
+    MaxTokens,
     PolicyLike,
+    ReportEventData,
+    SettingsCache,
     adispatch_report,
+    check_max_tokens,
+    check_policy,
     dispatch_report,
+    last_report_of,
     make_budget,
+    remember_report,
     report_event_data,
+    resolve_max_tokens,
     resolve_pipeline,
 )
 from cupel_langchain._tokens import DocumentTokenCounter, resolve_document_counter
@@ -67,6 +90,7 @@ __all__ = [
 
 StrictInt = Annotated[int, Strict()]
 StrictBool = Annotated[bool, Strict()]
+Fraction = tuple[Literal["fraction"], float]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -99,14 +123,23 @@ def _relevance(document: Document, index: int, count: int, key: str | None) -> f
     if key is not None:
         value = document.metadata.get(key)
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            # numbers.Real: Python numbers and numpy scalars (np.float32 from rerankers)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise ItemError(
                     f"documents[{index}].metadata[{key!r}] must be a number (the relevance "
                     f"score), got {type(value).__name__} {value!r}",
                     field=f"documents[{index}].metadata[{key!r}]",
                     value=value,
                 )
-            return float(value)
+            score = float(value)
+            if not math.isfinite(score):
+                raise ItemError(
+                    f"documents[{index}].metadata[{key!r}] must be a finite number (the "
+                    f"relevance score), got {value!r}",
+                    field=f"documents[{index}].metadata[{key!r}]",
+                    value=value,
+                )
+            return score
     return 1.0 - index / count
 
 
@@ -189,7 +222,7 @@ class DocumentSelection:
     def __init__(
         self,
         *,
-        max_tokens: int,
+        max_tokens: MaxTokens,
         target_tokens: int | None = None,
         output_reserve: int = 0,
         policy: PolicyLike = "rag",
@@ -200,7 +233,8 @@ class DocumentSelection:
         k: int | None = None,
         kind: str = "Document",
     ) -> None:
-        self.budget: ContextBudget = make_budget(max_tokens, target_tokens, output_reserve)
+        tokens = resolve_max_tokens(check_max_tokens(max_tokens), token_counter, "token_counter")
+        self.budget: ContextBudget = make_budget(tokens, target_tokens, output_reserve)
         self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
         self.count = resolve_document_counter(token_counter)
         self.relevance_key = _check_relevance_key(relevance_key)
@@ -255,12 +289,16 @@ def _top_k(
 
 
 class _DocumentOptions(BaseModel):
-    """The fields the compressor and the retriever share."""
+    """The fields the compressor and the retriever share (read on every call: assignment
+    and ``model_copy(update=...)`` take effect)."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(
+        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
+    )
 
-    max_tokens: StrictInt
-    """The token budget for the selected documents."""
+    max_tokens: StrictInt | Fraction
+    """The token budget for the selected documents (or ``("fraction", f)`` of the
+    ``token_counter`` chat model's input window)."""
     target_tokens: StrictInt | None = None
     """A softer target the slicer aims for (default: ``max_tokens``)."""
     output_reserve: StrictInt = 0
@@ -280,49 +318,98 @@ class _DocumentOptions(BaseModel):
     kind: str = "Document"
     """The kind given to documents."""
     report: StrictBool = True
-    """Build, emit and keep the SelectionReport of each run."""
+    """Build and emit the SelectionReport of each run."""
 
-    _selection: DocumentSelection = PrivateAttr()
-    _last_report: SelectionReport | None = PrivateAttr(default=None)
+    _cache: SettingsCache[DocumentSelection] = PrivateAttr(default_factory=SettingsCache)
 
-    def _configure(self) -> None:
-        self._selection = DocumentSelection(
-            max_tokens=self.max_tokens,
-            target_tokens=self.target_tokens,
-            output_reserve=self.output_reserve,
-            policy=self.policy,
-            pipeline=self.pipeline,
-            token_counter=self.token_counter,
-            relevance_key=self.relevance_key,
-            deduplicate=self.deduplicate,
-            k=self.k,
-            kind=self.kind,
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _check_max_tokens(cls, value: Any) -> Any:
+        return check_max_tokens(value, cls.__name__)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _check_policy(cls, value: Any) -> Any:
+        return check_policy(value)
+
+    @model_validator(mode="after")
+    def _check_configuration(self) -> _DocumentOptions:
+        self._selection()  # every setting checked at construction, not at the first call
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        assign_checked(self, name, value, super().__setattr__, self._selection)
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """Serializable with ``langchain_core.load`` when its policy is a preset name or a
+        :class:`~cupel.policy.Policy` (see :meth:`to_json`)."""
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        """``["cupel_langchain"]``: load with ``valid_namespaces=["cupel_langchain"]``."""
+        return ["cupel_langchain"]
+
+    def _selection(self) -> DocumentSelection:
+        settings = (
+            self.max_tokens,
+            self.target_tokens,
+            self.output_reserve,
+            self.policy,
+            self.pipeline,
+            self.token_counter,
+            self.relevance_key,
+            self.deduplicate,
+            self.k,
+            self.kind,
+        )
+        return self._cache.get(
+            settings,
+            lambda: DocumentSelection(
+                max_tokens=self.max_tokens,
+                target_tokens=self.target_tokens,
+                output_reserve=self.output_reserve,
+                policy=self.policy,
+                pipeline=self.pipeline,
+                token_counter=self.token_counter,
+                relevance_key=self.relevance_key,
+                deduplicate=self.deduplicate,
+                k=self.k,
+                kind=self.kind,
+            ),
         )
 
     @property
     def last_report(self) -> SelectionReport | None:
-        """The report of the latest selection (``None`` before it or with ``report=False``)."""
-        return self._last_report
+        """The report of this component's latest selection *in the current thread or
+        asyncio task* (``None`` before it or with ``report=False``; runs in other threads
+        or tasks, e.g. inside a chain's ``batch``, are not seen: read the
+        ``"cupel_selection"`` event there)."""
+        return last_report_of(self)
 
     def _select(
         self, documents: Sequence[Document], k: int | None = None
-    ) -> tuple[list[Document], dict[str, Any] | None]:
-        selected, report = self._selection.select(documents, with_report=self.report, k=k)
+    ) -> tuple[list[Document], ReportEventData | None]:
+        selection = self._selection()
+        selected, report = selection.select(documents, with_report=self.report, k=k)
         if report is None:
             return selected, None
-        self._last_report = report
-        return selected, report_event_data(type(self).__name__, report, self._selection.budget)
+        remember_report(self, report)
+        return selected, report_event_data(type(self).__name__, report, selection.budget)
 
 
-class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor):
+class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor, Serializable):
     """A document compressor selecting documents within a token budget: deduplicated,
     relevance-led, U-shaped (the ``rag`` preset), optionally at most ``k``.
 
     Use it in document pipelines or as the ``base_compressor`` of
     ``ContextualCompressionRetriever`` (``langchain-classic``). Returns the same
-    ``Document`` objects. With ``report=True`` the :class:`~cupel.SelectionReport` is kept
-    in :attr:`last_report` and sent to ``callbacks`` as the ``"cupel_selection"`` custom
-    event.
+    ``Document`` objects. With ``report=True`` the :class:`~cupel.SelectionReport` is sent
+    to ``callbacks`` as the ``"cupel_selection"`` custom event (JSON-ready data) and is
+    :attr:`last_report` in the calling thread or task. Copies, pickles and
+    ``langchain_core.load`` serialization work as for
+    :class:`~cupel_langchain.CupelMessageSelector`.
 
     >>> from langchain_core.documents import Document
     >>> docs = [Document("short and relevant"), Document("long " * 400), Document("ok " * 20)]
@@ -331,12 +418,15 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor):
     ['short and ', 'ok ok ok o']
     """
 
+    model_config = ConfigDict(
+        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
             raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
-        self._configure()
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -347,6 +437,11 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor):
         if event is not None:
             dispatch_report(callbacks, event)
         return selected
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """The ``langchain_core.load`` form (the policy as its dict form); the "not
+        implemented" form, saying why, with a pipeline or a callable counter."""
+        return serialized(self, super().to_json, {})
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -362,38 +457,62 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
     """Wrap any retriever: retrieve, then select within a token budget (deduplicated,
     relevance-led, U-shaped by default), at most ``k`` documents.
 
-    ``k`` can also be given per call: ``retriever.invoke(query, k=3)``. The wrapped
-    retriever's own settings (its ``k``, filters) are untouched. The report goes to
-    :attr:`last_report` and, as the ``"cupel_selection"`` custom event, to the run's
-    callbacks.
+    ``base_retriever`` is the wrapped retriever (the name ``ContextualCompressionRetriever``
+    uses). Per call, ``k`` caps the count (``retriever.invoke(query, k=3)``) and every
+    other keyword argument goes to the wrapped retriever (e.g. a vector store's
+    ``filter``). The wrapped retriever's own settings are untouched. The report goes to
+    the run's callbacks as the ``"cupel_selection"`` custom event and is
+    :attr:`last_report` in the calling thread or task. Serializable with
+    ``langchain_core.load`` when the wrapped retriever is.
 
     >>> from langchain_core.documents import Document
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
     >>> from langchain_core.vectorstores import InMemoryVectorStore
     >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     >>> _ = store.add_documents([Document(f"fact {i} " * 30) for i in range(6)])
-    >>> retriever = CupelRetriever(retriever=store.as_retriever(search_kwargs={"k": 6}),
+    >>> retriever = CupelRetriever(base_retriever=store.as_retriever(search_kwargs={"k": 6}),
     ...                            max_tokens=250)
     >>> len(retriever.invoke("fact")), len(retriever.invoke("fact", k=2))
     (4, 2)
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(
+        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
+    )
 
-    retriever: Runnable[str, list[Document]]
+    base_retriever: Runnable[str, list[Document]]
     """The retriever (any Runnable from a query to documents) whose results are selected."""
 
     def __init__(self, **kwargs: Any) -> None:
+        if "retriever" in kwargs and "base_retriever" not in kwargs:
+            raise ConfigurationError(
+                "CupelRetriever.retriever: renamed base_retriever (the name "
+                "ContextualCompressionRetriever uses)",
+                field="retriever",
+                value=kwargs["retriever"],
+            )
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
             raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
-        self._configure()
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """The ``langchain_core.load`` form (the policy as its dict form); the "not
+        implemented" form, saying why, with a pipeline, a callable counter or a wrapped
+        retriever that is not serializable."""
+        return serialized(self, super().to_json, {})
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
-        documents = self.retriever.invoke(query, config={"callbacks": run_manager.get_child()})
+        documents = self.base_retriever.invoke(
+            query, config={"callbacks": run_manager.get_child()}, **kwargs
+        )
         selected, event = self._select(documents, k)
         if event is not None:
             dispatch_report(run_manager.get_child(), event)
@@ -405,9 +524,10 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
-        documents = await self.retriever.ainvoke(
-            query, config={"callbacks": run_manager.get_child()}
+        documents = await self.base_retriever.ainvoke(
+            query, config={"callbacks": run_manager.get_child()}, **kwargs
         )
         selected, event = self._select(documents, k)
         if event is not None:

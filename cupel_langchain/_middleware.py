@@ -12,20 +12,31 @@ agents built with ``langchain.agents.create_agent`` (needs the ``langchain`` pac
 The window is the one of :func:`~cupel_langchain.select_messages`: the system prompt, the
 latest human message (the agent's task), then the newest tool rounds that fit, newest
 first, each call with its results — never a tool result without its call, a call
-without its results, or a hole among the recent rounds. The
-:class:`~cupel.SelectionReport` of the latest selection is in
-:attr:`CupelContextMiddleware.last_report` and is sent to the run's callbacks as the
-``"cupel_selection"`` custom event.
+without its results, or a hole among the recent rounds.
+
+Reports reach the caller as data, never through shared state: each selection's
+:class:`~cupel.SelectionReport` goes to the agent's custom stream
+(``agent.stream(..., stream_mode="custom")`` yields ``{"type": "cupel_selection", ...}``
+chunks, JSON-ready) and to the run's callbacks as the ``"cupel_selection"`` custom event.
+:attr:`CupelContextMiddleware.last_report` is the latest report of the current thread
+or asyncio task (in the graph's own context: code running in the agent run, such as a
+tool or another middleware, sees it).
+
+Settings are live attributes (``middleware.max_tokens = 2000`` takes effect at the next
+model call, and is checked at assignment). ``max_tokens=("fraction", 0.5)`` is half of the
+model's input window, read from the model's profile (``profile["max_input_tokens"]``) at
+each call, as ``SummarizationMiddleware`` does.
 
 >>> from langchain.agents import create_agent
 >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> middleware = CupelContextMiddleware(max_tokens=60)
->>> agent = create_agent(GenericFakeChatModel(messages=iter([AIMessage("Done.")])),
+>>> agent = create_agent(GenericFakeChatModel(messages=iter([AIMessage("Done.")] * 2)),
 ...                      system_prompt="Be brief.", middleware=[middleware])
->>> state = agent.invoke({"messages": [HumanMessage("x" * 400), HumanMessage("Go")]})
->>> len(state["messages"]), [e.item.content for e in middleware.last_report.included]
-(3, ['Be brief.', 'Go'])
+>>> chunks = [c for c in agent.stream({"messages": [HumanMessage("x" * 400), HumanMessage("Go")]},
+...                                   stream_mode="custom") if c["type"] == "cupel_selection"]
+>>> [e["item"]["content"] for e in chunks[0]["report"]["included"]]
+['Be brief.', 'Go']
 """
 
 from __future__ import annotations
@@ -43,14 +54,24 @@ from langchain_core.runnables.config import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
-from cupel import ConfigurationError, Pipeline, SelectionReport
+from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
 from cupel_langchain._messages import StartOn
 from cupel_langchain._selection import (
     MIDDLEWARE_OPTIONS,
     REPORT_EVENT,
+    MaxTokens,
     MessageSelection,
     PolicyLike,
+    ReportEventData,
+    SettingsCache,
+    check_max_tokens,
+    check_policy,
+    last_report_of,
+    model_input_tokens,
+    remember_report,
     report_event_data,
+    settings_value,
+    unknown_option_hint,
 )
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
@@ -83,15 +104,32 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Parameters are those of :func:`~cupel_langchain.select_messages` (the system message
     is always pinned, so there is no ``keep_system``), plus ``persistent`` (rewrite the
-    agent state too) and ``report`` (build, keep and emit the
-    :class:`~cupel.SelectionReport`). Invalid settings raise
-    :class:`~cupel.ConfigurationError` here, not at the first model call.
+    agent state too) and ``report`` (build and emit the :class:`~cupel.SelectionReport`).
+    Invalid settings raise :class:`~cupel.ConfigurationError` here (and at assignment),
+    not at the first model call. ``copy.deepcopy`` and ``pickle`` work (with picklable
+    counters).
     """
+
+    max_tokens: MaxTokens
+    target_tokens: int | None
+    output_reserve: int
+    policy: PolicyLike
+    pipeline: Pipeline | None
+    token_counter: MessageTokenCounter
+    token_counter_input: CounterInput | str
+    keep_last_human: bool
+    keep_last: int
+    start_on: StartOn
+    deduplicate: bool
+    kinds: Mapping[str, str] | None
+    timestamp_key: str | None
+    persistent: bool
+    report: bool
 
     def __init__(
         self,
         *,
-        max_tokens: int,
+        max_tokens: MaxTokens,
         target_tokens: int | None = None,
         output_reserve: int = 0,
         policy: PolicyLike = "chat",
@@ -113,8 +151,8 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             name = sorted(unknown)[0]
             hint = (
                 " (the system prompt is always kept by the middleware)"
-                if name == "keep_system"
-                else ""
+                if name in ("keep_system", "include_system")
+                else unknown_option_hint(name)
             )
             raise ConfigurationError(
                 f"CupelContextMiddleware: unknown option {name!r}{hint}; allowed: "
@@ -122,7 +160,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 field=name,
                 value=unknown[name],
             )
-        self._selection = MessageSelection(
+        self.tools = []
+        self._cache: SettingsCache[MessageSelection] = SettingsCache()
+        values = dict(
             max_tokens=max_tokens,
             target_tokens=target_tokens,
             output_reserve=output_reserve,
@@ -130,61 +170,122 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pipeline=pipeline,
             token_counter=token_counter,
             token_counter_input=token_counter_input,
-            keep_system=True,
             keep_last_human=keep_last_human,
             keep_last=keep_last,
             start_on=start_on,
             deduplicate=deduplicate,
             kinds=kinds,
             timestamp_key=timestamp_key,
-            options=MIDDLEWARE_OPTIONS,
+            persistent=persistent,
+            report=report,
         )
-        for name, value in (("persistent", persistent), ("report", report)):
-            if not isinstance(value, bool):
-                raise ConfigurationError(
-                    f"CupelContextMiddleware: {name} must be a bool, got {value!r}",
-                    field=name,
-                    value=value,
-                )
-        self.persistent = persistent
-        self.report = report
-        self.tools = []
-        self._last_report: SelectionReport | None = None
+        for name, value in values.items():
+            object.__setattr__(self, name, _checked(name, value))
+        self._check()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Options are checked at assignment (a bad value leaves the option unchanged)."""
+        if name not in _OPTIONS:
+            object.__setattr__(self, name, value)
+            return
+        previous = getattr(self, name)
+        object.__setattr__(self, name, _checked(name, value))
+        try:
+            self._check()
+        except CupelError:
+            object.__setattr__(self, name, previous)
+            raise
+
+    def _check(self) -> None:
+        """Build the selection now (a fractional budget: once the model is known)."""
+        if isinstance(self.max_tokens, int) or model_input_tokens(self.token_counter):
+            self._selection(None)
 
     def __repr__(self) -> str:
-        budget = self._selection.budget
         return (
-            f"CupelContextMiddleware(max_tokens={budget.max_tokens}, "
-            f"persistent={self.persistent}, pipeline={self._selection.pipeline!r})"
+            f"CupelContextMiddleware(max_tokens={self.max_tokens!r}, "
+            f"persistent={self.persistent}, policy={self.policy!r}, "
+            f"pipeline={self.pipeline!r})"
         )
 
     @property
     def last_report(self) -> SelectionReport | None:
-        """The report of the latest selection (``None`` before it or with ``report=False``)."""
-        return self._last_report
+        """The report of the latest selection *in the current thread or asyncio task*
+        (``None`` before it or with ``report=False``). The agent runs the middleware in
+        its own context: callers read reports from the custom stream or the
+        ``"cupel_selection"`` callback event."""
+        return last_report_of(self)
 
     # -- selection ------------------------------------------------------------------------
+    def _selection(self, model: object) -> MessageSelection:
+        budget_model = None
+        if not isinstance(self.max_tokens, int) and not model_input_tokens(self.token_counter):
+            budget_model = model  # a fraction of the agent model's window
+        settings = (
+            self.max_tokens,
+            model_input_tokens(budget_model),
+            self.target_tokens,
+            self.output_reserve,
+            self.policy,
+            self.pipeline,
+            self.token_counter,
+            self.token_counter_input,
+            self.keep_last_human,
+            self.keep_last,
+            settings_value(self.start_on),
+            self.deduplicate,
+            settings_value(self.kinds),
+            self.timestamp_key,
+        )
+        return self._cache.get(
+            settings,
+            lambda: MessageSelection(
+                max_tokens=self.max_tokens,
+                target_tokens=self.target_tokens,
+                output_reserve=self.output_reserve,
+                policy=self.policy,
+                pipeline=self.pipeline,
+                token_counter=self.token_counter,
+                token_counter_input=self.token_counter_input,
+                keep_system=True,
+                keep_last_human=self.keep_last_human,
+                keep_last=self.keep_last,
+                start_on=self.start_on,
+                deduplicate=self.deduplicate,
+                kinds=self.kinds,
+                timestamp_key=self.timestamp_key,
+                options=MIDDLEWARE_OPTIONS,
+                model=budget_model,
+            ),
+        )
+
     def _select(
-        self, messages: Sequence[BaseMessage]
-    ) -> tuple[list[BaseMessage], dict[str, Any] | None]:
-        selected, report = self._selection.select(messages, with_report=self.report)
+        self, messages: Sequence[BaseMessage], model: object
+    ) -> tuple[list[BaseMessage], ReportEventData | None]:
+        selection = self._selection(model)
+        selected, report = selection.select(messages, with_report=self.report)
         if report is None:
             return selected, None
-        self._last_report = report
-        return selected, report_event_data(type(self).__name__, report, self._selection.budget)
+        remember_report(self, report)
+        return selected, report_event_data(type(self).__name__, report, selection.budget)
 
     def _select_request(
         self, request: ModelRequest[Any]
-    ) -> tuple[ModelRequest[Any], dict[str, Any] | None]:
+    ) -> tuple[ModelRequest[Any], ReportEventData | None]:
         system = request.system_message
         messages = list(request.messages)
-        selected, event = self._select(messages if system is None else [system, *messages])
+        selected, event = self._select(
+            messages if system is None else [system, *messages], request.model
+        )
         kept: list[AnyMessage] = [m for m in selected if m is not system]  # type: ignore[misc]
         return request.override(messages=kept), event
 
-    def _rewrite_state(self, state: AgentState[Any]) -> tuple[dict[str, Any] | None, Any]:
+    def _rewrite_state(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> tuple[dict[str, Any] | None, ReportEventData | None]:
         messages = list(state["messages"])
-        selected, event = self._select(messages)
+        model = getattr(runtime, "model", None)
+        selected, event = self._select(messages, model)
         if len(selected) == len(messages):
             return None, event
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *selected]}, event
@@ -194,8 +295,8 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Persistent mode: rewrite the state to the selection (no-op when ephemeral)."""
         if not self.persistent:
             return None
-        update, event = self._rewrite_state(state)
-        _emit(event)
+        update, event = self._rewrite_state(state, runtime)
+        _emit(event, runtime)
         return update
 
     async def abefore_model(
@@ -204,8 +305,8 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async :meth:`before_model`."""
         if not self.persistent:
             return None
-        update, event = self._rewrite_state(state)
-        await _aemit(event)
+        update, event = self._rewrite_state(state, runtime)
+        await _aemit(event, runtime)
         return update
 
     def wrap_model_call(
@@ -213,7 +314,7 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Call the model with the selected messages (the state is untouched)."""
         selected, event = self._select_request(request)
-        _emit(event)
+        _emit(event, request.runtime)
         return handler(selected)
 
     async def awrap_model_call(
@@ -221,22 +322,49 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         selected, event = self._select_request(request)
-        await _aemit(event)
+        await _aemit(event, request.runtime)
         return await handler(selected)
 
 
-def _emit(event: dict[str, Any] | None) -> None:
-    """Send the report event to the current run's callbacks (from the context config)."""
+def _checked(name: str, value: Any) -> Any:
+    """An option's value as stored: flags must be bools, a budget an int or a fraction,
+    a policy a name or a Policy (its dict form is read as a Policy)."""
+    if name in ("persistent", "report") and not isinstance(value, bool):
+        raise ConfigurationError(
+            f"CupelContextMiddleware: {name} must be a bool, got {value!r}",
+            field=name,
+            value=value,
+        )
+    if name == "max_tokens":
+        return check_max_tokens(value, "CupelContextMiddleware")
+    if name == "policy":
+        return check_policy(value)
+    return value
+
+
+def _emit(event: ReportEventData | None, runtime: object) -> None:
+    """Send the report to the agent's custom stream and the current run's callbacks."""
     if event is None:
         return
+    _write(event, runtime)
     manager = get_callback_manager_for_config(ensure_config())
     if manager.handlers and manager.parent_run_id is not None:
         manager.on_custom_event(REPORT_EVENT, event, run_id=manager.parent_run_id)
 
 
-async def _aemit(event: dict[str, Any] | None) -> None:
+async def _aemit(event: ReportEventData | None, runtime: object) -> None:
     if event is None:
         return
+    _write(event, runtime)
     manager = get_async_callback_manager_for_config(ensure_config())
     if manager.handlers and manager.parent_run_id is not None:
         await manager.on_custom_event(REPORT_EVENT, event, run_id=manager.parent_run_id)
+
+
+def _write(event: ReportEventData, runtime: object) -> None:
+    """``{"type": "cupel_selection", ...event}`` to the custom stream (when streaming)."""
+    writer = getattr(runtime, "stream_writer", None)
+    if writer is not None:
+        chunk = ReportEventData(type=REPORT_EVENT, **event)
+        chunk.selection_report = event.selection_report
+        writer(chunk)

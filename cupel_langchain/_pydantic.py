@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn
 
-from pydantic import ValidationError
+from langchain_core.load.serializable import (
+    Serializable,
+    SerializedConstructor,
+    SerializedNotImplemented,
+)
+from pydantic import BaseModel, ValidationError
 
-from cupel import ConfigurationError
+from cupel import ConfigurationError, CupelError
+from cupel.policy import Policy
+from cupel_langchain._selection import unknown_option_hint
 
-__all__ = ["raise_configuration_error"]
+__all__ = [
+    "assign_checked",
+    "raise_configuration_error",
+    "serialized",
+    "unserializable_reason",
+]
 
 
 def raise_configuration_error(
@@ -31,12 +43,20 @@ def raise_configuration_error(
     cupel._errors.ConfigurationError: Options.max_token: unknown option, got 2; allowed: max_tokens
     """
     errors = exc.errors(include_url=False)
-    first = errors[0]
+    for error in errors:  # a validator's own ConfigurationError says it best
+        original = (error.get("ctx") or {}).get("error")
+        if isinstance(original, ConfigurationError):
+            raise original from None
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    first = unknown[0] if unknown else errors[0]  # a misspelt option, before "missing"
     location = tuple(first.get("loc", ())) or ("<input>",)
     value: object = first.get("input")
     if first.get("type") == "extra_forbidden":
         field = str(location[0])
-        message = f"unknown option, got {value!r}; allowed: {', '.join(options)}"
+        message = (
+            f"unknown option, got {value!r}{unknown_option_hint(field)}; allowed: "
+            f"{', '.join(options)}"
+        )
     else:
         alternatives = [e for e in errors if tuple(e.get("loc", ()))[:1] == location[:1]]
         if len(alternatives) > 1:  # a union field: every alternative failed
@@ -49,3 +69,77 @@ def raise_configuration_error(
             field = ".".join(str(part) for part in location)
             message = f"{first.get('msg', 'invalid')}, got {value!r}"
     raise ConfigurationError(f"{component}.{field}: {message}", field=field, value=value) from None
+
+
+def assign_checked(
+    component: BaseModel,
+    name: str,
+    value: Any,
+    assign: Callable[[str, Any], None],
+    check: Callable[[], object],
+) -> None:
+    """Assign a field with validation (``assign``: the model's own ``__setattr__``), then
+    ``check()`` the whole configuration; a value either fails raises a
+    :class:`~cupel.ConfigurationError` and leaves the field as it was."""
+    fields = type(component).model_fields
+    if name not in fields:
+        assign(name, value)
+        return
+    previous = component.__dict__.get(name)
+    try:
+        assign(name, value)
+    except ValidationError as exc:
+        raise_configuration_error(exc, type(component).__name__, fields)
+    try:
+        check()
+    except CupelError:
+        component.__dict__[name] = previous
+        raise
+
+
+def unserializable_reason(component: Any) -> str | None:
+    """Why ``component`` (a cupel LangChain component) has no ``langchain_core.load``
+    form, or ``None``: an explicit pipeline, a callable counter, a wrapped retriever that
+    is not serializable."""
+    if getattr(component, "pipeline", None) is not None:
+        return (
+            "it holds an explicit cupel Pipeline (pipeline=), which has no serialized form; "
+            "give policy= a preset name or a cupel Policy instead"
+        )
+    counter = getattr(component, "token_counter", "approximate")
+    if not isinstance(counter, str) and not (
+        isinstance(counter, Serializable) and counter.is_lc_serializable()
+    ):
+        return (
+            f"its token_counter ({type(counter).__name__}) is a callable, which has no "
+            f"serialized form; use 'approximate' or a serializable chat model"
+        )
+    base = getattr(component, "base_retriever", None)
+    if base is not None and not (isinstance(base, Serializable) and base.is_lc_serializable()):
+        return f"its base_retriever ({type(base).__name__}) is not serializable"
+    return None
+
+
+def serialized(
+    component: Serializable,
+    base: Callable[[], SerializedConstructor | SerializedNotImplemented],
+    overrides: Mapping[str, Any],
+) -> SerializedConstructor | SerializedNotImplemented:
+    """``component.to_json()``: its policy as the policy's dict form and ``overrides``
+    for fields given; with :func:`unserializable_reason` the "not implemented" form whose
+    ``repr`` says why (``langchain_core.load.loads`` then refuses it, quoting it)."""
+    problem = unserializable_reason(component)
+    if problem is not None:
+        refused = component.to_json_not_implemented()
+        refused["repr"] = f"{type(component).__name__} is not serializable: {problem}"
+        return refused
+    data = base()
+    if data.get("type") == "constructor":
+        kwargs = data["kwargs"]  # type: ignore[typeddict-item]
+        policy = getattr(component, "policy", None)
+        if isinstance(policy, Policy) and "policy" in kwargs:
+            kwargs["policy"] = policy.to_dict()
+        for key, value in overrides.items():
+            if key in kwargs:
+                kwargs[key] = value
+    return data

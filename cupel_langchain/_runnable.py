@@ -43,25 +43,40 @@ Chat turns are not deduplicated by default: two identical "ok" turns are two mes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from functools import partial
+from typing import Annotated, Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     CallbackManagerForChainRun,
 )
+from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, PrivateAttr, Strict, ValidationError
+from pydantic import ConfigDict, PrivateAttr, Strict, ValidationError, field_validator
 
-from cupel import Pipeline, SelectionReport
-from cupel_langchain._messages import MessagesInput, StartOn
-from cupel_langchain._pydantic import raise_configuration_error
+from cupel import ConfigurationError, Pipeline, SelectionReport
+from cupel_langchain._messages import MessagesInput, StartOn, check_start_on
+from cupel_langchain._pydantic import (
+    assign_checked,
+    raise_configuration_error,
+    serialized,
+)
 from cupel_langchain._selection import (
+    MaxTokens,
     MessageSelection,
     PolicyLike,
+    ReportEventData,
+    SettingsCache,
     adispatch_report,
+    check_max_tokens,
+    check_policy,
     dispatch_report,
+    last_report_of,
+    remember_report,
     report_event_data,
+    settings_value,
+    unknown_option_hint,
 )
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
@@ -69,12 +84,41 @@ __all__ = ["CupelMessageSelector", "select_messages", "select_messages_with_repo
 
 StrictInt = Annotated[int, Strict()]
 StrictBool = Annotated[bool, Strict()]
+Fraction = tuple[Literal["fraction"], float]
+
+_FUNCTION_OPTIONS = (
+    "max_tokens",
+    "target_tokens",
+    "output_reserve",
+    "policy",
+    "pipeline",
+    "token_counter",
+    "token_counter_input",
+    "keep_system",
+    "keep_last_human",
+    "keep_last",
+    "start_on",
+    "deduplicate",
+    "kinds",
+    "timestamp_key",
+)
+
+
+def _refuse_unknown(function: str, unknown: Mapping[str, Any]) -> None:
+    if unknown:
+        name = sorted(unknown)[0]
+        raise ConfigurationError(
+            f"{function}: unknown option {name!r}{unknown_option_hint(name)}; allowed: "
+            f"{', '.join(_FUNCTION_OPTIONS)}",
+            field=name,
+            value=unknown[name],
+        )
 
 
 def select_messages(
     messages: MessagesInput,
     *,
-    max_tokens: int,
+    max_tokens: MaxTokens,
     target_tokens: int | None = None,
     output_reserve: int = 0,
     policy: PolicyLike = "chat",
@@ -88,6 +132,7 @@ def select_messages(
     deduplicate: bool = False,
     kinds: Mapping[str, str] | None = None,
     timestamp_key: str | None = None,
+    **unknown: Any,
 ) -> list[BaseMessage]:
     """Select the messages that fit ``max_tokens`` (see the module docstring).
 
@@ -97,8 +142,13 @@ def select_messages(
     ``kinds`` overrides the kind of a unit type (``system``, ``human``, ``ai``,
     ``tool_group``, ...). ``timestamp_key`` names a timestamp messages may carry in
     ``additional_kwargs`` / ``response_metadata`` (default ``None``: message order only;
-    set it when the policy scores time, e.g. with a ``DecayScorer``).
+    set it when the policy scores time, e.g. with a ``DecayScorer``). ``max_tokens`` may
+    be ``("fraction", f)`` of the ``token_counter`` chat model's input window (its
+    ``profile["max_input_tokens"]``). ``trim_messages`` parameters cupel has no option
+    for (``strategy``, ``include_system``, ``allow_partial``, ...) raise a
+    :class:`~cupel.ConfigurationError` naming the cupel equivalent.
     """
+    _refuse_unknown("select_messages", unknown)
     return MessageSelection(
         max_tokens=max_tokens,
         target_tokens=target_tokens,
@@ -120,7 +170,7 @@ def select_messages(
 def select_messages_with_report(
     messages: MessagesInput,
     *,
-    max_tokens: int,
+    max_tokens: MaxTokens,
     target_tokens: int | None = None,
     output_reserve: int = 0,
     policy: PolicyLike = "chat",
@@ -134,6 +184,7 @@ def select_messages_with_report(
     deduplicate: bool = False,
     kinds: Mapping[str, str] | None = None,
     timestamp_key: str | None = None,
+    **unknown: Any,
 ) -> tuple[list[BaseMessage], SelectionReport]:
     """Like :func:`select_messages`, also returning the :class:`~cupel.SelectionReport`
     (one entry per unit; the adapter's own decisions appear as ``Filtered``).
@@ -144,6 +195,7 @@ def select_messages_with_report(
     >>> [m.content for m in kept], report.excluded[0].reason.name
     (['hi'], 'OutsideWindow')
     """
+    _refuse_unknown("select_messages_with_report", unknown)
     selected, report = MessageSelection(
         max_tokens=max_tokens,
         target_tokens=target_tokens,
@@ -170,11 +222,22 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
 
     Takes a prompt value or a sequence of message-likes and returns the selected
     ``BaseMessage`` objects (the same objects, conversation order, tool-call groups
-    whole; see :mod:`cupel_langchain._runnable` for the guarantees). With ``report=True``
-    (default) each run builds the :class:`~cupel.SelectionReport`, emits it as the custom
-    callback event ``"cupel_selection"`` (visible in ``astream_events`` and callback
-    handlers' ``on_custom_event``) and keeps the latest in :attr:`last_report`.
-    Invalid settings raise :class:`~cupel.ConfigurationError` at construction.
+    whole; see :mod:`cupel_langchain._runnable` for the guarantees). Invalid settings
+    raise :class:`~cupel.ConfigurationError` at construction and at assignment.
+
+    - **Live settings**: every run reads the current fields, so assignment,
+      ``model_copy(update=...)`` and ``configurable_fields`` take effect (the selection
+      built from them is cached until one changes).
+    - **Reports**: with ``report=True`` (default) each run builds the
+      :class:`~cupel.SelectionReport` and emits it as the custom callback event
+      ``"cupel_selection"`` (``astream_events``, handlers' ``on_custom_event``); the
+      event's data is JSON-ready (see :class:`~cupel_langchain.ReportEventData`).
+      :attr:`last_report` is the latest report *of the current thread or asyncio task*.
+    - **Copies**: ``copy.deepcopy``, ``pickle`` and ``langchain_core.load``
+      (``dumpd``/``dumps``/``loads`` with ``valid_namespaces=["cupel_langchain"]``) work
+      when ``policy`` is a preset name or a :class:`~cupel.policy.Policy`; with an
+      explicit ``pipeline`` or a callable ``token_counter`` the serialized form says it is
+      not serializable and ``loads`` refuses it.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> selector = CupelMessageSelector(max_tokens=40)
@@ -184,8 +247,9 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     (['Hi'], 2)
     """
 
-    max_tokens: StrictInt
-    """The token budget for the selected messages."""
+    max_tokens: StrictInt | Fraction
+    """The token budget, or ``("fraction", f)`` of the ``token_counter`` chat model's input
+    window (its ``profile["max_input_tokens"]``)."""
     target_tokens: StrictInt | None = None
     """A softer target the slicer aims for (default: ``max_tokens``)."""
     output_reserve: StrictInt = 0
@@ -214,19 +278,80 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     """Key of a timestamp carried in ``additional_kwargs`` / ``response_metadata`` (None:
     message order only)."""
     report: StrictBool = True
-    """Build, emit and keep the SelectionReport of each run."""
+    """Build and emit the SelectionReport of each run."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(
+        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
+    )
 
-    _selection: MessageSelection = PrivateAttr()
-    _last_report: SelectionReport | None = PrivateAttr(default=None)
+    _cache: SettingsCache[MessageSelection] = PrivateAttr(default_factory=SettingsCache)
 
     def __init__(self, **kwargs: Any) -> None:
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
             raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
-        self._selection = MessageSelection(
+        self._selection()  # every setting checked now, not at the first run
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _check_max_tokens(cls, value: Any) -> Any:
+        return check_max_tokens(value, cls.__name__)
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _check_policy(cls, value: Any) -> Any:
+        return check_policy(value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        assign_checked(self, name, value, super().__setattr__, self._selection)
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """Serializable with ``langchain_core.load`` when its policy is a preset name or a
+        :class:`~cupel.policy.Policy` (see :meth:`to_json`)."""
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        """``["cupel_langchain"]``: load with ``valid_namespaces=["cupel_langchain"]``."""
+        return ["cupel_langchain"]
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """The ``langchain_core.load`` form: the policy as its dict form, ``start_on`` as
+        type names. With an explicit ``pipeline`` or a callable ``token_counter`` it is
+        the "not implemented" form, whose ``repr`` says why."""
+        start_on = None if self.start_on is None else list(check_start_on(self.start_on))
+        return serialized(self, super().to_json, {"start_on": start_on})
+
+    @property
+    def last_report(self) -> SelectionReport | None:
+        """The report of this selector's latest run *in the current thread or asyncio
+        task* (``None`` before it, with ``report=False``, or when the run happened inside
+        a chain or another thread/task: read the ``"cupel_selection"`` event there)."""
+        return last_report_of(self)
+
+    def _selection(self) -> MessageSelection:
+        settings = (
+            self.max_tokens,
+            self.target_tokens,
+            self.output_reserve,
+            self.policy,
+            self.pipeline,
+            self.token_counter,
+            self.token_counter_input,
+            self.keep_system,
+            self.keep_last_human,
+            self.keep_last,
+            settings_value(self.start_on),
+            self.deduplicate,
+            settings_value(self.kinds),
+            self.timestamp_key,
+        )
+        return self._cache.get(settings, self._build)
+
+    def _build(self) -> MessageSelection:
+        return MessageSelection(
             max_tokens=self.max_tokens,
             target_tokens=self.target_tokens,
             output_reserve=self.output_reserve,
@@ -243,48 +368,57 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             timestamp_key=self.timestamp_key,
         )
 
-    @classmethod
-    def is_lc_serializable(cls) -> bool:
-        """Not serializable: it holds a pipeline object."""
-        return False
-
-    @property
-    def last_report(self) -> SelectionReport | None:
-        """The report of the latest run (``None`` before the first run or with
-        ``report=False``; under a concurrent ``batch``, of whichever run finished last)."""
-        return self._last_report
-
     def invoke(
         self, input: MessagesInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Select from ``input`` (a prompt value or message-likes)."""
-        return self._call_with_config(self._run, input, config, **kwargs)
+        sink: list[SelectionReport] = []
+        selected = self._call_with_config(partial(self._run, sink=sink), input, config, **kwargs)
+        if sink:  # the run itself happens in a copy of this context
+            remember_report(self, sink[0])
+        return selected
 
     async def ainvoke(
         self, input: MessagesInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Async :meth:`invoke` (the selection itself is CPU-only)."""
-        return await self._acall_with_config(self._arun, input, config, **kwargs)
+        sink: list[SelectionReport] = []
+        selected = await self._acall_with_config(
+            partial(self._arun, sink=sink), input, config, **kwargs
+        )
+        if sink:
+            remember_report(self, sink[0])
+        return selected
 
-    def _select(self, input: MessagesInput) -> tuple[list[BaseMessage], dict[str, Any] | None]:
-        selected, report = self._selection.select(input, with_report=self.report)
+    def _select(self, input: MessagesInput) -> tuple[list[BaseMessage], ReportEventData | None]:
+        selection = self._selection()
+        selected, report = selection.select(input, with_report=self.report)
         if report is None:
             return selected, None
-        self._last_report = report
-        return selected, report_event_data(type(self).__name__, report, self._selection.budget)
+        return selected, report_event_data(type(self).__name__, report, selection.budget)
 
     def _run(
-        self, input: MessagesInput, run_manager: CallbackManagerForChainRun
+        self,
+        input: MessagesInput,
+        run_manager: CallbackManagerForChainRun,
+        sink: list[SelectionReport],
     ) -> list[BaseMessage]:
         selected, event = self._select(input)
         if event is not None:
+            assert event.selection_report is not None
+            sink.append(event.selection_report)
             dispatch_report(run_manager.get_child(), event)
         return selected
 
     async def _arun(
-        self, input: MessagesInput, run_manager: AsyncCallbackManagerForChainRun
+        self,
+        input: MessagesInput,
+        run_manager: AsyncCallbackManagerForChainRun,
+        sink: list[SelectionReport],
     ) -> list[BaseMessage]:
         selected, event = self._select(input)
         if event is not None:
+            assert event.selection_report is not None
+            sink.append(event.selection_report)
             await adispatch_report(run_manager.get_child(), event)
         return selected

@@ -3,9 +3,12 @@ event, and the message selection itself (:class:`MessageSelection`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import weakref
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -40,13 +43,25 @@ __all__ = [
     "MIDDLEWARE_OPTIONS",
     "REPORT_EVENT",
     "SELECTOR_OPTIONS",
+    "TRIM_MESSAGES_EQUIVALENTS",
+    "MaxTokens",
     "MessageSelection",
     "PolicyLike",
+    "ReportEventData",
+    "SettingsCache",
     "adispatch_report",
+    "check_max_tokens",
+    "check_policy",
     "dispatch_report",
+    "last_report_of",
     "make_budget",
+    "model_input_tokens",
+    "remember_report",
     "report_event_data",
+    "report_from_event",
+    "resolve_max_tokens",
     "resolve_pipeline",
+    "unknown_option_hint",
 ]
 
 PolicyLike = Policy | str
@@ -63,6 +78,180 @@ MIDDLEWARE_OPTIONS = PinnedOptions(
     system=None, latest_user="keep_last_human=False", last="keep_last=0"
 )
 """The pinning options of ``CupelContextMiddleware`` (its system prompt is always kept)."""
+
+
+MaxTokens = int | tuple[str, float]
+"""A token budget: an int, or ``("fraction", f)`` of the chat model's input window (its
+``profile["max_input_tokens"]``, as ``SummarizationMiddleware`` reads it)."""
+
+TRIM_MESSAGES_EQUIVALENTS: Mapping[str, str] = {
+    "strategy": (
+        "cupel keeps the newest whole turns that fit (policy='chat', the counterpart of "
+        "strategy='last'); pass policy= (a preset name or a cupel Policy) for another selection"
+    ),
+    "include_system": "use keep_system= (system messages are pinned by default)",
+    "allow_partial": (
+        "cupel never cuts a message: a message, or a tool call with its results, is kept or "
+        "dropped whole"
+    ),
+    "end_on": (
+        "the window always ends at the newest message; start_on= sets the type it starts on"
+    ),
+    "text_splitter": "cupel never splits a message's text",
+    "max_messages": "cupel budgets tokens: use max_tokens=",
+}
+"""``trim_messages`` parameters cupel has no option for, and what to use instead."""
+
+
+def unknown_option_hint(name: str) -> str:
+    """`` (<what to use instead>)`` for a ``trim_messages`` parameter, else ``""``."""
+    hint = TRIM_MESSAGES_EQUIVALENTS.get(name)
+    return f" (a trim_messages parameter: {hint})" if hint else ""
+
+
+def check_max_tokens(value: object, owner: str = "") -> MaxTokens:
+    """An int budget or a valid ``("fraction", f)`` with ``0 < f <= 1``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and value[0] == "fraction"
+        and isinstance(value[1], (int, float))
+        and not isinstance(value[1], bool)
+        and 0 < value[1] <= 1
+    ):
+        return ("fraction", float(value[1]))
+    where = f"{owner}.max_tokens" if owner else "max_tokens"
+    raise ConfigurationError(
+        f"{where}: must be an integer, or ('fraction', f) with 0 < f <= 1 (a share of the "
+        f"chat model's input window), got {value!r}",
+        field="max_tokens",
+        value=value,
+    )
+
+
+def model_input_tokens(model: object) -> int | None:
+    """``model.profile["max_input_tokens"]`` when the model's profile knows it."""
+    profile = getattr(model, "profile", None)
+    if not isinstance(profile, Mapping):
+        return None
+    tokens = profile.get("max_input_tokens")
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+        return None
+    return tokens
+
+
+def resolve_max_tokens(max_tokens: MaxTokens, model: object, where: str) -> int:
+    """The budget in tokens: ``max_tokens`` itself, or its fraction of ``model``'s input
+    window. ``where`` says which model is read (for the error)."""
+    if isinstance(max_tokens, int):
+        return max_tokens
+    fraction = max_tokens[1]
+    window = model_input_tokens(model)
+    if window is None:
+        raise ConfigurationError(
+            f"max_tokens=('fraction', {fraction}) needs a chat model whose profile knows "
+            f"its input window (profile={{'max_input_tokens': ...}}); {where} is "
+            f"{type(model).__name__}, whose profile does not",
+            field="max_tokens",
+            value=max_tokens,
+        )
+    return max(1, math.floor(window * fraction))
+
+
+def check_policy(value: object) -> Any:
+    """A preset name, a :class:`~cupel.policy.Policy` or a policy's dict form (what
+    serialization writes), as a name or a ``Policy``."""
+    if isinstance(value, Mapping):
+        return Policy.from_dict(value)
+    return value
+
+
+_SCALARS = (int, float, str, bool, type(None))
+_T = TypeVar("_T")
+
+
+class SettingsCache(Generic[_T]):
+    """What a component built from its current settings, rebuilt when one changes.
+
+    Components read their settings on every call (so ``model_copy(update=...)``,
+    attribute assignment and ``configurable_fields`` take effect); comparing the settings
+    with the ones the cached value was built from is cheap. Scalars compare by value,
+    everything else (a policy, a pipeline, a counter) by identity. Copies and pickles
+    start empty.
+    """
+
+    __slots__ = ("_settings", "_value")
+
+    def __init__(self) -> None:
+        self._settings: tuple[object, ...] | None = None
+        self._value: _T | None = None
+
+    def __reduce__(self) -> tuple[type[SettingsCache[Any]], tuple[()]]:
+        return (type(self), ())
+
+    def get(self, settings: tuple[object, ...], build: Callable[[], _T]) -> _T:
+        """The value for ``settings``: the cached one if they are unchanged."""
+        known = self._settings
+        value = self._value
+        if value is not None and known is not None and _same(known, settings):
+            return value
+        value = build()
+        self._settings, self._value = settings, value
+        return value
+
+
+def _same(known: tuple[object, ...], settings: tuple[object, ...]) -> bool:
+    if len(known) != len(settings):
+        return False
+    for a, b in zip(known, settings, strict=True):
+        if a is b:
+            continue
+        if type(a) is not type(b):
+            return False
+        if type(a) in _SCALARS:
+            if a != b:
+                return False
+        elif type(a) is tuple:
+            if not _same(a, b):  # type: ignore[arg-type]
+                return False
+        else:
+            return False
+    return True
+
+
+def settings_value(value: object) -> object:
+    """A setting as :class:`SettingsCache` compares it: dicts and lists become tuples
+    (compared by value, so an edited ``kinds`` dict is noticed)."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), settings_value(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(settings_value(v) for v in value)
+    return value
+
+
+# -- per-thread / per-task latest reports ---------------------------------------------------
+_LATEST: ContextVar[Mapping[int, tuple[weakref.ref[Any], SelectionReport]]] = ContextVar(
+    "cupel_langchain_latest_reports"
+)
+
+
+def remember_report(component: object, report: SelectionReport) -> None:
+    """Record ``report`` as ``component``'s latest in the current context (thread or
+    asyncio task): other threads and tasks do not see it."""
+    current = _LATEST.get({})
+    latest = {key: entry for key, entry in current.items() if entry[0]() is not None}
+    latest[id(component)] = (weakref.ref(component), report)
+    _LATEST.set(latest)
+
+
+def last_report_of(component: object) -> SelectionReport | None:
+    """``component``'s latest report in the current context, if any."""
+    entry = _LATEST.get({}).get(id(component))
+    if entry is None or entry[0]() is not component:
+        return None
+    return entry[1]
 
 
 def make_budget(max_tokens: int, target_tokens: int | None, output_reserve: int) -> ContextBudget:
@@ -141,19 +330,62 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
     return policy.build()
 
 
+class ReportEventData(dict[str, Any]):
+    """The payload of the :data:`REPORT_EVENT` custom event: plain JSON-ready data (the
+    report in its wire form under ``"report"``, plus a summary), so ``json.dumps`` works
+    wherever events are forwarded (SSE, log pipelines). In-process callers get the
+    :class:`~cupel.SelectionReport` object itself as :attr:`selection_report` (not part
+    of the data; :func:`report_from_event` rebuilds it from the data after a JSON hop).
+    """
+
+    selection_report: SelectionReport | None = None
+
+
 def report_event_data(
     component: str, report: SelectionReport, budget: ContextBudget
-) -> dict[str, Any]:
-    """The payload of the :data:`REPORT_EVENT` custom event: the report itself plus a
-    JSON-friendly summary."""
-    return {
-        "component": component,
-        "report": report,
-        "included": len(report.included),
-        "excluded": len(report.excluded),
-        "included_tokens": report.included_tokens,
-        "max_tokens": budget.max_tokens,
-    }
+) -> ReportEventData:
+    """The payload of the :data:`REPORT_EVENT` custom event (see :class:`ReportEventData`).
+
+    >>> import json
+    >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
+    >>> budget = ContextBudget(max_tokens=10, target_tokens=10)
+    >>> report = Pipeline(RecencyScorer()).dry_run([ContextItem(content="a", tokens=3)],
+    ...                                            budget).report
+    >>> data = report_event_data("CupelMessageSelector", report, budget)
+    >>> json.loads(json.dumps(data))["included_tokens"], data.selection_report is report
+    (3, True)
+    """
+    data = ReportEventData(
+        component=component,
+        report=report.to_dict(),
+        included=len(report.included),
+        excluded=len(report.excluded),
+        included_tokens=report.included_tokens,
+        max_tokens=budget.max_tokens,
+    )
+    data.selection_report = report
+    return data
+
+
+def report_from_event(event: Mapping[str, Any]) -> SelectionReport:
+    """The :class:`~cupel.SelectionReport` of a ``"cupel_selection"`` event: a stream
+    event (``{"event": "on_custom_event", "data": ...}``), a callback's ``data``, or a
+    custom-stream chunk. The object itself in-process, else rebuilt from the wire form.
+    """
+    data: Any = event.get("data", event) if "report" not in event else event
+    report = getattr(data, "selection_report", None)
+    if isinstance(report, SelectionReport):
+        return report
+    wire = data.get("report") if isinstance(data, Mapping) else None
+    if isinstance(wire, SelectionReport):
+        return wire
+    if not isinstance(wire, Mapping):
+        raise ConfigurationError(
+            f"not a {REPORT_EVENT!r} event: no report in {event!r:.80}",
+            field="event",
+            value=event,
+        )
+    return SelectionReport.from_dict(wire)
 
 
 def dispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
@@ -164,7 +396,7 @@ def dispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
         else CallbackManager.configure(inheritable_callbacks=callbacks)
     )
     if manager.handlers:
-        manager.on_custom_event(REPORT_EVENT, dict(data), run_id=manager.parent_run_id)
+        manager.on_custom_event(REPORT_EVENT, data, run_id=manager.parent_run_id)
 
 
 async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
@@ -179,7 +411,7 @@ async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> Non
             inherited = callbacks.handlers
         manager = AsyncCallbackManager.configure(inheritable_callbacks=inherited)
     if manager.handlers:
-        await manager.on_custom_event(REPORT_EVENT, dict(data), run_id=manager.parent_run_id)
+        await manager.on_custom_event(REPORT_EVENT, data, run_id=manager.parent_run_id)
 
 
 class MessageSelection:
@@ -188,7 +420,8 @@ class MessageSelection:
     Shared by :func:`~cupel_langchain.select_messages`, the Runnable and the agent
     middleware. Everything is checked here, once. ``options`` names the pinning options
     the owning component offers (for the error raised when pinned messages alone exceed
-    the budget).
+    the budget). ``max_tokens`` may be ``("fraction", f)`` of ``model``'s input window
+    (default: the ``token_counter`` chat model's).
     """
 
     __slots__ = (
@@ -208,7 +441,7 @@ class MessageSelection:
     def __init__(
         self,
         *,
-        max_tokens: int,
+        max_tokens: MaxTokens,
         target_tokens: int | None = None,
         output_reserve: int = 0,
         policy: PolicyLike = "chat",
@@ -223,8 +456,16 @@ class MessageSelection:
         kinds: Mapping[str, str] | None = None,
         timestamp_key: str | None = None,
         options: PinnedOptions = SELECTOR_OPTIONS,
+        model: object = None,
     ) -> None:
-        self.budget = make_budget(max_tokens, target_tokens, output_reserve)
+        # A fractional budget reads the input window of ``model`` (the agent's model in the
+        # middleware), else of ``token_counter`` when it is a chat model.
+        tokens = resolve_max_tokens(
+            check_max_tokens(max_tokens),
+            token_counter if model is None else model,
+            "token_counter" if model is None else "the agent's model",
+        )
+        self.budget = make_budget(tokens, target_tokens, output_reserve)
         self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
         self.reads_metadata = reads_unit_metadata(self.pipeline)
         self.count = resolve_message_counter(token_counter, token_counter_input)

@@ -2,11 +2,14 @@
 token budget, explain every decision and return the very same LlamaIndex objects.
 
 * :class:`CupelNodePostprocessor` — ``index.as_query_engine(node_postprocessors=[...])``.
-* :class:`CupelChatMemory` — a drop-in for ``ChatMemoryBuffer`` in chat engines and agents.
+* :class:`CupelMemory` — LlamaIndex's current ``Memory`` (SQL chat store, memory blocks)
+  with cupel choosing the history window and the memory blocks under one budget.
+* :class:`CupelChatMemory` — a drop-in for ``ChatMemoryBuffer`` (``BaseMemory`` users).
 * :class:`CupelSelectionEvent` — the instrumentation event both emit.
 * :func:`nodes_to_items` / :func:`messages_to_items` — the mappings, usable on their own.
 """
 
+from cupel_llamaindex._blocks_memory import CupelMemory
 from cupel_llamaindex._common import CupelSelectionEvent
 from cupel_llamaindex._mapping import (
     MessageMapping,
@@ -22,6 +25,7 @@ from cupel_llamaindex._postprocessor import CupelNodePostprocessor
 
 __all__ = [
     "CupelChatMemory",
+    "CupelMemory",
     "CupelNodePostprocessor",
     "CupelSelectionEvent",
     "MessageMapping",

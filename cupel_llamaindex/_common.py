@@ -150,7 +150,8 @@ def raise_configuration_error(
         original = (error.get("ctx") or {}).get("error")
         if isinstance(original, ConfigurationError):
             raise original from None
-    first = errors[0]
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    first = unknown[0] if unknown else errors[0]  # a misspelt field, before "required"
     field = ".".join(str(part) for part in first.get("loc", ())) or None
     where = f"{owner}.{field}" if field else owner
     if first.get("type") == "missing":

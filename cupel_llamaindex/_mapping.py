@@ -58,6 +58,9 @@ TokenizerFn = Callable[[str], Sized]
 """LlamaIndex's tokenizer convention: text → a sized sequence of tokens."""
 
 Relevance = Literal["auto", "score", "rank"]
+DedupOn = Literal["text", "content"]
+"""What an item's content (compared by deduplication) holds: the node's ``"text"`` alone,
+or the ``"content"`` the LLM sees (text plus metadata, per ``metadata_mode``)."""
 """How a node's ``future_relevance_hint`` is derived (see :func:`nodes_to_items`)."""
 
 NODE_ID_KEY = "llamaindex_node_id"
@@ -128,13 +131,16 @@ def nodes_to_items(
     token_counter: Callable[[str], int] | None = None,
     metadata_mode: MetadataMode = MetadataMode.LLM,
     relevance: Relevance = "auto",
+    dedup_on: DedupOn = "text",
 ) -> NodeMapping:
     """Map nodes to ``Document`` items (source ``Rag``).
 
-    * ``content``: ``node.get_content(metadata_mode=metadata_mode)`` — the text the LLM
-      sees — and ``tokens`` counted on it: ``token_counter(text)`` if given, else
-      ``len(tokenizer_fn(text))``. A node with empty content becomes a 0-token item whose
-      content is a placeholder naming its id.
+    * ``tokens``: counted on ``node.get_content(metadata_mode=metadata_mode)`` — what the
+      LLM sees — with ``token_counter(text)`` if given, else ``len(tokenizer_fn(text))``.
+    * ``content`` (what deduplication compares): with ``dedup_on="text"`` (default) the
+      node's text alone, so the same passage from two files is one passage; with
+      ``"content"`` the text the LLM sees (metadata included). A node with empty content
+      becomes a 0-token item whose content is a placeholder naming its id.
     * ``metadata``: a copy of the node's metadata plus ``"llamaindex_node_id"``.
     * ``future_relevance_hint`` from ``relevance``:
 
@@ -155,6 +161,12 @@ def nodes_to_items(
     >>> mapping.to_nodes(reversed(mapping.items))[0] is nodes[1]
     True
     """
+    if dedup_on not in ("text", "content"):
+        raise ConfigurationError(
+            f"dedup_on must be 'text' or 'content', got {dedup_on!r}",
+            field="dedup_on",
+            value=dedup_on,
+        )
     if relevance not in ("auto", "score", "rank"):
         raise ConfigurationError(
             f"relevance must be one of 'auto', 'score', 'rank', got {relevance!r}",
@@ -181,12 +193,15 @@ def nodes_to_items(
         node_id = node.node.node_id
         metadata = dict(node.node.metadata)
         metadata[NODE_ID_KEY] = node_id
+        shown = text if dedup_on == "content" else node.node.get_content(MetadataMode.NONE)
         if not text:
             content, tokens = f"<empty node {node_id}>", 0
         elif token_counter is not None:
-            content, tokens = text, _checked_count(token_counter(text), index, "token_counter")
+            content, tokens = shown, _checked_count(token_counter(text), index, "token_counter")
         else:
-            content, tokens = text, count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
+            content, tokens = shown, count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
+        if not content:
+            content = f"<node {node_id} without text>"
         items.append(
             ContextItem(
                 content=content,

@@ -311,24 +311,67 @@ class CupelChatMemory(BaseChatStoreMemory):
         data["class_name"] = chat_store.class_name()
         return data
 
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """Refused: a memory is a live object (its chat store, counters and pipeline).
+
+        A workflow ``Context`` serializes its state with ``to_dict()``; refusing it makes
+        the ``Context`` keep the memory passed to each run (``agent.run(...,
+        memory=memory)``), as it does for LlamaIndex's own memories, instead of working on
+        a copy that the caller's memory no longer sees and whose ``tokenizer_fn``,
+        ``message_token_counter`` and ``pipeline`` were reset. Persist a memory with
+        :meth:`to_string` / :meth:`from_string`.
+        """
+        raise ConfigurationError(
+            f"{_OWNER} is not serializable with to_dict()/to_json(): it is a live memory "
+            "(chat store, counters, pipeline) that a workflow Context must keep rather than "
+            "copy; pass it to each run (agent.run(..., memory=memory)) and persist it with "
+            "to_string() / from_string()",
+            field="memory",
+            value=type(self).__name__,
+        )
+
     def to_string(self) -> str:
-        """The memory (configuration and chat store) as JSON."""
-        return self.to_json()
+        """The memory (configuration and chat store) as JSON. A custom ``tokenizer_fn``,
+        ``message_token_counter`` or ``pipeline`` is not serialized: the text names them
+        and :meth:`from_string` requires them again."""
+        data = super().to_dict()
+        data["not_serialized"] = [
+            name
+            for name, custom in (
+                ("tokenizer_fn", self.tokenizer_fn is not get_tokenizer()),
+                ("message_token_counter", self.message_token_counter is not None),
+                ("pipeline", self.pipeline is not None),
+            )
+            if custom
+        ]
+        return json.dumps(data)
 
     @classmethod
-    def from_string(cls, json_str: str) -> CupelChatMemory:
-        """Rebuild a memory from :meth:`to_string` output."""
-        return cls.from_dict(json.loads(json_str))
+    def from_string(cls, json_str: str, **kwargs: Any) -> CupelChatMemory:
+        """Rebuild a memory from :meth:`to_string` output; ``kwargs`` set fields that are
+        not serialized (a memory saved with a custom one refuses to load without it)."""
+        data = json.loads(json_str)
+        missing = [name for name in data.pop("not_serialized", []) if name not in kwargs]
+        if missing:
+            raise ConfigurationError(
+                f"{_OWNER}.from_string: the memory was saved with a custom "
+                f"{', '.join(missing)}, which is not serialized; pass it again, e.g. "
+                f"from_string(text, {missing[0]}=...)",
+                field=missing[0],
+                value=None,
+            )
+        return cls.from_dict(data, **kwargs)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> CupelChatMemory:
-        """Rebuild a memory from :meth:`to_dict` output (``kwargs`` override fields, e.g.
-        ``tokenizer_fn`` or ``pipeline``, which are not serialized)."""
+        """Rebuild a memory from the data of :meth:`to_string` (``kwargs`` override
+        fields, e.g. ``tokenizer_fn`` or ``pipeline``, which are not serialized)."""
         from llama_index.core.storage.chat_store.loading import load_chat_store
 
         data = dict(data)
         data.update(kwargs)
         data.pop("class_name", None)
+        data.pop("not_serialized", None)
         store = data.get("chat_store")
         if isinstance(store, dict):
             data["chat_store"] = load_chat_store(store)

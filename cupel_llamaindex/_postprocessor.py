@@ -48,6 +48,10 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
     ``pipeline`` decides; the nodes come back in placed order, the very same
     :class:`NodeWithScore` objects, unmodified.
 
+    Deduplication (``rag``) compares the node text alone (``dedup_on="text"``): the same
+    passage retrieved from two files is kept once; ``dedup_on="content"`` compares what
+    the LLM sees, metadata included. Fields are validated at assignment too.
+
     Placement (``rag``): the best node is **always first** and the second best always
     last, then third second, fourth second-to-last, ... — whatever the number of nodes.
     ``LongContextReorder`` puts the best node first only for an odd count and *last* for
@@ -80,6 +84,11 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
     relevance: Literal["auto", "score", "rank"] = Field(
         default="auto", description="How node scores become relevance hints."
     )
+    dedup_on: Literal["text", "content"] = Field(
+        default="text",
+        description="Deduplicate on the node text alone ('text') or on what the LLM sees, "
+        "metadata included ('content').",
+    )
     tokenizer_fn: Callable[[str], Sized] = Field(
         default_factory=get_tokenizer,
         exclude=True,
@@ -94,7 +103,7 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
         default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
     )
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     _pipeline: Pipeline = PrivateAttr()
     _built_from: tuple[object, object] = PrivateAttr()
@@ -104,6 +113,17 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
         try:
             super().__init__(**data)
         except ValidationError as exc:
+            raise_configuration_error(exc, _OWNER, type(self).model_fields)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Fields are validated at assignment: a bad value raises here (not at query time)
+        and leaves the field unchanged."""
+        previous = self.__dict__.get(name)
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            if name in type(self).model_fields:  # a whole-model check ran after the write
+                self.__dict__[name] = previous
             raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -140,6 +160,17 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
     @classmethod
     def _check_policy(cls, value: Any) -> Any:
         return check_policy(_OWNER, value)
+
+    @field_validator("dedup_on", mode="before")
+    @classmethod
+    def _check_dedup_on(cls, value: Any) -> Any:
+        if value not in ("text", "content"):
+            raise ConfigurationError(
+                f"{_OWNER}.dedup_on: must be 'text' or 'content', got {value!r}",
+                field="dedup_on",
+                value=value,
+            )
+        return value
 
     @field_validator("relevance", mode="before")
     @classmethod
@@ -194,6 +225,7 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
             token_counter=self.token_counter,
             metadata_mode=self.metadata_mode,
             relevance=self.relevance,
+            dedup_on=self.dedup_on,
         )
         result = self._current_pipeline().dry_run(mapping.items, budget)
         report = result.report

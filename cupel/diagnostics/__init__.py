@@ -29,10 +29,11 @@ from cupel.diagnostics._reasons import (
     exclusion_reason_from_dict,
 )
 from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
-from cupel.slicers._base import CountRequirementShortfall
+from cupel.slicers._base import BucketRounding, CountRequirementShortfall
 
 __all__ = [
     "NULL_COLLECTOR",
+    "BucketRounding",
     "BudgetExceeded",
     "CountCapExceeded",
     "CountRequireCandidatesExhausted",

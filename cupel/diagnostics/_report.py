@@ -14,7 +14,7 @@ from cupel.diagnostics._reasons import (
     InclusionReason,
     exclusion_reason_from_dict,
 )
-from cupel.slicers._base import CountRequirementShortfall
+from cupel.slicers._base import BucketRounding, CountRequirementShortfall
 
 if TYPE_CHECKING:
     from cupel.testing import SelectionReportAssertionChain
@@ -55,7 +55,9 @@ class SelectionReport:
     ``included`` is in placed order; ``excluded`` is sorted by score descending, ties in
     the order the pipeline excluded them. ``total_candidates`` counts every input item and
     ``total_tokens_considered`` sums all their tokens (negative ones included).
-    ``overflow`` is set when ``OverflowStrategy.PROCEED`` let the window exceed its target.
+    ``overflow`` is set when ``OverflowStrategy.PROCEED`` let the window exceed its target;
+    ``bucket_rounding`` when a knapsack's rounding to whole buckets left out an item that
+    fits the tokens left (:class:`~cupel.BucketRounding`).
     """
 
     events: tuple[TraceEvent, ...]
@@ -65,6 +67,7 @@ class SelectionReport:
     total_tokens_considered: int
     count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())
     overflow: OverflowEvent | None = None
+    bucket_rounding: BucketRounding | None = None
 
     @property
     def included_tokens(self) -> int:
@@ -148,6 +151,8 @@ class SelectionReport:
             ]
         if self.overflow is not None:
             out["overflow"] = self.overflow.to_dict()
+        if self.bucket_rounding is not None:
+            out["bucket_rounding"] = self.bucket_rounding.to_dict()
         return out
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -186,6 +191,7 @@ class SelectionReport:
             )
             for s in items("count_requirement_shortfalls")
         )
+        rounding = data.get("bucket_rounding")
         return cls(
             events=tuple(TraceEvent.from_dict(e) for e in items("events")),
             included=included,
@@ -196,6 +202,15 @@ class SelectionReport:
             overflow=(
                 OverflowEvent.from_dict(data["overflow"])
                 if isinstance(data.get("overflow"), Mapping)
+                else None
+            ),
+            bucket_rounding=(
+                BucketRounding(
+                    bucket_size=int(rounding["bucket_size"]),
+                    unused_tokens=int(rounding["unused_tokens"]),
+                    items_left_out=int(rounding["items_left_out"]),
+                )
+                if isinstance(rounding, Mapping)
                 else None
             ),
         )

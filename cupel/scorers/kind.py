@@ -79,13 +79,14 @@ class KindScorer(ArrayScorer):
                     value=dict(source),
                 )
             checked[kind] = weight
-        self._weights: Mapping[ContextKind, float] = MappingProxyType(checked)
+        # A plain dict (picklable); the property hands out a read-only view.
+        self._weights: dict[ContextKind, float] = checked
         self._lookup = {kind.key: weight for kind, weight in checked.items()}
 
     @property
     def weights(self) -> Mapping[ContextKind, float]:
         """The configured weights (read-only)."""
-        return self._weights
+        return MappingProxyType(self._weights)
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         return self._lookup.get(item.kind.key, 0.0)

@@ -80,7 +80,8 @@ class TagScorer(ArrayScorer):
                 field="tag_weights",
                 value=dict(tag_weights),
             )
-        self._tag_weights: Mapping[str, float] = MappingProxyType(checked)
+        # A plain dict (picklable); the property hands out a read-only view.
+        self._tag_weights: dict[str, float] = checked
         self._lookup = lookup
         self._case_insensitive = case_insensitive
         self._total = total
@@ -88,7 +89,7 @@ class TagScorer(ArrayScorer):
     @property
     def tag_weights(self) -> Mapping[str, float]:
         """The configured tag weights (read-only)."""
-        return self._tag_weights
+        return MappingProxyType(self._tag_weights)
 
     @property
     def total_weight(self) -> float:

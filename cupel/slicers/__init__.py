@@ -22,6 +22,7 @@ reports items removed by a count cap and unmet count requirements.
 
 from cupel.slicers._base import (
     BaseSlicer,
+    BucketRounding,
     CapExclusion,
     CountRequirementShortfall,
     SliceOutcome,
@@ -37,6 +38,7 @@ from cupel.slicers.recency_window import RecencyWindowSlice
 
 __all__ = [
     "BaseSlicer",
+    "BucketRounding",
     "CapExclusion",
     "CountConstrainedKnapsackSlice",
     "CountQuotaEntry",

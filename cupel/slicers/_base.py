@@ -25,6 +25,7 @@ from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 __all__ = [
     "MAX_EXACT_TOKENS",
     "BaseSlicer",
+    "BucketRounding",
     "Candidates",
     "CapExclusion",
     "CountRequirementShortfall",
@@ -66,6 +67,40 @@ class CountRequirementShortfall:
             "required_count": self.required_count,
             "satisfied_count": self.satisfied_count,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRounding:
+    """What knapsack rounding cost a selection: ``items_left_out`` candidates fit the
+    ``unused_tokens`` left in the slicer's budget, but not in the whole buckets of
+    ``bucket_size`` tokens left (item sizes round up, the budget down)."""
+
+    bucket_size: int
+    unused_tokens: int
+    items_left_out: int
+
+    def to_dict(self) -> dict[str, int]:
+        """Wire form."""
+        return {
+            "bucket_size": self.bucket_size,
+            "unused_tokens": self.unused_tokens,
+            "items_left_out": self.items_left_out,
+        }
+
+    def describe(self) -> str:
+        """In words.
+
+        >>> print(BucketRounding(100, 99, 1).describe())  # doctest: +NORMALIZE_WHITESPACE
+        knapsack bucket rounding (buckets of 100 tokens) left 99 tokens unused and 1 item
+        out that fits them
+        """
+        items = "item" if self.items_left_out == 1 else "items"
+        fit = "fits" if self.items_left_out == 1 else "fit"
+        return (
+            f"knapsack bucket rounding (buckets of {self.bucket_size} tokens) left "
+            f"{self.unused_tokens} tokens unused and {self.items_left_out} {items} out "
+            f"that {fit} them"
+        )
 
 
 @dataclass(frozen=True, slots=True)

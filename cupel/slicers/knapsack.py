@@ -5,19 +5,22 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from cupel._errors import SlicerConfigError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.slicers._base import BaseSlicer
+from cupel.slicers._base import BaseSlicer, BucketRounding
 
-__all__ = ["DEFAULT_MAX_CELLS", "KnapsackSlice"]
+__all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "KnapsackSlice"]
 
 DEFAULT_MAX_CELLS = 50_000_000
 """The largest DP table (``candidates x (capacity + 1)`` cells) KnapsackSlice builds."""
+
+AUTO_BUCKETS = 1000
+"""With ``bucket_size="auto"``, the budget is cut into at most this many buckets."""
 
 _SCORE_SCALE = 10_000
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -33,9 +36,14 @@ class KnapsackSlice(BaseSlicer):
     the zero-token items, then the DP selection in reconstruction order (last candidate
     first). Ties are resolved exactly as the specification's pseudocode.
 
+    ``bucket_size="auto"`` scales the bucket with the budget: ``ceil(target_tokens /
+    1000)`` (1 token up to a 1,000-token target), so small budgets are packed exactly and
+    rounding never costs an item more than 0.1% of the budget.
+
     A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``) is
     refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
-    ``bucket_size`` to shrink it.
+    ``bucket_size`` to shrink it. When rounding left out an item that fits the tokens left,
+    the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`).
 
     >>> from cupel._model import ContextBudget, ContextItem, ScoredItem
     >>> scored = [ScoredItem(ContextItem(content="big", tokens=60), 0.9),
@@ -44,15 +52,28 @@ class KnapsackSlice(BaseSlicer):
     >>> budget = ContextBudget(max_tokens=100, target_tokens=100)
     >>> [i.content for i in KnapsackSlice(bucket_size=10).slice(scored, budget)]
     ['b', 'a']
+    >>> KnapsackSlice(bucket_size="auto").bucket_for(budget)
+    1
     """
 
-    def __init__(self, bucket_size: int = 100, *, max_cells: int = DEFAULT_MAX_CELLS) -> None:
-        self._bucket_size = _positive_int("bucket_size", bucket_size)
+    def __init__(
+        self, bucket_size: int | Literal["auto"] = 100, *, max_cells: int = DEFAULT_MAX_CELLS
+    ) -> None:
+        self._bucket_size: int | Literal["auto"] = (
+            "auto" if bucket_size == "auto" else _positive_int("bucket_size", bucket_size)
+        )
         self._max_cells = _positive_int("max_cells", max_cells)
 
     @property
-    def bucket_size(self) -> int:
-        """Tokens per DP weight unit."""
+    def bucket_size(self) -> int | Literal["auto"]:
+        """Tokens per DP weight unit, or ``"auto"`` (see :meth:`bucket_for`)."""
+        return self._bucket_size
+
+    def bucket_for(self, budget: ContextBudget) -> int:
+        """The bucket size used for ``budget``: ``bucket_size``, or with ``"auto"``
+        ``ceil(target_tokens / AUTO_BUCKETS)`` (at least 1)."""
+        if self._bucket_size == "auto":
+            return max(1, -(-budget.target_tokens // AUTO_BUCKETS))
         return self._bucket_size
 
     @property
@@ -73,7 +94,8 @@ class KnapsackSlice(BaseSlicer):
                 candidates.append(entry)
         if not candidates:
             return zero_token
-        capacity = budget.target_tokens // self._bucket_size
+        bucket = self.bucket_for(budget)
+        capacity = budget.target_tokens // bucket
         if capacity == 0:
             return zero_token
         n = len(candidates)
@@ -81,7 +103,6 @@ class KnapsackSlice(BaseSlicer):
         if cells > self._max_cells:
             raise TableTooLargeError(n, capacity, cells, self._max_cells)
 
-        bucket = self._bucket_size
         weights = [-(-c.item.tokens // bucket) for c in candidates]  # ceil division
         values = [_scaled_value(c.score) for c in candidates]
         keep = _fill_keep_table(weights, values, capacity)
@@ -94,8 +115,38 @@ class KnapsackSlice(BaseSlicer):
                 remaining -= weights[i]
         return result
 
+    def bucket_rounding(
+        self,
+        scored: Sequence[ScoredItem],
+        selected: Sequence[ContextItem],
+        budget: ContextBudget,
+    ) -> BucketRounding | None:
+        """What rounding to whole buckets cost this selection, or ``None`` when no
+        candidate that fits the tokens left was left out for it (the pipeline puts it in
+        the report as ``bucket_rounding``)."""
+        if budget.target_tokens <= 0:
+            return None
+        bucket = self.bucket_for(budget)
+        used = sum(item.tokens for item in selected)
+        unused = budget.target_tokens - used
+        left = budget.target_tokens // bucket - sum(
+            -(-item.tokens // bucket) for item in selected if item.tokens > 0
+        )
+        chosen = set(map(id, selected))
+        missed = sum(
+            1
+            for entry in scored
+            if id(entry.item) not in chosen
+            and 0 < entry.item.tokens <= unused
+            and -(-entry.item.tokens // bucket) > left
+        )
+        if not missed:
+            return None
+        return BucketRounding(bucket_size=bucket, unused_tokens=unused, items_left_out=missed)
+
     def __repr__(self) -> str:
-        return f"KnapsackSlice(bucket_size={self._bucket_size}, max_cells={self._max_cells})"
+        size = repr(self._bucket_size) if self._bucket_size == "auto" else self._bucket_size
+        return f"KnapsackSlice(bucket_size={size}, max_cells={self._max_cells})"
 
 
 def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> npt.NDArray[np.bool_]:

@@ -19,7 +19,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
 
-from cupel_langchain import CupelContextMiddleware, tool_call_problems
+from cupel import SelectionReport
+from cupel_langchain import (
+    REPORT_EVENT,
+    CupelContextMiddleware,
+    report_from_event,
+    tool_call_problems,
+)
 
 
 class ScriptedToolModel(GenericFakeChatModel):
@@ -36,10 +42,15 @@ def stock_level(sku: str) -> str:
 
 
 class ModelInputs(BaseCallbackHandler):
-    """Records what the chat model was sent on each call."""
+    """Records what the chat model was sent on each call, and cupel's reports."""
 
     def __init__(self) -> None:
         self.calls: list[list[BaseMessage]] = []
+        self.reports: list[SelectionReport] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == REPORT_EVENT:  # the middleware's report of each model call
+            self.reports.append(report_from_event(data))
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
@@ -92,8 +103,7 @@ def main() -> None:
         print(f"model call {number}: {len(sent)} messages, {tokens} tokens, tool calls {valid}")
         for message in sent:
             print(f"    {message.type:<6} {str(message.content)[:50]!r}")
-    report = middleware.last_report
-    assert report is not None
+    report = inputs.reports[-1]
     print(f"last selection: {len(report.included)} units kept, {len(report.excluded)} left out")
 
 

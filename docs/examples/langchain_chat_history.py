@@ -19,7 +19,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
-from cupel_langchain import CupelMessageSelector, tool_call_problems
+from cupel import SelectionReport
+from cupel_langchain import CupelMessageSelector, report_from_event, tool_call_problems
 
 
 def chat_history() -> list[BaseMessage]:
@@ -40,7 +41,11 @@ def chat_history() -> list[BaseMessage]:
 
 
 class ReportPrinter(BaseCallbackHandler):
-    """Receives the selection report through LangChain's callback system."""
+    """Receives the selection report through LangChain's callback system (the event's
+    data is JSON-ready; report_from_event gives the SelectionReport)."""
+
+    def __init__(self) -> None:
+        self.reports: list[SelectionReport] = []
 
     def on_custom_event(
         self,
@@ -56,6 +61,7 @@ class ReportPrinter(BaseCallbackHandler):
             f"[{name}] {data['component']}: {data['included']} kept, {data['excluded']} left "
             f"out, {data['included_tokens']}/{data['max_tokens']} tokens"
         )
+        self.reports.append(report_from_event(data))
 
 
 def main() -> None:
@@ -70,14 +76,14 @@ def main() -> None:
     model = FakeListChatModel(responses=["Day 7: take the boat tour."])
     chain = prompt | selector | model | StrOutputParser()
 
+    printer = ReportPrinter()
     answer = chain.invoke(
         {"history": chat_history(), "question": "And on day 7?"},
-        config={"callbacks": [ReportPrinter()]},
+        config={"callbacks": [printer]},
     )
     print(f"answer: {answer}")
 
-    report = selector.last_report
-    assert report is not None
+    report = printer.reports[-1]
     print("\nwhat the model saw:")
     for entry in report.included:
         print(f"  {entry.reason.value:<7} {entry.item.tokens:>4} tok  {entry.item.content[:60]!r}")

@@ -7,6 +7,9 @@ context), at most 4 of them, and says why each passage was left out.
 
 from __future__ import annotations
 
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -15,7 +18,8 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from cupel_langchain import CupelRetriever
+from cupel import SelectionReport
+from cupel_langchain import REPORT_EVENT, CupelRetriever, report_from_event
 
 PASSAGES = [
     "The Nile is about 6,650 km long.",
@@ -32,7 +36,19 @@ PASSAGES = [
 def build_retriever() -> CupelRetriever:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
     store.add_documents([Document(text, id=f"p{i}") for i, text in enumerate(PASSAGES)])
-    return CupelRetriever(retriever=store.as_retriever(search_kwargs={"k": 8}), max_tokens=120, k=4)
+    return CupelRetriever(
+        base_retriever=store.as_retriever(search_kwargs={"k": 8}), max_tokens=120, k=4
+    )
+
+
+class Reports(BaseCallbackHandler):
+    """Keeps the latest "cupel_selection" report."""
+
+    latest: SelectionReport | None = None
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == REPORT_EVENT:
+            self.latest = report_from_event(data)
 
 
 def format_documents(documents: list[Document]) -> str:
@@ -50,10 +66,10 @@ def main() -> None:
         | FakeListChatModel(responses=["The Nile, at about 6,650 km."])
         | StrOutputParser()
     )
-    print(chain.invoke("Which river is the longest?"))
+    reports = Reports()
+    print(chain.invoke("Which river is the longest?", config={"callbacks": [reports]}))
 
-    report = retriever.last_report
-    assert report is not None
+    report = reports.latest  # the retriever ran inside the chain: its report is an event
     print(f"\ncontext: {report.included_tokens} tokens from {report.total_candidates} passages")
     for entry in report.included:
         print(f"  kept  score {entry.score:.2f}  {entry.item.content[:50]!r}")

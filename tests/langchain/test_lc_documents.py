@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from cupel import ConfigurationError, ItemError, SelectionReport
-from cupel_langchain import CupelDocumentCompressor, CupelRetriever
+from cupel_langchain import CupelDocumentCompressor, CupelRetriever, report_from_event
 
 FACTS = [
     "The Nile is about 6,650 km long and flows north into the Mediterranean.",
@@ -117,7 +117,8 @@ def test_the_compressor_sends_its_report_to_the_callbacks() -> None:
     compressor.compress_documents(scored(("x" * 200, 0.5), ("y", 0.4)), "q", callbacks=[events])
     ((name, data),) = events.events
     assert name == "cupel_selection" and data["component"] == "CupelDocumentCompressor"
-    assert data["report"] is compressor.last_report
+    assert data.selection_report is compressor.last_report
+    assert data["report"] == compressor.last_report.to_dict()  # type: ignore[union-attr]
     assert (data["included"], data["excluded"]) == (1, 1)
 
 
@@ -150,7 +151,8 @@ def test_the_compressor_works_inside_contextual_compression_retriever() -> None:
         (
             {"max_tokens": 10.5},
             "max_tokens",
-            "CupelDocumentCompressor.max_tokens: Input should be a valid integer, got 10.5",
+            "CupelDocumentCompressor.max_tokens: must be an integer, or ('fraction', f) with "
+            "0 < f <= 1 (a share of the chat model's input window), got 10.5",
         ),
         ({"max_tokens": 10, "k": -1}, "k", "k must be a non-negative int or None, got -1"),
         (
@@ -194,7 +196,7 @@ def test_documents_are_not_modified() -> None:
     before = [d.model_dump() for d in docs]
     order = list(docs)
     CupelDocumentCompressor(max_tokens=40, k=1).compress_documents(docs, "q")
-    CupelRetriever(retriever=RunnableLambda(lambda q: docs), max_tokens=40).invoke("q")
+    CupelRetriever(base_retriever=RunnableLambda(lambda q: docs), max_tokens=40).invoke("q")
     assert [d.model_dump() for d in docs] == before
     assert all(a is b for a, b in zip(docs, order, strict=True))
 
@@ -203,7 +205,7 @@ def test_documents_are_not_modified() -> None:
 def test_the_retriever_wraps_a_vector_store_retriever_and_fits_the_budget() -> None:
     vectors = store()
     inner = vectors.as_retriever(search_kwargs={"k": 8})
-    retriever = CupelRetriever(retriever=inner, max_tokens=80)
+    retriever = CupelRetriever(base_retriever=inner, max_tokens=80)
     docs = retriever.invoke("Which river is the longest?")
     assert sum(approx(d) for d in docs) <= 80
     assert 1 < len(docs) < 8
@@ -217,14 +219,14 @@ def test_the_retriever_prefers_higher_ranked_documents_when_it_must_choose() -> 
     vectors = store()
     inner = vectors.as_retriever(search_kwargs={"k": 8})
     ranked = inner.invoke("Danube countries")
-    retriever = CupelRetriever(retriever=inner, max_tokens=10_000, k=2)
+    retriever = CupelRetriever(base_retriever=inner, max_tokens=10_000, k=2)
     top_two = retriever.invoke("Danube countries")
     assert {d.id for d in top_two} == {d.id for d in ranked[:2]}
 
 
 def test_k_can_be_given_per_call() -> None:
     retriever = CupelRetriever(
-        retriever=store().as_retriever(search_kwargs={"k": 8}), max_tokens=10_000
+        base_retriever=store().as_retriever(search_kwargs={"k": 8}), max_tokens=10_000
     )
     assert len(retriever.invoke("river", k=3)) == 3
     assert len(retriever.invoke("river")) == 8
@@ -233,7 +235,7 @@ def test_k_can_be_given_per_call() -> None:
 
 def test_the_retriever_in_a_rag_chain_feeds_the_model_a_bounded_context() -> None:
     retriever = CupelRetriever(
-        retriever=store().as_retriever(search_kwargs={"k": 8}), max_tokens=70
+        base_retriever=store().as_retriever(search_kwargs={"k": 8}), max_tokens=70
     )
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Answer from the context:\n{context}"), ("human", "{question}")]
@@ -253,8 +255,9 @@ def test_the_retriever_in_a_rag_chain_feeds_the_model_a_bounded_context() -> Non
         chain.invoke("Which river is the longest?", config={"callbacks": [events]}) == "The Nile."
     )
     ((system, human),) = events.model_inputs
-    report = retriever.last_report
-    assert report is not None and report.included_tokens <= 70
+    assert retriever.last_report is None  # the chain ran it in its own context
+    report = report_from_event(events.events[0][1])
+    assert report.included_tokens <= 70
     placed = [FACTS[int(e.item.metadata["langchain.id"][3:])] for e in report.included]
     assert system.content == "Answer from the context:\n" + "\n\n".join(placed)
     assert human.content == "Which river is the longest?"
@@ -264,7 +267,7 @@ def test_the_retriever_in_a_rag_chain_feeds_the_model_a_bounded_context() -> Non
 
 def test_the_retriever_wraps_any_runnable_returning_documents() -> None:
     docs = [Document("x" * 40), Document("y" * 400), Document("z" * 40)]
-    retriever = CupelRetriever(retriever=RunnableLambda(lambda q: docs), max_tokens=25)
+    retriever = CupelRetriever(base_retriever=RunnableLambda(lambda q: docs), max_tokens=25)
     kept = retriever.invoke("anything")
     assert [d.page_content[0] for d in kept] == ["x", "z"]
     assert kept[0] is docs[0] and kept[1] is docs[2]
@@ -272,21 +275,22 @@ def test_the_retriever_wraps_any_runnable_returning_documents() -> None:
 
 def test_bad_retriever_settings_name_the_field() -> None:
     with pytest.raises(ConfigurationError) as raised:
-        CupelRetriever(retriever="not a retriever", max_tokens=10)
-    assert raised.value.field == "retriever"
+        CupelRetriever(base_retriever="not a retriever", max_tokens=10)
+    assert raised.value.field == "base_retriever"
     assert str(raised.value) == (
-        "CupelRetriever.retriever: Input should be an instance of Runnable, got 'not a retriever'"
+        "CupelRetriever.base_retriever: Input should be an instance of Runnable, "
+        "got 'not a retriever'"
     )
     with pytest.raises(ConfigurationError) as raised:
-        CupelRetriever(retriever=store().as_retriever(), max_tokens=10, k="3")
+        CupelRetriever(base_retriever=store().as_retriever(), max_tokens=10, k="3")
     assert raised.value.field == "k"
     assert str(raised.value) == "CupelRetriever.k: Input should be a valid integer, got '3'"
     with pytest.raises(ConfigurationError) as raised:
-        CupelRetriever(retriever=store().as_retriever(), max_tokens=10, top_k=3)
+        CupelRetriever(base_retriever=store().as_retriever(), max_tokens=10, top_k=3)
     assert raised.value.field == "top_k"
     assert "unknown option, got 3; allowed:" in str(raised.value)
     assert ", k," in str(raised.value) and "retriever" in str(raised.value)
-    retriever = CupelRetriever(retriever=store().as_retriever(), max_tokens=10)
+    retriever = CupelRetriever(base_retriever=store().as_retriever(), max_tokens=10)
     with pytest.raises(ConfigurationError) as raised:
         retriever.invoke("q", k=-2)
     assert raised.value.field == "k"

@@ -21,7 +21,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
 
 from cupel import ConfigurationError, PinnedBudgetError, SelectionReport
-from cupel_langchain import CupelContextMiddleware, tool_call_problems
+from cupel_langchain import CupelContextMiddleware, report_from_event, tool_call_problems
 
 
 class ToolCallingFakeModel(GenericFakeChatModel):
@@ -134,17 +134,19 @@ def test_persistent_selection_rewrites_the_state() -> None:
         assert count_tokens_approximately(sent) <= 100
 
 
-def test_the_report_is_kept_and_emitted_on_each_model_call() -> None:
+def test_the_report_is_emitted_on_each_model_call() -> None:
     middleware = CupelContextMiddleware(max_tokens=100)
     _, recorder = run_agent(middleware)
     names = [name for name, _ in recorder.events]
     assert names == ["cupel_selection", "cupel_selection"]
     data = recorder.events[-1][1]
     assert data["component"] == "CupelContextMiddleware"
-    assert isinstance(middleware.last_report, SelectionReport)
-    assert data["report"] is middleware.last_report
-    assert middleware.last_report.included[0].item.content == SYSTEM
-    assert middleware.last_report.included[0].reason.value == "Pinned"
+    report = report_from_event(data)
+    assert isinstance(report, SelectionReport) and report is data.selection_report
+    assert report.included[0].item.content == SYSTEM
+    assert report.included[0].reason.value == "Pinned"
+    # the agent ran the middleware in its own context: the caller's thread saw no run
+    assert middleware.last_report is None
 
 
 def test_the_async_agent_selects_the_same_way() -> None:

@@ -37,7 +37,7 @@ class TestCupelRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"retriever": _STORE.as_retriever(search_kwargs={"k": 10}), "max_tokens": 4000}
+        return {"base_retriever": _STORE.as_retriever(search_kwargs={"k": 10}), "max_tokens": 4000}
 
     @property
     def retriever_query_example(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 from uuid import UUID
 
@@ -41,6 +42,7 @@ from cupel.presets import preset
 from cupel_langchain import (
     REPORT_EVENT,
     CupelMessageSelector,
+    report_from_event,
     select_messages,
     select_messages_with_report,
     tool_call_problems,
@@ -445,7 +447,10 @@ def test_the_report_is_emitted_as_a_custom_callback_event() -> None:
     selector.invoke(conversation(), config={"callbacks": [recorder]})
     ((name, data),) = recorder.events
     assert name == REPORT_EVENT == "cupel_selection"
-    assert data["report"] is selector.last_report
+    assert data.selection_report is selector.last_report  # the object, in-process
+    assert data["report"] == selector.last_report.to_dict()  # type: ignore[union-attr]
+    wire = json.loads(json.dumps(data))  # JSON-ready data
+    assert wire["report"]["total_candidates"] == 7 and len(wire["report"]["excluded"]) == 2
     assert data["component"] == "CupelMessageSelector"
     assert (data["included"], data["excluded"], data["max_tokens"]) == (5, 2, 170)
     assert data["included_tokens"] == selector.last_report.included_tokens  # type: ignore[union-attr]
@@ -462,7 +467,8 @@ def test_the_report_event_shows_in_astream_events() -> None:
     events = asyncio.run(collect())
     custom = [e for e in events if e["event"] == "on_custom_event"]
     assert [e["name"] for e in custom] == ["cupel_selection"]
-    assert isinstance(custom[0]["data"]["report"], SelectionReport)
+    json.dumps(custom[0]["data"])  # forwarding the event (SSE, logs) needs JSON
+    assert isinstance(report_from_event(custom[0]), SelectionReport)
 
 
 def test_report_false_skips_the_report_and_the_event() -> None:
@@ -495,7 +501,7 @@ def test_batch_and_abatch_emit_one_report_event_per_input() -> None:
         recorder = Recorder()
         outputs = run({"callbacks": [recorder]})
         assert [name for name, _ in recorder.events] == ["cupel_selection"] * 3
-        reports = [data["report"] for _, data in recorder.events]
+        reports = [report_from_event(data) for _, data in recorder.events]
         # each event carries the report of one input (the batch runs concurrently)
         assert sorted(r.included_tokens for r in reports) == sorted(tokens(out) for out in outputs)
         assert sorted(r.total_candidates for r in reports) == [4, 4, 7]
@@ -533,7 +539,8 @@ def test_bad_selector_settings_fail_at_construction_with_the_field_named() -> No
         CupelMessageSelector(max_tokens="100")
     assert raised.value.field == "max_tokens"
     assert str(raised.value) == (
-        "CupelMessageSelector.max_tokens: Input should be a valid integer, got '100'"
+        "CupelMessageSelector.max_tokens: must be an integer, or ('fraction', f) with "
+        "0 < f <= 1 (a share of the chat model's input window), got '100'"
     )
     with pytest.raises(ConfigurationError) as raised:
         CupelMessageSelector()
@@ -557,4 +564,4 @@ def test_the_selector_has_langchain_names_and_types() -> None:
     assert selector.get_name() == "CupelMessageSelector"
     assert selector.OutputType == list[BaseMessage]
     assert selector.get_input_jsonschema()["title"] == "CupelMessageSelectorInput"
-    assert not CupelMessageSelector.is_lc_serializable()
+    assert CupelMessageSelector.is_lc_serializable()  # see test_lc_citizenship.py

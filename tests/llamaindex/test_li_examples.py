@@ -49,3 +49,17 @@ def test_agent_example_sends_complete_tool_groups(capsys: pytest.CaptureFixture[
         if role == "tool":
             assert lines[i - 1] == "assistant"
     assert "older units left out" in out
+
+
+def test_memory_example_chooses_blocks_and_window_under_one_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = _run("llamaindex_memory.py", capsys)
+    lines = out.splitlines()
+    assert len(lines) == 4
+    stored = [int(line.rsplit("stored ", 1)[1]) for line in lines]
+    assert stored == [2, 4, 6, 8]  # the caller's memory, current after every run
+    for line in lines:
+        tokens = int(line.split(" tokens;")[0].rsplit(" ", 1)[1])
+        assert tokens <= 90 and "'profile'" in line and "'style'" in line
+    assert any("'trivia'" not in line for line in lines)  # left out when the window needs room

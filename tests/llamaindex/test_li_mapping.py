@@ -22,8 +22,10 @@ def test_node_tokens_are_counted_on_the_llm_view_including_metadata() -> None:
 
     (item,) = nodes_to_items([node], tokenizer_fn=str.split).items
 
-    assert item.content == llm_view
+    assert item.content == "alpha beta gamma"  # deduplication compares the text alone
     assert item.tokens == len(llm_view.split()) == 5
+    (seen,) = nodes_to_items([node], tokenizer_fn=str.split, dedup_on="content").items
+    assert seen.content == llm_view and seen.tokens == 5
     assert item.kind == ContextKind.DOCUMENT and item.source == ContextSource.RAG
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -495,22 +496,25 @@ def test_string_round_trip_keeps_configuration_and_history() -> None:
         start_on_user=False,
         tokenizer_fn=str.split,
     )
-    clone = CupelChatMemory.from_string(memory.to_string())
-    assert clone.to_dict() == memory.to_dict()
+    text = memory.to_string()
+    with pytest.raises(ConfigurationError, match="custom tokenizer_fn, which is not serialized"):
+        CupelChatMemory.from_string(text)  # never silently back to the default tokenizer
+    clone = CupelChatMemory.from_string(text, tokenizer_fn=str.split)
+    assert clone.to_string() == text
     assert (clone.policy, clone.pin_last_user, clone.start_on_user) == ("tool_use", False, False)
     assert [m.model_dump() for m in clone.get_all()] == [m.model_dump() for m in history]
-    clone.tokenizer_fn = str.split
     assert [m.model_dump() for m in clone.get()] == [m.model_dump() for m in memory.get()]
 
 
 def test_from_dict_takes_overrides_for_unserialized_fields() -> None:
     memory = CupelChatMemory.from_defaults(token_limit=50)
     pipeline = Pipeline(RecencyScorer())
-    clone = CupelChatMemory.from_dict(memory.to_dict(), pipeline=pipeline, tokenizer_fn=str.split)
+    data = json.loads(memory.to_string())
+    clone = CupelChatMemory.from_dict(data, pipeline=pipeline, tokenizer_fn=str.split)
     assert clone.pipeline is pipeline and clone.tokenizer_fn is str.split
 
 
-def test_pickle_and_the_workflow_context_serializer_round_trip_the_memory(
+def test_pickle_round_trips_and_to_dict_refuses_so_a_workflow_context_keeps_the_memory(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     history = [*_turns(2), _call("c"), _result("c")]
@@ -521,13 +525,14 @@ def test_pickle_and_the_workflow_context_serializer_round_trip_the_memory(
     with caplog.at_level("WARNING"):
         clone = pickle.loads(pickle.dumps(memory))
     assert not caplog.records  # nothing "unpickleable" dropped with a warning
-    serializer = JsonSerializer()
-    restored = serializer.deserialize(serializer.serialize(memory))
-    for copy in (clone, restored):
-        assert isinstance(copy, CupelChatMemory) and copy.policy == "tool_use"
-        assert [m.model_dump() for m in copy.get_all()] == [m.model_dump() for m in history]
-        copy.tokenizer_fn = str.split
-        assert [m.model_dump() for m in copy.get()] == [m.model_dump() for m in memory.get()]
+    assert isinstance(clone, CupelChatMemory) and clone.policy == "tool_use"
+    assert clone.tokenizer_fn is str.split
+    assert [m.model_dump() for m in clone.get_all()] == [m.model_dump() for m in history]
+    assert [m.model_dump() for m in clone.get()] == [m.model_dump() for m in memory.get()]
+    with pytest.raises(ConfigurationError, match="live memory"):
+        memory.to_dict()
+    with pytest.raises(ValueError, match="Failed to serialize"):
+        JsonSerializer().serialize(memory)  # the Context skips it and keeps the live one
 
 
 # -- chat engines -------------------------------------------------------------------------

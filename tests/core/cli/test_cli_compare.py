@@ -10,6 +10,7 @@ from cli_testkit import ITEMS, assert_one_line_error, context_items, run, run_pr
 
 from cupel import ContextBudget
 from cupel.policy import Policy, policy_sensitivity
+from cupel.presets import preset
 
 ROWS = [
     {"content": "You are terse.", "tokens": 5, "kind": "SystemPrompt", "pinned": True},
@@ -81,7 +82,7 @@ def test_columns_line_up(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
         "compare",
         str(path),
         "--max-tokens",
-        "100",
+        "70",  # a budget where the three policies disagree on some items
         "--policy",
         "chat",
         "--policy",
@@ -152,9 +153,11 @@ def test_json_matches_the_library(
 def test_the_kept_copy_explains_a_duplicate(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # Under document_qa the runbook's kept copy is over budget and its twin deduplicated:
-    # the table shows the reason of the kept copy.
+    # Under document_qa with 100-token buckets the runbook's kept copy is over budget and
+    # its twin deduplicated: the table shows the reason of the kept copy.
     path = write_items(tmp_path, ITEMS)
+    coarse = preset("document_qa").replace(slicer={"type": "knapsack", "bucket_size": 100})
+    policy = policy_file(tmp_path, "document_qa.json", coarse.to_dict())
     _, out, _ = run(
         capsys,
         "compare",
@@ -164,7 +167,7 @@ def test_the_kept_copy_explains_a_duplicate(
         "--policy",
         "chat",
         "--policy",
-        "document_qa",
+        str(policy),
         "--report",
         "json",
     )

@@ -219,7 +219,7 @@ MISTAKES: list[tuple[dict[str, Any], str, str]] = [
     (
         {"scorer": "kind", "slicer": {"type": "knapsack", "bucket_size": 2.5}},
         "slicer.bucket_size",
-        "slicer.bucket_size: must be a valid integer, got 2.5",
+        "slicer.bucket_size: must be a positive integer or 'auto', got 2.5",
     ),
 ]
 

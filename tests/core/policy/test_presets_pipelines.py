@@ -25,7 +25,8 @@ from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES, preset
 
 WINDOW = RecencyWindowSlice()
-# name -> ([(scorer class, raw weight)], slicer (None: greedy, int: knapsack bucket), placer)
+# name -> ([(scorer class, raw weight)], slicer (None: greedy, int/"auto": knapsack bucket),
+# placer)
 SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
     "chat": ([(RecencyScorer, 3), (KindScorer, 1)], WINDOW, ChronologicalPlacer),
     "code_review": (
@@ -36,7 +37,7 @@ SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
     "rag": ([(ReflexiveScorer, 3), (KindScorer, 1)], None, UShapedPlacer),
     "document_qa": (
         [(KindScorer, 2), (ReflexiveScorer, 2), (PriorityScorer, 1)],
-        100,
+        "auto",
         UShapedPlacer,
     ),
     "tool_use": (
