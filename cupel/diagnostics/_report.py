@@ -19,7 +19,7 @@ from cupel.slicers._base import CountRequirementShortfall
 if TYPE_CHECKING:
     from cupel.testing import SelectionReportAssertionChain
 
-__all__ = ["ExcludedItem", "IncludedItem", "SelectionReport"]
+__all__ = ["ExcludedItem", "IncludedItem", "SelectionReport", "require_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,3 +162,13 @@ class SelectionReport:
     def from_json(cls, text: str | bytes) -> SelectionReport:
         """Parse JSON text."""
         return cls.from_dict(json.loads(text))
+
+
+def require_report(report: SelectionReport | None) -> SelectionReport:
+    """``report``, which a ``dry_run`` always sets (a runtime check that, unlike ``assert``,
+    survives ``python -O``)."""
+    if report is None:
+        from cupel._errors import InvalidOperationError
+
+        raise InvalidOperationError("dry_run returned no SelectionReport")
+    return report
