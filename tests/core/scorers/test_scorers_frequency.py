@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -143,11 +145,17 @@ def test_batch_scores_equal_the_per_item_definition(
 
 
 @pytest.mark.parametrize(
-    ("vocabulary", "expected"),
-    [(5, "subset_sum"), (22, "subset_sum"), (300, "bitsets"), (20_000, "levels")],
+    ("vocabulary", "per_item", "expected"),
+    [
+        (5, 2, "subset_sum"),  # 32 masks
+        (16, 8, "subset_sum"),  # 65,536 masks vs ~12,000 sets of 8 tags as 20,000-bit sets
+        (22, 2, "bitsets"),  # 4M masks vs a few hundred sets of 2 tags
+        (300, 2, "bitsets"),
+        (20_000, 2, "levels"),  # bitsets would need 20,000 x 20,000 bits
+    ],
 )
-def test_the_cheapest_method_is_chosen_by_vocabulary(
-    vocabulary: int, expected: str, monkeypatch: pytest.MonkeyPatch
+def test_the_cheapest_method_is_chosen(
+    vocabulary: int, per_item: int, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import cupel.scorers.frequency as frequency
 
@@ -160,11 +168,14 @@ def test_the_cheapest_method_is_chosen_by_vocabulary(
             return _f(*args)  # type: ignore[operator]
 
         monkeypatch.setattr(frequency, f"_by_{method}", record)
-    size = 20_000  # bitsets would take vocabulary x size / 8 bytes
-    items = [make(tags=(f"t{i % vocabulary}", f"t{(i * 7) % vocabulary}")) for i in range(size)]
+    rng = random.Random(vocabulary)
+    items = [
+        make(tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(per_item)))
+        for _ in range(20_000)
+    ]
     result = FrequencyScorer().score_all(items)
     assert chosen == [expected]
-    assert result[:40] == [FrequencyScorer().score(item, items) for item in items[:40]]
+    assert result[:30] == [FrequencyScorer().score(item, items) for item in items[:30]]
 
 
 def test_tags_differing_only_in_ascii_case_are_one_tag_but_unicode_case_is_not() -> None:
