@@ -10,6 +10,7 @@ derives from the builtin a caller would naturally catch::
     │   ├── ScorerConfigError                scorer construction
     │   ├── SlicerConfigError                slicer construction
     │   └── CycleError                       CompositeScorer cycle
+    ├── ScoreError (ValueError)              a scorer returned something that is not a score
     ├── TableTooLargeError (ValueError)      KnapsackSlice DP table over the cell limit
     ├── PinnedBudgetError (ValueError)       pinned items exceed max_tokens - output_reserve
     ├── OverflowBudgetError (RuntimeError)   window over target under OverflowStrategy.THROW
@@ -34,6 +35,7 @@ __all__ = [
     "ItemError",
     "OverflowBudgetError",
     "PinnedBudgetError",
+    "ScoreError",
     "ScorerConfigError",
     "SlicerConfigError",
     "TableTooLargeError",
@@ -71,6 +73,22 @@ class SlicerConfigError(ConfigurationError):
 
 class CycleError(ScorerConfigError):
     """A :class:`~cupel.CompositeScorer` appears in its own dependency graph."""
+
+
+class ScoreError(CupelError, ValueError):
+    """A scorer returned a value that is not a score: scores are real numbers (``float``,
+    ``int`` or another real type) that fit an IEEE 754 double (NaN and infinities are
+    scores; ``None``, text, complex numbers and ``10**400`` are not). ``scorer`` is the
+    offending scorer, ``item`` the item it was scoring (``None`` when unknown) and
+    ``value`` what it returned."""
+
+    def __init__(
+        self, message: str, *, scorer: Any = None, item: Any = None, value: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.scorer = scorer
+        self.item = item
+        self.value = value
 
 
 class TableTooLargeError(CupelError, ValueError):

@@ -15,12 +15,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
-from operator import attrgetter, is_, itemgetter, not_
+from operator import attrgetter, itemgetter, not_
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +31,9 @@ from cupel._errors import (
     ItemError,
     OverflowBudgetError,
     PinnedBudgetError,
+    ScoreError,
 )
+from cupel._fastpath import MAX_EXACT_TOKENS, FloatArray, IntArray, float_column
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItem
 from cupel.diagnostics._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceCollector
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
@@ -46,14 +48,13 @@ from cupel.diagnostics._reasons import (
 )
 from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
 from cupel.placers._base import Placer, fast_orderer
-from cupel.scorers._base import FloatArray, Scorer, batch_scores, float_array
+from cupel.scorers._base import Scorer, batch_scores
 from cupel.slicers._base import (
-    MAX_EXACT_TOKENS,
     Candidates,
-    IntArray,
     SliceOutcome,
     Slicer,
     fast_selector,
+    floor_times,
     slice_detailed,
 )
 
@@ -96,8 +97,8 @@ def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget
     margin = budget.estimation_safety_margin_percent
     if margin > 0:
         multiplier = 1.0 - margin / 100.0
-        eff_max = int(eff_max * multiplier)
-        eff_target = min(int(eff_target * multiplier), eff_max)
+        eff_max = floor_times(eff_max, multiplier)
+        eff_target = min(floor_times(eff_target, multiplier), eff_max)
     return ContextBudget(max_tokens=eff_max, target_tokens=eff_target)
 
 
@@ -222,6 +223,17 @@ class Pipeline:
                 field="budget",
                 value=budget,
             )
+        if not isinstance(items, (list, tuple)):
+            if isinstance(items, (str, bytes, Mapping, ContextItem)) or not isinstance(
+                items, Iterable
+            ):
+                raise ConfigurationError(
+                    f"Pipeline.run: items must be a sequence (or iterable) of ContextItem, "
+                    f"got {type(items).__name__}",
+                    field="items",
+                    value=items,
+                )
+            items = list(items)  # the stages below read the input more than once
         trace = collector if collector is not None else NULL_COLLECTOR
         if not trace.is_enabled:
             return self._run(items, budget, trace, False, on_overflow)
@@ -250,8 +262,6 @@ class Pipeline:
         routes give identical results (tests/core/perf/test_perf_pipeline.py).
         """
         clock = perf_counter if on else _no_clock
-        if not isinstance(items, (list, tuple)):
-            items = list(items)  # the stages below read the input more than once
 
         # 1. Classify ------------------------------------------------------------------
         if on:
@@ -275,10 +285,11 @@ class Pipeline:
         if on:
             trace.on_stage_start(PipelineStage.SCORE)
         start = clock()
-        scores: FloatArray | list[Any] = batch_scores(self.scorer, scoreable) if scoreable else []
+        scores: FloatArray = batch_scores(self.scorer, scoreable) if scoreable else np.zeros(0)
         if len(scores) != len(scoreable):
-            raise CupelError(
-                f"scorer {self.scorer!r} returned {len(scores)} scores for {len(scoreable)} items"
+            raise ScoreError(
+                f"scorer {self.scorer!r} returned {len(scores)} scores for {len(scoreable)} items",
+                scorer=self.scorer,
             )
         if on:
             trace.record_stage_event(
@@ -313,13 +324,17 @@ class Pipeline:
         chosen = self._fast_slice(scoreable, order, columns, sliced_budget)
         sliced_scores: FloatArray | list[Any]
         if chosen is not None and columns is not None:
+            ranks = cast(IntArray, order)
+            # Ruling 13: the selection enters the merge in the Sort stage's order.
+            selected = np.zeros(len(scoreable), dtype=np.bool_)
+            selected[chosen] = True
+            chosen = ranks[selected[ranks]]
             sliced_items = list(map(scoreable.__getitem__, chosen.tolist()))
             sliced_scores = columns.scores[chosen]
             sliced_tokens = int(columns.tokens[chosen].sum())
             if on:
-                assert isinstance(order, np.ndarray)
-                ranked_items = list(map(scoreable.__getitem__, order.tolist()))
-                ranked_scores = columns.scores[order].tolist()
+                ranked_items = list(map(scoreable.__getitem__, ranks.tolist()))
+                ranked_scores = columns.scores[ranks].tolist()
                 outcome = SliceOutcome(sliced_items)
         else:
             ranked = _ranked(scoreable, order, scores)
@@ -458,7 +473,7 @@ class Pipeline:
         budget: ContextBudget,
     ) -> IntArray | None:
         """The built-in slicer's array fast path: the selected positions into
-        ``scoreable``, in the slicer's output order, or ``None`` (no array path)."""
+        ``scoreable`` (in the slicer's output order), or ``None`` (no array path)."""
         select = fast_selector(self.slicer)
         if select is None or columns is None or not isinstance(order, np.ndarray):
             return None
@@ -477,8 +492,8 @@ class Pipeline:
         ``placer.place`` checked to return exactly its input."""
         order = fast_orderer(self.placer)
         if order is not None:
-            scores = float_array(merged_scores)
-            if scores is not None and not np.isnan(scores).any():
+            scores = float_column(merged_scores)
+            if scores is not None:
                 return list(map(merged_items.__getitem__, order(merged_items, scores, origin)))
         placed = list(self.placer.place(_scored(merged_items, _as_list(merged_scores))))
         _check_placement(merged_items, placed, self.placer)
@@ -497,12 +512,14 @@ class Pipeline:
         sliced_budget: ContextBudget,
         explained: Mapping[int, ExclusionReason],
     ) -> None:
-        """One exclusion per candidate the slicer did not select, in ranked order. Equal
-        reasons (immutable values) are built once and shared. ``explained``: reasons the
-        slicer gave itself (``exclusion_reasons``), keyed by ``id(item)``."""
+        """One exclusion per candidate the slicer did not select, in ranked order. An
+        object listed more than once (deduplication off) is counted per occurrence: the
+        first ones in ranked order are the selected ones. Equal reasons (immutable values)
+        are built once and shared. ``explained``: reasons the slicer gave itself
+        (``exclusion_reasons``), keyed by ``id(item)``."""
         if outcome.shortfalls:
             trace.on_shortfalls(outcome.shortfalls)
-        selected_ids = set(map(id, sliced_items))
+        selected_ids = Counter(map(id, sliced_items))
         capped = {id(c.item): c for c in outcome.cap_exclusions}
         target = sliced_budget.target_tokens
         available = target - sum(map(_TOKENS, sliced_items))
@@ -512,7 +529,8 @@ class Pipeline:
         stage = PipelineStage.SLICE
         for item, score in zip(ranked_items, ranked_scores, strict=True):
             key = id(item)
-            if key in selected_ids:
+            if selected_ids[key] > 0:
+                selected_ids[key] -= 1
                 continue
             tokens = item.tokens
             cap = capped.get(key) if capped else None
@@ -645,12 +663,12 @@ class _Columns(NamedTuple):
     tokens: npt.NDArray[np.int64]
 
 
-def _columns(scores: FloatArray | list[Any], tokens: list[int]) -> _Columns | None:
-    """The scores and tokens as arrays, when the array route applies: every score a
-    NaN-free float and the token total below :data:`MAX_EXACT_TOKENS` (so int64 sums and
-    float64 densities are exact)."""
-    array = float_array(scores)
-    if array is None or np.isnan(array).any() or sum(tokens) >= MAX_EXACT_TOKENS:
+def _columns(scores: FloatArray, tokens: list[int]) -> _Columns | None:
+    """The scores and tokens as arrays, when the array route applies (the rules of
+    :mod:`cupel._fastpath`): no NaN score and a token total below
+    :data:`~cupel._fastpath.MAX_EXACT_TOKENS`."""
+    array = float_column(scores)
+    if array is None or sum(tokens) >= MAX_EXACT_TOKENS:
         return None
     return _Columns(array, np.array(tokens, dtype=np.int64))
 
@@ -687,21 +705,31 @@ def _ranked(
 def _reassociate(
     ranked: list[ScoredItem], selected: Sequence[ContextItem], slicer: object
 ) -> list[ScoredItem]:
-    """Pair the slicer's items with their scores by identity, checking it returned a subset."""
-    score_of = dict(zip(map(id, map(_ITEM, ranked)), map(_SCORE, ranked), strict=True))
-    scores = list(map(score_of.get, map(id, selected)))
-    if any(map(is_, scores, repeat(None))):
-        stranger = next(item for item, score in zip(selected, scores, strict=True) if score is None)
+    """The slicer's selection with its scores, in ranked order (ruling 13: the selection
+    enters the merge in the Sort stage's order, whatever order the slicer returned it
+    in). Items are matched by identity; the slicer must return a subset of its candidates
+    (an object listed n times may be selected at most n times, its first occurrences in
+    ranked order being the selected ones)."""
+    ids = list(map(id, map(_ITEM, ranked)))
+    present = dict.fromkeys(ids)
+    wanted = list(map(id, selected))
+    if not all(map(present.__contains__, wanted)):
+        stranger = next(item for item in selected if id(item) not in present)
         raise CupelError(
             f"slicer {slicer!r} returned an item that was not among its candidates: "
             f"{stranger.content[:60]!r}"
         )
-    if len(set(map(id, selected))) != len(selected):
-        available = Counter(id(entry.item) for entry in ranked)
-        for key, count in Counter(id(item) for item in selected).items():
-            if count > available[key]:
-                raise CupelError(f"slicer {slicer!r} returned the same item more than once")
-    return _scored(list(selected), scores)
+    remaining = Counter(wanted)
+    if len(remaining) != len(wanted):
+        available = Counter(ids)
+        if any(count > available[key] for key, count in remaining.items()):
+            raise CupelError(f"slicer {slicer!r} returned the same item more than once")
+    kept: list[ScoredItem] = []
+    for key, entry in zip(ids, ranked, strict=True):
+        if remaining[key] > 0:
+            remaining[key] -= 1
+            kept.append(entry)
+    return kept
 
 
 def _check_placement(merged: list[ContextItem], placed: list[ContextItem], placer: object) -> None:

@@ -30,7 +30,7 @@ from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
 from cupel.diagnostics._reasons import InclusionReason
-from cupel.diagnostics._report import IncludedItem, SelectionReport
+from cupel.diagnostics._report import IncludedItem, SelectionReport, require_report
 from cupel.slicers import QuotaSlice
 
 if TYPE_CHECKING:
@@ -291,8 +291,7 @@ def _slicer_chain(slicer: object) -> list[object]:
 
 
 def _included(report: SelectionReport | None, target: ContextItem) -> bool:
-    assert report is not None  # dry_run always builds a report
-    return any(entry.item is target for entry in report.included)
+    return any(entry.item is target for entry in require_report(report).included)
 
 
 def get_marginal_items(
@@ -346,9 +345,8 @@ def get_marginal_items(
         reserved_slots=dict(budget.reserved_slots),
         estimation_safety_margin_percent=budget.estimation_safety_margin_percent,
     )
-    primary = runner.dry_run(items, budget).report
-    margin = runner.dry_run(items, reduced).report
-    assert primary is not None and margin is not None
+    primary = require_report(runner.dry_run(items, budget).report)
+    margin = require_report(runner.dry_run(items, reduced).report)
     kept = {id(entry.item) for entry in margin.included}
     return [entry.item for entry in primary.included if id(entry.item) not in kept]
 

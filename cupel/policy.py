@@ -37,7 +37,7 @@ import re
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timezone
 from enum import Enum
 from pathlib import Path
 from typing import (
@@ -71,7 +71,7 @@ from cupel._model import (
     ascii_fold,
 )
 from cupel.diagnostics._events import TraceDetailLevel
-from cupel.diagnostics._report import SelectionReport
+from cupel.diagnostics._report import SelectionReport, require_report
 from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
 from cupel.scorers import (
     CompositeScorer,
@@ -93,6 +93,7 @@ from cupel.scorers import (
     TagScorer,
     WindowDecay,
 )
+from cupel.scorers.decay import MAX_DURATION_SECONDS, duration_from_seconds
 from cupel.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
@@ -112,6 +113,7 @@ if TYPE_CHECKING:
     from cupel._pipeline import ContextResult, Pipeline
 
 __all__ = [
+    "MAX_POLICY_DEPTH",
     "CompositeEntrySpec",
     "CompositeSpec",
     "CountConstrainedKnapsackSpec",
@@ -263,6 +265,9 @@ def _registered_text() -> str:
 # Field types
 # ---------------------------------------------------------------------------------------
 PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+Seconds = Annotated[float, Strict(), Field(gt=0, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
+"""A duration in seconds: > 0 and at most ``datetime.timedelta.max`` (about 2.7 million
+years), so it always converts to a ``timedelta``."""
 NonNegativeFloat = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
 UnitFloat = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
 Percent = Annotated[float, Strict(), Field(ge=0, le=100, allow_inf_nan=False)]
@@ -312,12 +317,45 @@ def _normalize_name(name: str) -> str:
     return ascii_fold(name.strip()).replace("-", "_").replace(" ", "_")
 
 
+MAX_POLICY_DEPTH = 100
+"""How deeply tables and arrays may nest in a policy (the policy itself is level 1).
+Deeper data is refused with a :class:`PolicyError` naming the path, before it can
+exhaust Python's stack."""
+
+
+def _check_depth(data: Any, limit: int = MAX_POLICY_DEPTH) -> None:
+    """Raise a :class:`PolicyError` at the first table or array nested deeper than
+    ``limit`` in ``data`` (mappings, lists and tuples; already built specs are not
+    entered). Iterative, so it cannot exhaust the stack itself."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children: Iterator[tuple[str, Any]] = (
+                (_join(path, str(key)), inner) for key, inner in value.items()
+            )
+        elif isinstance(value, (list, tuple)):
+            children = ((f"{path}[{i}]", inner) for i, inner in enumerate(value))
+        else:
+            continue
+        if depth > limit:
+            shown = path if len(path) <= 200 else f"{path[:90]}...{path[-90:]}"
+            raise _fail(
+                shown,
+                f"nested deeper than {limit} tables/arrays (the limit for policies, "
+                f"cupel.policy.MAX_POLICY_DEPTH)",
+                None,
+            )
+        stack.extend((inner, where, depth + 1) for where, inner in children)
+
+
 class _Spec(BaseModel):
     """Base of the policy's component specs: frozen, no unknown keys."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def __init__(self, **data: Any) -> None:
+        _check_depth(data)
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -428,18 +466,21 @@ class ExponentialCurveSpec(_Spec):
     """:class:`~cupel.ExponentialDecay` with a half-life in seconds."""
 
     type: Literal["exponential"] = "exponential"
-    half_life_secs: PositiveFloat
+    half_life_secs: Seconds
 
     def _curve(self, path: str) -> DecayCurve:
         return self._guard(  # type: ignore[no-any-return]
-            path, lambda: ExponentialDecay(timedelta(seconds=self.half_life_secs))
+            path,
+            lambda: ExponentialDecay(
+                duration_from_seconds("ExponentialDecay", "half_life_secs", self.half_life_secs)
+            ),
         )
 
 
 class StepWindowSpec(_Spec):
     """One step of a :class:`StepCurveSpec`: ``score`` while the age is < ``max_age_secs``."""
 
-    max_age_secs: PositiveFloat
+    max_age_secs: Seconds
     score: UnitFloat
 
 
@@ -459,19 +500,29 @@ class StepCurveSpec(_Spec):
                     f"({self.windows[index - 1].max_age_secs}) (windows ascend), got {value!r}",
                     value,
                 )
-        pairs = [(timedelta(seconds=w.max_age_secs), w.score) for w in self.windows]
-        return self._guard(path, lambda: StepDecay(pairs))  # type: ignore[no-any-return]
+        return self._guard(  # type: ignore[no-any-return]
+            path,
+            lambda: StepDecay(
+                [
+                    (duration_from_seconds("StepDecay", "max_age_secs", w.max_age_secs), w.score)
+                    for w in self.windows
+                ]
+            ),
+        )
 
 
 class WindowCurveSpec(_Spec):
     """:class:`~cupel.WindowDecay`: 1.0 while the age is < ``max_age_secs``, then 0.0."""
 
     type: Literal["window"] = "window"
-    max_age_secs: PositiveFloat
+    max_age_secs: Seconds
 
     def _curve(self, path: str) -> DecayCurve:
         return self._guard(  # type: ignore[no-any-return]
-            path, lambda: WindowDecay(timedelta(seconds=self.max_age_secs))
+            path,
+            lambda: WindowDecay(
+                duration_from_seconds("WindowDecay", "max_age_secs", self.max_age_secs)
+            ),
         )
 
 
@@ -920,6 +971,8 @@ class Policy(_Spec):
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise _fail("", f"invalid JSON: {exc}", text) from None
+        except RecursionError:
+            raise _fail("", _TOO_DEEP_TO_PARSE, None) from None
         return cls.from_dict(data)
 
     @classmethod
@@ -931,6 +984,8 @@ class Policy(_Spec):
             data = tomli.loads(text)
         except tomli.TOMLDecodeError as exc:
             raise _fail("", f"invalid TOML: {exc}", text) from None
+        except RecursionError:
+            raise _fail("", _TOO_DEEP_TO_PARSE, None) from None
         return cls.from_dict(data)
 
     @classmethod
@@ -940,6 +995,11 @@ class Policy(_Spec):
         suffix = _suffix(source)
         text = source.read_text(encoding="utf-8")
         return cls.from_json(text) if suffix == ".json" else cls.from_toml(text)
+
+
+_TOO_DEEP_TO_PARSE = (
+    f"nested too deeply to parse (policies may nest at most {MAX_POLICY_DEPTH} tables/arrays)"
+)
 
 
 def _suffix(path: Path) -> str:
@@ -1364,8 +1424,7 @@ def policy_sensitivity(
     reports: list[tuple[str, SelectionReport]] = []
     included: list[set[str]] = []
     for label, pipeline in pipelines:
-        report = pipeline.dry_run(items, budget).report
-        assert report is not None  # dry_run always builds one
+        report = require_report(pipeline.dry_run(items, budget).report)
         reports.append((label, report))
         included.append({entry.item.content for entry in report.included})
 

@@ -32,6 +32,7 @@ from cupel.scorers import (
     TagScorer,
     WindowDecay,
 )
+from cupel.scorers.decay import duration_from_seconds
 from cupel.slicers import (
     CountConstrainedKnapsackSlice,
     CountQuotaEntry,
@@ -132,8 +133,10 @@ def _utc(value: Any) -> Any:
     return value
 
 
-def _seconds(value: Any, where: str) -> timedelta:
-    return timedelta(seconds=_number(value, where))
+def _seconds(value: Any, where: str, owner: str, field: str) -> timedelta:
+    """A curve duration: checked by cupel's own rule (finite, > 0, within ``timedelta``),
+    so an out-of-range value is a construction error like any other."""
+    return duration_from_seconds(owner, field, _number(value, where))
 
 
 # -- items and budgets ----------------------------------------------------------------------
@@ -177,11 +180,21 @@ def _curve(table: Table, where: str) -> ExponentialDecay | WindowDecay | StepDec
     kind = _name(_require(table, "type", where), f"{where}.type")
     if kind == "exponential":
         return ExponentialDecay(
-            _seconds(_require(table, "half_life_secs", where), f"{where}.half_life_secs")
+            _seconds(
+                _require(table, "half_life_secs", where),
+                f"{where}.half_life_secs",
+                "ExponentialDecay",
+                "half_life",
+            )
         )
     if kind == "window":
         return WindowDecay(
-            _seconds(_require(table, "max_age_secs", where), f"{where}.max_age_secs")
+            _seconds(
+                _require(table, "max_age_secs", where),
+                f"{where}.max_age_secs",
+                "WindowDecay",
+                "max_age",
+            )
         )
     if kind == "step":
         windows = []
@@ -189,7 +202,12 @@ def _curve(table: Table, where: str) -> ExponentialDecay | WindowDecay | StepDec
             here = f"{where}.windows[{i}]"
             windows.append(
                 (
-                    _seconds(_require(w, "max_age_secs", here), f"{here}.max_age_secs"),
+                    _seconds(
+                        _require(w, "max_age_secs", here),
+                        f"{here}.max_age_secs",
+                        "StepDecay",
+                        f"windows[{i}] max_age",
+                    ),
                     _number(_require(w, "score", here), f"{here}.score"),
                 )
             )

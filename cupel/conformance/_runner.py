@@ -26,6 +26,7 @@ from cupel.conformance._builders import (
     build_slicer,
     scorer_entries,
 )
+from cupel.conformance._keys import MAX_VECTOR_DEPTH, PAYLOAD_KEYS, check_depth, check_keys
 from cupel.diagnostics import OverflowEvent, SelectionReport
 from cupel.slicers import slice_detailed
 
@@ -41,27 +42,9 @@ __all__ = [
 
 DEFAULT_EPSILON = 1e-9
 
-# Payload keys of every exclusion-reason variant; a vector entry naming one of them
-# asserts it, anything else in an entry is ignored.
-_PAYLOAD_KEYS = frozenset(
-    {
-        "item_tokens",
-        "available_tokens",
-        "deduplicated_against",
-        "tokens",
-        "displaced_by",
-        "kind",
-        "cap",
-        "count",
-        "actual",
-        "score",
-        "threshold",
-        "displaced_by_kind",
-        "filter_name",
-        "cut_tokens",
-        "problem",
-    }
-)
+# A vector entry naming one of the payload keys asserts it; anything else is checked by
+# cupel.conformance._keys (near misses fail, other unknown keys warn).
+_PAYLOAD_KEYS = PAYLOAD_KEYS
 _KIND_KEYS = frozenset({"kind", "displaced_by_kind"})
 
 _Entry = tuple[str, float, str, dict[str, Any]]
@@ -70,12 +53,14 @@ _Entry = tuple[str, float, str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class VectorResult:
-    """The outcome of one vector file: no ``messages`` means it passed."""
+    """The outcome of one vector file: no ``messages`` means it passed. ``warnings``
+    (unknown keys that were ignored) do not fail it."""
 
     path: str
     name: str | None
     stage: str | None
     messages: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -90,6 +75,7 @@ class VectorResult:
             "stage": self.stage,
             "status": "passed" if self.passed else "failed",
             "messages": list(self.messages),
+            "warnings": list(self.warnings),
         }
 
 
@@ -121,6 +107,10 @@ class ConformanceResult:
     def failure_lines(self) -> list[str]:
         """One ``FAIL <path>: <difference>`` line per failed assertion."""
         return [f"FAIL {v.path}: {m}" for v in self.vectors for m in v.messages]
+
+    def warning_lines(self) -> list[str]:
+        """One ``WARN <path>: <what was ignored>`` line per warning."""
+        return [f"WARN {v.path}: {w}" for v in self.vectors for w in v.warnings]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: every vector plus the totals."""
@@ -162,30 +152,50 @@ def run_paths(paths: Iterable[str | Path]) -> ConformanceResult:
 
 
 def run_vector(path: str | Path, *, display: str | None = None) -> VectorResult:
-    """Parse and run one vector file."""
+    """Parse and run one vector file. A file that cannot be read or parsed (not UTF-8,
+    invalid or too deeply nested TOML) fails, named; it never stops the run."""
     shown = display if display is not None else str(path)
     try:
         with open(path, "rb") as fh:
             data = tomli.load(fh)
     except tomli.TOMLDecodeError as exc:
         return VectorResult(shown, None, None, (f"invalid TOML: {exc}",))
+    except UnicodeDecodeError as exc:
+        return VectorResult(shown, None, None, (f"not valid UTF-8 text (TOML is UTF-8): {exc}",))
+    except RecursionError:
+        return VectorResult(
+            shown,
+            None,
+            None,
+            (f"nested too deeply to parse (vectors may nest at most {MAX_VECTOR_DEPTH} levels)",),
+        )
     except OSError as exc:
         return VectorResult(shown, None, None, (f"cannot read vector: {exc}",))
     test = data.get("test")
     name = test.get("name") if isinstance(test, Mapping) else None
     stage = test.get("stage") if isinstance(test, Mapping) else None
+    keys = [] if check_depth(data) is not None else check_keys(data)
+    failures = [f"vector error: {k.message()}" for k in keys if k.fatal]
     return VectorResult(
         shown,
         name if isinstance(name, str) else None,
         stage if isinstance(stage, str) else None,
-        tuple(check_vector(data)),
+        tuple(failures + check_vector(data)),
+        tuple(k.message() for k in keys if not k.fatal),
     )
 
 
 # -- the vector itself ---------------------------------------------------------------------
 def check_vector(data: Mapping[str, Any]) -> list[str]:
-    """Run a parsed vector; return its failure messages (empty when it passes)."""
+    """Run a parsed vector; return its failure messages (empty when it passes).
+    Unknown keys are not judged here (see :func:`run_vector`)."""
     try:
+        too_deep = check_depth(data)
+        if too_deep is not None:
+            raise VectorError(
+                f"{too_deep}: nested deeper than {MAX_VECTOR_DEPTH} tables/arrays "
+                f"(the limit for vectors)"
+            )
         test = data.get("test")
         if not isinstance(test, Mapping):
             raise VectorError("vector has no [test] table")

@@ -19,7 +19,7 @@ from cupel.slicers._base import BucketRounding, CountRequirementShortfall
 if TYPE_CHECKING:
     from cupel.testing import SelectionReportAssertionChain
 
-__all__ = ["ExcludedItem", "IncludedItem", "SelectionReport"]
+__all__ = ["ExcludedItem", "IncludedItem", "SelectionReport", "require_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,3 +223,13 @@ class SelectionReport:
 
 def _minus_score(entry: ExcludedItem) -> float:
     return -entry.score
+
+
+def require_report(report: SelectionReport | None) -> SelectionReport:
+    """``report``, which a ``dry_run`` always sets (a runtime check that, unlike ``assert``,
+    survives ``python -O``)."""
+    if report is None:
+        from cupel._errors import InvalidOperationError
+
+        raise InvalidOperationError("dry_run returned no SelectionReport")
+    return report

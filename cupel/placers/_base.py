@@ -7,15 +7,11 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
+from cupel._fastpath import FloatArray, IntArray, fast_method, float_column
 from cupel._model import ContextItem, ScoredItem
 
-__all__ = ["BasePlacer", "Placer", "fast_orderer"]
+__all__ = ["BasePlacer", "FloatArray", "IntArray", "Placer", "fast_orderer"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.intp]
 Orderer = Callable[[Sequence[ContextItem], FloatArray, "IntArray | None"], list[int]]
 
 _ITEM = itemgetter(0)
@@ -45,22 +41,15 @@ class BasePlacer(ABC):
 def split_scored(items: Sequence[ScoredItem]) -> tuple[list[ContextItem], FloatArray | None]:
     """The items of ``items``, and their scores as a float64 array when every score is a
     ``float`` and none is NaN (else ``None``: use the per-item definition)."""
-    scores = list(map(_SCORE, items))
-    contents = list(map(_ITEM, items))
-    if not set(map(type, scores)) <= {float}:
-        return contents, None
-    array = np.array(scores, dtype=np.float64)
-    return contents, None if np.isnan(array).any() else array
+    return list(map(_ITEM, items)), float_column(list(map(_SCORE, items)))
 
 
 def fast_orderer(placer: object) -> Orderer | None:
-    """The array fast path of a built-in placer (exact type only, so a subclass overriding
-    ``place`` keeps its behaviour), or ``None``.
+    """The array fast path of a built-in placer (a subclass overriding ``place`` keeps its
+    behaviour: the rule of :func:`cupel._fastpath.fast_method`), or ``None``.
 
     The orderer takes the merged items, their NaN-free float64 scores and optionally their
     *origin*: each item's position in the pipeline's input (a hint, which may make the
     ordering faster, never different). It returns the placed order as positions."""
-    if "_order" not in type(placer).__dict__:
-        return None
-    order: Orderer = getattr(placer, "_order")  # noqa: B009
+    order: Orderer | None = fast_method(placer, "_order", ("place",))
     return order

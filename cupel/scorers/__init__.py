@@ -26,9 +26,14 @@ ScaledScorer         composite  its inner scorer's              [0, 1]
 - CompositeScorer: normalized weighted average; ScaledScorer: min-max (0.5 when flat).
 
 *Absolute* scorers look only at the item; *relative* ones compare it with every item of
-the pass; *composite* ones combine other scorers. Every built-in has a ``score_all(items)``
-batch method that scores a whole pass at once (no per-item re-scan of the pass) and
-returns exactly what per-item ``score(item, items)`` calls would.
+the pass; *composite* ones combine other scorers (nesting up to :data:`MAX_SCORER_DEPTH`
+levels; a child shared by several composites is scored once per pass). Every built-in has
+a ``score_all(items)`` batch method that scores a whole pass at once (no per-item re-scan
+of the pass) and returns exactly what per-item ``score(item, items)`` calls would; a
+subclass of a built-in is scored through the methods it overrides.
+
+Scores are real numbers that fit a double; a custom scorer returning anything else
+(``None``, text, a complex number, ``10**400``) raises :class:`~cupel.ScoreError`.
 
 >>> from cupel import ContextItem
 >>> scorer = CompositeScorer([(KindScorer(), 1.0), (ScaledScorer(PriorityScorer()), 1.0)])
@@ -39,6 +44,7 @@ returns exactly what per-item ``score(item, items)`` calls would.
 """
 
 from cupel.scorers._base import BaseScorer, Scorer, score_all
+from cupel.scorers._validation import MAX_SCORER_DEPTH
 from cupel.scorers.composite import CompositeScorer
 from cupel.scorers.decay import (
     DecayCurve,
@@ -59,6 +65,7 @@ from cupel.scorers.scaled import ScaledScorer
 from cupel.scorers.tag import TagScorer
 
 __all__ = [
+    "MAX_SCORER_DEPTH",
     "BaseScorer",
     "CompositeScorer",
     "DecayCurve",

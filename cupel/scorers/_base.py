@@ -2,24 +2,37 @@
 
 A scorer maps an item (and its peers) to a float: ``score(item, all_items)``. That is all
 a custom scorer has to implement. The pipeline scores a whole pass at once through
-:func:`score_all`, which uses a scorer's ``score_all(items)`` batch method when it has
+:func:`batch_scores`, which uses a scorer's ``score_all(items)`` batch method when it has
 one; every built-in scorer has one, so a pass costs O(N log N) or less instead of the
 O(N^2) of calling ``score`` per item. Both paths return identical values.
 
 Internally, the built-ins that matter for speed are :class:`ArrayScorer`\\ s: their batch
 is a float64 numpy array (``_scores``), which the pipeline consumes without building a
-Python list; ``score_all`` is that array as a list.
+Python list; ``score_all`` is that array as a list. A user's subclass of a built-in that
+overrides ``score`` (or ``score_all``) is scored through its override, never through the
+built-in batch (the rule of :mod:`cupel._fastpath`, shared with the slicers and placers).
+
+Every value a scorer returns is checked once, where the batch is taken: scores are real
+numbers that fit an IEEE 754 double (NaN and infinities included); anything else raises
+:class:`~cupel.ScoreError` naming the scorer and the item. Within one pass, each distinct
+scorer object is scored once, however many composites share it.
 """
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
+from cupel._errors import ScoreError
+from cupel._fastpath import FloatArray, fast_method
 from cupel._model import ContextItem
 
 __all__ = [
@@ -27,12 +40,10 @@ __all__ = [
     "BaseScorer",
     "FloatArray",
     "Scorer",
+    "as_score",
     "batch_scores",
-    "float_array",
     "score_all",
 ]
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @runtime_checkable
@@ -67,17 +78,25 @@ class BaseScorer(ABC):
 class ArrayScorer(BaseScorer):
     """A built-in whose batch is computed as a float64 array by :meth:`_scores`.
 
-    ``score_all`` returns that array as a list. ``_scores`` may return ``None`` when the
-    exact result cannot be held in a float64 array (a decorator over a custom scorer
-    returning non-``float`` values); ``_score_list`` then computes the list in Python.
+    ``score_all`` returns that array as a list. ``_scores`` may return ``None`` when it
+    cannot decide on arrays; ``_score_list`` then computes the list in Python. A
+    subclass that overrides ``score`` is scored through its ``score`` instead.
     """
 
     def score_all(self, items: Sequence[ContextItem]) -> list[float]:
-        scores = self._scores(items)
-        if scores is None:
-            return self._score_list(items)
-        result: list[float] = scores.tolist()
+        if fast_method(self, "_scores", ("score",)) is None:  # a subclass's score() rules
+            return BaseScorer.score_all(self, items)
+        with _pass(items):
+            result: list[float] = self._batch(items).tolist()
         return result
+
+    def _batch(self, items: Sequence[ContextItem]) -> FloatArray:
+        """The built-in batch, validated: ``_scores``, or ``_score_list`` when that
+        cannot decide on arrays."""
+        scores = self._scores(items)
+        if scores is not None:
+            return scores
+        return _as_scores(self._score_list(items), self, items)
 
     @abstractmethod
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray | None:
@@ -88,33 +107,112 @@ class ArrayScorer(BaseScorer):
         return BaseScorer.score_all(self, items)
 
 
-def score_all(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:
-    """Score a whole pass with ``scorer``: its batch method if it has one, else per item."""
-    batch = getattr(scorer, "score_all", None)
-    if batch is not None:
-        return list(batch(items))
-    return [scorer.score(item, items) for item in items]
+def as_score(value: Any, scorer: object, item: ContextItem | None) -> float:
+    """``value`` as a score (a Python ``float``), or :class:`~cupel.ScoreError`.
 
+    Real numbers (``float``, ``int``, NumPy scalars, ``Fraction``, ``Decimal``) that fit a
+    double are scores; ``bool``, ``None``, text, complex numbers and integers beyond the
+    double range (``10**400``) are not.
 
-def batch_scores(scorer: Scorer, items: Sequence[ContextItem]) -> FloatArray | list[Any]:
-    """Score a whole pass: the float64 array of an :class:`ArrayScorer` (unless a subclass
-    overrides ``score_all``), else the list :func:`score_all` returns."""
-    if getattr(type(scorer), "score_all", None) is ArrayScorer.score_all:
-        array_scorer: ArrayScorer = scorer  # type: ignore[assignment]
-        scores = array_scorer._scores(items)
-        return array_scorer._score_list(items) if scores is None else scores
-    return score_all(scorer, items)
-
-
-def float_array(values: FloatArray | Sequence[Any]) -> FloatArray | None:
-    """``values`` as a float64 array when every value is exactly a Python ``float`` (so the
-    array holds them exactly), else ``None``. Arrays are returned as they are.
-
-    >>> float_array([0.5, 1.0]), float_array([1, 0.5])
-    (array([0.5, 1. ]), None)
+    >>> as_score(1, None, None), as_score(float("inf"), None, None)
+    (1.0, inf)
     """
+    if type(value) is float:
+        return value
+    if isinstance(value, (numbers.Real, Decimal)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except (OverflowError, ValueError, TypeError):
+            pass
+    where = "" if item is None else f" for item {item.content[:60]!r}"
+    raise ScoreError(
+        f"scorer {_describe(scorer)} returned {type(value).__name__} {_SHORT.repr(value)}"
+        f"{where}: a score must be a real number that fits a float (an IEEE 754 double)",
+        scorer=scorer,
+        item=item,
+        value=value,
+    )
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxother = _SHORT.maxstring = 80
+_SHORT.maxlong = 40
+
+
+def _describe(scorer: object) -> str:
+    try:
+        return _SHORT.repr(scorer)
+    except Exception:  # a broken __repr__ must not hide the real error
+        return f"{type(scorer).__name__}@{id(scorer):#x}"
+
+
+def _as_scores(values: Any, scorer: object, items: Sequence[ContextItem]) -> FloatArray:
+    """A scorer's batch as a validated float64 array (see :func:`as_score`)."""
     if isinstance(values, np.ndarray):
-        return values
+        values = values.tolist()  # NumPy scalars become Python numbers, checked below
+    elif not isinstance(values, list):
+        values = list(values)
     if not set(map(type, values)) <= {float}:
-        return None
+        values = [
+            as_score(value, scorer, items[i] if i < len(items) else None)
+            for i, value in enumerate(values)
+        ]
     return np.array(values, dtype=np.float64)
+
+
+# One pass (the items object being scored) and each scorer's batch within it, so that a
+# scorer shared by several composites is scored once per pass.
+_PASS: ContextVar[tuple[Sequence[ContextItem], dict[int, tuple[object, FloatArray]]] | None] = (
+    ContextVar("cupel_scoring_pass", default=None)
+)
+
+
+@contextmanager
+def _pass(items: Sequence[ContextItem]) -> Iterator[dict[int, tuple[object, FloatArray]]]:
+    current = _PASS.get()
+    if current is not None and current[0] is items:
+        yield current[1]
+        return
+    memo: dict[int, tuple[object, FloatArray]] = {}
+    token = _PASS.set((items, memo))
+    try:
+        yield memo
+    finally:
+        _PASS.reset(token)
+
+
+def batch_scores(scorer: Scorer, items: Sequence[ContextItem]) -> FloatArray:
+    """Score a whole pass: the scorer's batch as a validated float64 array.
+
+    A built-in :class:`ArrayScorer` computes it on arrays; any other scorer through its
+    ``score_all(items)`` if it has one, else ``score(item, items)`` per item. Within one
+    pass (the same ``items`` object), each distinct scorer object is scored once: a child
+    shared by several composites costs one batch, not one per use. The returned array
+    is read-only.
+    """
+    with _pass(items) as memo:
+        hit = memo.get(id(scorer))
+        if hit is not None and hit[0] is scorer:
+            return hit[1]
+        result = _batch(scorer, items)
+        result.flags.writeable = False
+        memo[id(scorer)] = (scorer, result)
+        return result
+
+
+def _batch(scorer: Scorer, items: Sequence[ContextItem]) -> FloatArray:
+    if isinstance(scorer, ArrayScorer) and fast_method(scorer, "_scores", ("score", "score_all")):
+        return scorer._batch(items)
+    method = getattr(scorer, "score_all", None)
+    if callable(method):
+        raw: Any = method(items)
+    else:
+        raw = [scorer.score(item, items) for item in items]
+    return _as_scores(raw, scorer, items)
+
+
+def score_all(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:
+    """Score a whole pass with ``scorer`` (its batch method if it has one, else per item),
+    as a list of Python floats; see :func:`batch_scores`."""
+    result: list[float] = batch_scores(scorer, items).tolist()
+    return result

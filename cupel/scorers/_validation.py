@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence, Sized
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
-from cupel._errors import ScorerConfigError
+from cupel._errors import CycleError, ScorerConfigError
 from cupel._model import ContextItem
 
 __all__ = [
+    "MAX_SCORER_DEPTH",
     "check_batch",
+    "check_nesting",
     "fail",
     "finite_in_unit_interval",
     "is_real",
@@ -74,3 +76,74 @@ def check_batch(owner: str, scorer: object, batch: Sized, items: Sequence[Contex
             field="score_all",
             value=scorer,
         )
+
+
+MAX_SCORER_DEPTH = 64
+"""How deeply scorers may nest (a leaf scorer is 1 level, a composite or scaled scorer one
+more than its deepest child). Deeper graphs are refused at construction: scoring them
+would exhaust Python's stack."""
+
+_DONE = object()
+
+
+def _children(node: object) -> tuple[object, ...]:
+    """What ``node`` delegates to, via its ``children()`` method if it has one."""
+    method = getattr(node, "children", None)
+    return tuple(method()) if callable(method) else ()
+
+
+def _describe(node: object) -> str:
+    # Not repr(): the repr of a scorer on a cycle may itself recurse.
+    return f"{type(node).__name__}@{id(node):#x}"
+
+
+def check_nesting(owner: str, root: object) -> int:
+    """Check the scorer graph under ``root`` (being built by ``owner``); return its depth.
+
+    A depth-first search by identity: a back edge (a scorer reachable from itself, ``root``
+    included) raises :class:`~cupel.CycleError`; a graph deeper than
+    :data:`MAX_SCORER_DEPTH` raises :class:`~cupel.ScorerConfigError`. Shared children
+    are visited once. Iterative, so deep nesting cannot exhaust the stack.
+    """
+    depth_of: dict[int, int] = {}
+    path: list[object] = [root]
+    on_path: set[int] = {id(root)}
+    stack: list[Iterator[object]] = [iter(_children(root))]
+    deepest_child: list[int] = [0]
+    while stack:
+        child = next(stack[-1], _DONE)
+        if child is _DONE:
+            stack.pop()
+            node = path.pop()
+            on_path.discard(id(node))
+            depth = deepest_child.pop() + 1
+            depth_of[id(node)] = depth
+            if deepest_child:
+                deepest_child[-1] = max(deepest_child[-1], depth)
+            continue
+        if id(child) in on_path:
+            start = next(i for i, node in enumerate(path) if node is child)
+            trail = " -> ".join(_describe(node) for node in [*path[start:], child])
+            raise CycleError(
+                f"{owner}: cycle detected: scorer {_describe(child)} appears in its "
+                f"own dependency graph ({trail})",
+                field="entries" if owner == "CompositeScorer" else "inner",
+                value=child,
+            )
+        known = depth_of.get(id(child))
+        if known is not None:
+            deepest_child[-1] = max(deepest_child[-1], known)
+            continue
+        path.append(child)
+        on_path.add(id(child))
+        stack.append(iter(_children(child)))
+        deepest_child.append(0)
+    depth = depth_of[id(root)]
+    if depth > MAX_SCORER_DEPTH:
+        raise ScorerConfigError(
+            f"{owner}: scorers nest {depth} levels deep, more than the limit of "
+            f"{MAX_SCORER_DEPTH} (cupel.scorers.MAX_SCORER_DEPTH)",
+            field="entries" if owner == "CompositeScorer" else "inner",
+            value=depth,
+        )
+    return depth

@@ -9,16 +9,19 @@ Curves map a non-negative age to a score in [0, 1]: :class:`ExponentialDecay` (h
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
-from cupel.scorers._base import BaseScorer
-from cupel.scorers._validation import fail, finite_in_unit_interval
+from cupel.scorers._base import ArrayScorer, FloatArray, as_score
+from cupel.scorers._validation import fail, finite_in_unit_interval, number
 
 __all__ = [
     "DecayCurve",
@@ -29,6 +32,7 @@ __all__ = [
     "SystemTimeProvider",
     "TimeProvider",
     "WindowDecay",
+    "duration_from_seconds",
 ]
 
 _ZERO = timedelta(0)
@@ -94,6 +98,40 @@ class FixedTimeProvider:
 
     def __repr__(self) -> str:
         return f"FixedTimeProvider({self._instant!r})"
+
+
+MAX_DURATION_SECONDS = timedelta.max.total_seconds()
+"""The longest duration a curve can hold, in seconds (``datetime.timedelta.max``, about
+2.7 million years)."""
+
+
+def duration_from_seconds(owner: str, field: str, seconds: Any) -> timedelta:
+    """``seconds`` as a ``timedelta`` for a curve parameter: a finite number > 0 and at
+    most :data:`MAX_DURATION_SECONDS`, else :class:`~cupel.ScorerConfigError` (where
+    ``timedelta(seconds=...)`` itself would raise a bare ``OverflowError``).
+
+    >>> duration_from_seconds("ExponentialDecay", "half_life", 90)
+    datetime.timedelta(seconds=90)
+    >>> duration_from_seconds("ExponentialDecay", "half_life", 1e300)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cupel._errors.ScorerConfigError: ExponentialDecay: half_life must be a finite number \
+of seconds > 0 and <= 86400000000000.0 (datetime.timedelta.max), got 1e+300
+    """
+    value = number(owner, field, seconds)
+    if not (math.isfinite(value) and 0.0 < value <= MAX_DURATION_SECONDS):
+        rule = (
+            f"must be a finite number of seconds > 0 and <= {MAX_DURATION_SECONDS} "
+            f"(datetime.timedelta.max)"
+        )
+        raise fail(owner, field, rule, seconds)
+    try:
+        result = timedelta(seconds=value)
+    except OverflowError:  # rounding at the very top of the range
+        result = timedelta.max
+    if result <= _ZERO:  # below one microsecond
+        raise fail(owner, field, "must be at least one microsecond (1e-06 seconds)", seconds)
+    return result
 
 
 def _positive_duration(owner: str, field: str, value: Any) -> timedelta:
@@ -245,7 +283,7 @@ def _clock(provider: Any) -> Callable[[], Any]:
     return function
 
 
-class DecayScorer(BaseScorer):
+class DecayScorer(ArrayScorer):
     """Score by age: ``curve.apply(max(0, now - item.timestamp))``.
 
     ``time_provider`` is required (there is no implicit clock): a :class:`TimeProvider`
@@ -316,18 +354,21 @@ class DecayScorer(BaseScorer):
     def _score_at(self, item: ContextItem, now: datetime) -> float:
         if item.timestamp is None:
             return self._null_score
-        return self._curve.apply(max(_ZERO, now - item.timestamp))
+        return as_score(self._curve.apply(max(_ZERO, now - item.timestamp)), self._curve, item)
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         if item.timestamp is None:
             return self._null_score
         return self._score_at(item, self._now())
 
-    def score_all(self, items: Sequence[ContextItem]) -> list[float]:
+    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        """``score`` for every item, with the clock read once for the whole pass."""
         if all(item.timestamp is None for item in items):
-            return [self._null_score] * len(items)
+            return np.full(len(items), self._null_score)
         now = self._now()
-        return [self._score_at(item, now) for item in items]
+        return np.fromiter(
+            (self._score_at(item, now) for item in items), dtype=np.float64, count=len(items)
+        )
 
     def __repr__(self) -> str:
         return (

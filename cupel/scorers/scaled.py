@@ -9,15 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from cupel._model import ContextItem
-from cupel.scorers._base import (
-    ArrayScorer,
-    FloatArray,
-    Scorer,
-    batch_scores,
-    float_array,
-    score_all,
-)
-from cupel.scorers._validation import check_batch, require_scorer
+from cupel.scorers._base import ArrayScorer, FloatArray, Scorer, as_score, batch_scores
+from cupel.scorers._validation import check_batch, check_nesting, require_scorer
 
 __all__ = ["ScaledScorer"]
 
@@ -58,6 +51,7 @@ class ScaledScorer(ArrayScorer):
     def __init__(self, inner: Scorer) -> None:
         require_scorer("ScaledScorer", "inner", inner)
         self._inner = inner
+        check_nesting("ScaledScorer", self)
 
     @property
     def inner(self) -> Scorer:
@@ -73,7 +67,7 @@ class ScaledScorer(ArrayScorer):
         raw = math.nan
         scores: list[float] = []
         for other in all_items:
-            s = self._inner.score(other, all_items)
+            s = as_score(self._inner.score(other, all_items), self._inner, other)
             scores.append(s)
             if other is item:
                 raw = s
@@ -82,20 +76,18 @@ class ScaledScorer(ArrayScorer):
             return 0.5
         return (raw - low) / (high - low)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray | None:
-        """The min-max scaling of the inner batch as an array, when the inner scores are
-        floats without NaN and no object is listed twice (``None`` otherwise: then
-        :meth:`_score_list` applies the definition in Python). The bounds are the first
-        minimum and maximum (``argmin``/``argmax``), exactly what the spec's strict
-        ``<``/``>`` scan keeps on NaN-free values, including which of 0.0 and -0.0; the
-        scaling is the same elementwise IEEE 754 arithmetic."""
-        batch = batch_scores(self._inner, items)
-        check_batch("ScaledScorer", self._inner, batch, items)
-        raw = float_array(batch)
-        if raw is None or np.isnan(raw).any() or len(set(map(id, items))) != len(items):
-            return None
+    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        """The min-max scaling of the inner batch (scored once per pass). On NaN-free
+        scores of distinct objects, on arrays: the bounds are the first minimum and maximum
+        (``argmin``/``argmax``), exactly what the spec's strict ``<``/``>`` scan keeps,
+        including which of 0.0 and -0.0; the scaling is the same elementwise IEEE 754
+        arithmetic. Otherwise the definition is applied to the batch in Python."""
+        raw = batch_scores(self._inner, items)
+        check_batch("ScaledScorer", self._inner, raw, items)
+        if np.isnan(raw).any() or len(set(map(id, items))) != len(items):
+            return np.array(self._scale_list(raw.tolist(), items), dtype=np.float64)
         if len(raw) == 0:
-            return raw
+            return np.zeros(0)
         low, high = float(raw[raw.argmin()]), float(raw[raw.argmax()])
         if high == low:
             return np.full(len(raw), 0.5)
@@ -103,9 +95,8 @@ class ScaledScorer(ArrayScorer):
             scaled: FloatArray = (raw - low) / (high - low)
         return scaled
 
-    def _score_list(self, items: Sequence[ContextItem]) -> list[float]:
-        batch = score_all(self._inner, items)
-        check_batch("ScaledScorer", self._inner, batch, items)
+    @staticmethod
+    def _scale_list(batch: list[float], items: Sequence[ContextItem]) -> list[float]:
         low, high = _bounds(batch)
         if high == low:
             return [0.5] * len(items)

@@ -10,9 +10,11 @@ could not meet; they expose that through ``slice_detailed`` returning a
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from operator import attrgetter, itemgetter
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -20,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cupel._errors import ItemError, SlicerConfigError
+from cupel._fastpath import MAX_EXACT_TOKENS, FloatArray, IntArray, fast_method, float_column
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 
 __all__ = [
@@ -29,18 +32,15 @@ __all__ = [
     "Candidates",
     "CapExclusion",
     "CountRequirementShortfall",
+    "FloatArray",
+    "IntArray",
     "SliceOutcome",
     "Slicer",
     "candidates_of",
     "fast_selector",
+    "floor_times",
     "slice_detailed",
 ]
-
-IntArray = npt.NDArray[np.intp]
-FloatArray = npt.NDArray[np.float64]
-
-MAX_EXACT_TOKENS = 2**53
-"""Token sums below this are exact in int64 and float64 (the array paths' precondition)."""
 
 
 @runtime_checkable
@@ -140,6 +140,19 @@ class BaseSlicer(ABC):
         return False
 
 
+def floor_times(tokens: int, factor: float) -> int:
+    """``floor(tokens * factor)`` as the spec computes it (a float product), for any token
+    count: exactly that wherever ``tokens`` converts to a float, and the exact product
+    with the same float ``factor`` beyond (where the float product cannot be formed).
+
+    >>> floor_times(1000, 0.9), floor_times(10**400, 0.5) == 10**400 // 2
+    (900, True)
+    """
+    if tokens < 2**1000:
+        return math.floor(tokens * factor)
+    return math.floor(Fraction(tokens) * Fraction(factor))
+
+
 def slice_detailed(
     slicer: Slicer, scored: Sequence[ScoredItem], budget: ContextBudget
 ) -> SliceOutcome:
@@ -230,11 +243,8 @@ def candidates_of(scored: Sequence[ScoredItem]) -> Candidates | None:
     """``scored`` as :class:`Candidates`, or ``None`` when it breaks their invariants
     (a score that is not a ``float`` or is NaN, a negative token count, a huge total):
     then a slicer runs its per-item definition instead."""
-    scores = list(map(_SCORE, scored))
-    if not set(map(type, scores)) <= {float}:
-        return None
-    score_array = np.array(scores, dtype=np.float64)
-    if np.isnan(score_array).any():
+    score_array = float_column(list(map(_SCORE, scored)))
+    if score_array is None:
         return None
     items = list(map(_ITEM, scored))
     tokens = list(map(_TOKENS, items))
@@ -250,12 +260,10 @@ Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]
 def fast_selector(slicer: object) -> Selector | None:
     """The array fast path of a built-in slicer, or ``None``.
 
-    Only an exact built-in type qualifies (its own class defines ``_select_positions``),
-    so a subclass overriding ``slice`` keeps its behaviour. The selector returns the
-    selected candidates' positions in output order, or ``None`` when it cannot decide on
-    arrays (the caller then runs ``slice_detailed``).
+    A subclass overriding ``slice`` or ``slice_detailed`` keeps its behaviour (the rule
+    of :func:`cupel._fastpath.fast_method`). The selector returns the selected
+    candidates' positions in output order, or ``None`` when it cannot decide on arrays
+    (the caller then runs ``slice_detailed``).
     """
-    if "_select_positions" not in type(slicer).__dict__:
-        return None
-    select: Selector = getattr(slicer, "_select_positions")  # noqa: B009
+    select: Selector | None = fast_method(slicer, "_select_positions", ("slice", "slice_detailed"))
     return select

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -14,16 +14,21 @@ from cupel._errors import SlicerConfigError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers._base import BaseSlicer, BucketRounding
 
-__all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "KnapsackSlice"]
+__all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "MAX_CELLS_LIMIT", "KnapsackSlice"]
 
 DEFAULT_MAX_CELLS = 50_000_000
 """The largest DP table (``candidates x (capacity + 1)`` cells) KnapsackSlice builds."""
 
 AUTO_BUCKETS = 1000
 """With ``bucket_size="auto"``, the budget is cut into at most this many buckets."""
+MAX_CELLS_LIMIT = 1_000_000_000
+"""The highest ``max_cells`` a KnapsackSlice accepts: the DP's keep table takes one byte
+per cell, so this is a gigabyte."""
 
 _SCORE_SCALE = 10_000
 _INT64_MAX = int(np.iinfo(np.int64).max)
+_LIMB_BITS = 62
+_LIMB_MASK = (1 << _LIMB_BITS) - 1
 
 
 class KnapsackSlice(BaseSlicer):
@@ -44,6 +49,13 @@ class KnapsackSlice(BaseSlicer):
     refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
     ``bucket_size`` to shrink it. When rounding left out an item that fits the tokens left,
     the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`).
+    ``max_cells`` itself is at most
+    :data:`MAX_CELLS_LIMIT`.
+
+    The DP always runs on int64 arrays, whatever the scores: values too large for int64
+    sums (scores of 1e12 and more, infinities) are first compressed into smaller
+    integers that compare exactly as the originals do, or else added in several int64
+    words; the selection is the one exact integer arithmetic gives.
 
     >>> from cupel._model import ContextBudget, ContextItem, ScoredItem
     >>> scored = [ScoredItem(ContextItem(content="big", tokens=60), 0.9),
@@ -63,6 +75,13 @@ class KnapsackSlice(BaseSlicer):
             "auto" if bucket_size == "auto" else _positive_int("bucket_size", bucket_size)
         )
         self._max_cells = _positive_int("max_cells", max_cells)
+        if self._max_cells > MAX_CELLS_LIMIT:
+            raise SlicerConfigError(
+                f"KnapsackSlice: max_cells must be at most {MAX_CELLS_LIMIT:,} (the DP keep "
+                f"table takes one byte per cell), got {max_cells!r}",
+                field="max_cells",
+                value=max_cells,
+            )
 
     @property
     def bucket_size(self) -> int | Literal["auto"]:
@@ -156,19 +175,95 @@ def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> np
     still holds the previous item's row. Computing ``dp[:capacity + 1 - dw] + dv`` as a
     new array before writing reproduces exactly that, and ``>`` (strict) keeps its tie
     behaviour: an item is kept only where it is strictly better.
+
+    Only comparisons of sums decide the table, so the values may be replaced by any
+    integers whose subset sums compare the same (:func:`_compress_values`). If their
+    total still exceeds int64, the sums are kept in several int64 words
+    (:func:`_fill_keep_table_wide`).
     """
-    # int64 unless the total value could overflow (scores far outside [0, 1]): then
-    # Python integers, exact but slower.
-    dtype: Any = np.int64 if sum(values) <= _INT64_MAX else object
-    dp = np.zeros(capacity + 1, dtype=dtype)
+    compressed = _compress_values(values)
+    if sum(compressed) > _INT64_MAX:
+        return _fill_keep_table_wide(weights, compressed, capacity)
+    dp = np.zeros(capacity + 1, dtype=np.int64)
     keep = np.zeros((len(weights), capacity + 1), dtype=np.bool_)
-    for i, (dw, dv) in enumerate(zip(weights, values, strict=True)):
+    for i, (dw, dv) in enumerate(zip(weights, compressed, strict=True)):
         if dw > capacity:
             continue
         with_item = dp[: capacity + 1 - dw] + dv
         better = with_item > dp[dw:]
         keep[i, dw:] = better
         np.maximum(dp[dw:], with_item, out=dp[dw:])
+    return keep
+
+
+def _compress_values(values: list[int]) -> list[int]:
+    """Non-negative integers whose subset sums compare exactly like those of ``values``
+    (``values`` itself when its total already fits int64).
+
+    The distinct values, ascending, are cut into blocks: a block may start at a value
+    when the gcd ``g`` of it and every larger value exceeds the total of all smaller
+    values (counted with multiplicity). Then any two subsets that differ inside a block
+    differ there by a multiple of ``g``, more than everything below can make up: sums
+    compare block by block, highest first. Each value becomes ``(value / g_block) *
+    scale_block``, where ``scale_block`` is one more than the encoded total of the lower
+    blocks, which keeps that order. (Scores of ``inf`` next to ordinary ones, for
+    example, become a single small block on top.)
+    """
+    if sum(values) <= _INT64_MAX:
+        return values
+    counts: dict[int, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    distinct = sorted(v for v in counts if v > 0)
+    suffix_gcd = [0] * (len(distinct) + 1)
+    for i in range(len(distinct) - 1, -1, -1):
+        suffix_gcd[i] = math.gcd(distinct[i], suffix_gcd[i + 1])
+    blocks: list[list[int]] = []
+    below = 0  # total of all values smaller than distinct[i]
+    for i, value in enumerate(distinct):
+        if not blocks or suffix_gcd[i] > below:
+            blocks.append([])
+        blocks[-1].append(value)
+        below += value * counts[value]
+    encoded: dict[int, int] = {0: 0}
+    encoded_below = 0
+    for block in blocks:
+        gcd = math.gcd(*block)
+        scale = encoded_below + 1
+        for value in block:
+            encoded[value] = value // gcd * scale
+            encoded_below += encoded[value] * counts[value]
+    return [encoded[value] for value in values]
+
+
+def _fill_keep_table_wide(
+    weights: list[int], values: list[int], capacity: int
+) -> npt.NDArray[np.bool_]:
+    """:func:`_fill_keep_table` with each DP value held in ``limbs`` int64 words of 62
+    bits (least significant first): exact for any total, a few times slower than one
+    word."""
+    limbs = max(1, -(-sum(values).bit_length() // _LIMB_BITS))
+    dp = np.zeros((limbs, capacity + 1), dtype=np.int64)
+    keep = np.zeros((len(weights), capacity + 1), dtype=np.bool_)
+    for i, (dw, dv) in enumerate(zip(weights, values, strict=True)):
+        if dw > capacity:
+            continue
+        words = np.array(
+            [(dv >> (_LIMB_BITS * k)) & _LIMB_MASK for k in range(limbs)], dtype=np.int64
+        )
+        with_item = dp[:, : capacity + 1 - dw] + words[:, None]
+        for k in range(limbs - 1):  # carry, lowest word first
+            carry = with_item[k] >> _LIMB_BITS
+            with_item[k] &= _LIMB_MASK
+            with_item[k + 1] += carry
+        current = dp[:, dw:]
+        better = with_item[-1] > current[-1]
+        equal = with_item[-1] == current[-1]
+        for k in range(limbs - 2, -1, -1):  # compare, highest word first
+            better |= equal & (with_item[k] > current[k])
+            equal &= with_item[k] == current[k]
+        keep[i, dw:] = better
+        current[:, better] = with_item[:, better]
     return keep
 
 

@@ -22,6 +22,7 @@ from cupel.slicers._base import (
     candidates_of,
     entry_kind,
     fast_selector,
+    floor_times,
     index_by_kind,
     slice_detailed,
 )
@@ -204,11 +205,11 @@ class QuotaSlice(BaseSlicer):
 
     def _require_tokens(self, key: str, target: int) -> int:
         entry = self._by_key.get(key)
-        return 0 if entry is None else math.floor(entry.require / 100.0 * target)
+        return 0 if entry is None else floor_times(target, entry.require / 100.0)
 
     def _cap_tokens(self, key: str, target: int) -> int:
         entry = self._by_key.get(key)
-        return target if entry is None else math.floor(entry.cap / 100.0 * target)
+        return target if entry is None else floor_times(target, entry.cap / 100.0)
 
     def _distribute_budget(self, masses: dict[str, int], target: int) -> dict[str, int]:
         """The spec's DISTRIBUTE-BUDGET: kind key -> token budget, rounded down."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import threading
+from collections import OrderedDict, namedtuple
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -13,15 +16,27 @@ import pytest
 
 from cupel._errors import BudgetError, ConfigurationError, CupelError, ItemError
 from cupel._model import (
+    MAX_METADATA_DEPTH,
     ContextBudget,
     ContextItem,
     ContextKind,
     ContextSource,
     FrozenDict,
+    FrozenList,
     OverflowStrategy,
     ScoredItem,
     ascii_fold,
+    freeze_metadata,
+    utc_timestamp,
 )
+
+
+@dataclass
+class Marker:
+    """A mutable user object stored in metadata."""
+
+    labels: list[str]
+
 
 # Every way to change a dict in place.
 MUTATIONS: list[Callable[[dict[Any, Any]], object]] = [
@@ -190,10 +205,13 @@ class TestContextItem:
         assert aware.timestamp == naive.timestamp
         assert aware.timestamp is not None and aware.timestamp.utcoffset() == timedelta(0)
 
-    def test_metadata_preserved(self) -> None:
-        marker = object()
+    def test_metadata_values_are_preserved_but_never_shared(self) -> None:
+        marker = Marker(["a"])
         item = ContextItem(content="x", tokens=1, metadata={"obj": marker, "cupel:trust": "0.5"})
-        assert item.metadata["obj"] is marker
+        assert item.metadata["obj"] == marker and item.metadata["cupel:trust"] == "0.5"
+        assert item.metadata["obj"] is not marker  # an opaque object is copied
+        marker.labels.append("b")
+        assert item.metadata["obj"] == Marker(["a"])
 
     def test_hashable_despite_dict_metadata(self) -> None:
         a = ContextItem(content="x", tokens=1, metadata={"a": [1]})
@@ -395,3 +413,230 @@ class TestOverflowStrategy:
             ConfigurationError, match="must be one of Throw, Truncate, Proceed, got 'drop'"
         ):
             OverflowStrategy.parse("drop")
+
+
+# -- metadata frozen all the way down -------------------------------------------------------
+
+LIST_MUTATIONS: list[Callable[[Any], object]] = [
+    lambda v: v.append(1),
+    lambda v: v.extend([1]),
+    lambda v: v.insert(0, 1),
+    lambda v: v.pop(),
+    lambda v: v.remove(v[0]),
+    lambda v: v.clear(),
+    lambda v: v.sort(),
+    lambda v: v.reverse(),
+    lambda v: v.__setitem__(0, 1),
+    lambda v: v.__delitem__(0),
+    lambda v: v.__iadd__([1]),
+    lambda v: v.__imul__(2),
+]
+
+Point = namedtuple("Point", "x y")
+
+
+class TestFrozenMetadata:
+    def nested(self) -> dict[str, Any]:
+        return {
+            "source": {"urls": ["a", "b"], "meta": {"depth": [1, [2, 3]]}},
+            "pair": (1, ["x"]),
+            "point": Point(1, [2]),
+            "labels": {"red", "blue"},
+            "raw": bytearray(b"ab"),
+            "ordered": OrderedDict(k=[1]),
+            "plain": ("t", 1, 2.5, None, True),
+        }
+
+    def test_every_container_becomes_an_immutable_type(self) -> None:
+        meta = ContextItem(content="x", tokens=1, metadata=self.nested()).metadata
+        assert type(meta) is FrozenDict
+        assert type(meta["source"]) is FrozenDict
+        assert type(meta["source"]["urls"]) is FrozenList
+        assert type(meta["source"]["meta"]) is FrozenDict
+        assert type(meta["source"]["meta"]["depth"]) is FrozenList
+        assert type(meta["source"]["meta"]["depth"][1]) is FrozenList
+        assert type(meta["pair"]) is tuple and type(meta["pair"][1]) is FrozenList
+        assert type(meta["point"]) is Point and type(meta["point"].y) is FrozenList
+        assert type(meta["labels"]) is frozenset
+        assert type(meta["raw"]) is bytes
+        assert type(meta["ordered"]) is FrozenDict and type(meta["ordered"]["k"]) is FrozenList
+        assert meta == self.nested()  # equal values, frozen types
+
+    def test_unchanged_immutable_values_are_kept_as_they_are(self) -> None:
+        given = self.nested()
+        meta = ContextItem(content="x", tokens=1, metadata=given).metadata
+        assert meta["plain"] is given["plain"]
+
+    @pytest.mark.parametrize("mutate", LIST_MUTATIONS)
+    def test_nested_lists_cannot_be_changed_in_place(self, mutate: Callable[[Any], object]) -> None:
+        item = ContextItem(content="x", tokens=1, metadata={"k": {"v": [3, 1, 2]}})
+        with pytest.raises(TypeError, match="FrozenList is read-only"):
+            mutate(item.metadata["k"]["v"])
+        assert item.metadata["k"]["v"] == [3, 1, 2]
+
+    @pytest.mark.parametrize("mutate", MUTATIONS)
+    def test_nested_dicts_cannot_be_changed_in_place(self, mutate: Callable[[Any], object]) -> None:
+        item = ContextItem(content="x", tokens=1, metadata={"k": [{"a": 1}]})
+        with pytest.raises(TypeError, match="FrozenDict is read-only"):
+            mutate(item.metadata["k"][0])
+        assert item.metadata == {"k": [{"a": 1}]}
+
+    def test_the_callers_nested_objects_are_never_shared(self) -> None:
+        given = self.nested()
+        item = ContextItem(content="x", tokens=1, metadata=given)
+        given["source"]["urls"].append("c")
+        given["source"]["meta"]["depth"][1].append(4)
+        given["pair"][1].append("y")
+        given["raw"].extend(b"cd")
+        assert item.metadata == self.nested()
+        assert item.metadata["source"]["urls"] is not given["source"]["urls"]
+
+    def test_items_built_from_the_same_dict_share_nothing_mutable(self) -> None:
+        shared = {"tags": ["a"]}
+        first = ContextItem(content="x", tokens=1, metadata=shared)
+        second = ContextItem(content="y", tokens=1, metadata=shared)
+        shared["tags"].append("b")
+        assert first.metadata == second.metadata == {"tags": ["a"]}
+
+    def test_copies_pickles_and_dumps_keep_the_frozen_types(self) -> None:
+        item = ContextItem(content="x", tokens=1, metadata={"k": [{"a": [1]}]})
+        for other in (copy.copy(item), copy.deepcopy(item), pickle.loads(pickle.dumps(item))):
+            assert other == item
+            assert type(other.metadata["k"]) is FrozenList
+            assert type(other.metadata["k"][0]) is FrozenDict
+        assert item.model_dump()["metadata"] == {"k": [{"a": [1]}]}
+        assert json.loads(item.to_json())["metadata"] == {"k": [{"a": [1]}]}
+
+    def test_the_wire_form_holds_plain_mutable_containers(self) -> None:
+        wire = ContextItem(content="x", tokens=1, metadata={"k": [{"a": [1]}]}).to_dict()
+        metadata = wire["metadata"]
+        assert type(metadata) is dict and type(metadata["k"]) is list
+        assert type(metadata["k"][0]) is dict and type(metadata["k"][0]["a"]) is list
+        metadata["k"][0]["a"].append(2)  # the caller's copy to change
+
+    def test_freeze_metadata_is_the_validators_function(self) -> None:
+        given = {"k": [1, {"n": (2, [3])}]}
+        frozen = freeze_metadata(given)
+        assert type(frozen) is FrozenDict and frozen == given
+        assert type(frozen["k"]) is FrozenList and type(frozen["k"][1]["n"][1]) is FrozenList
+        assert freeze_metadata(frozen) is frozen  # frozen by construction: kept as it is
+        assert ContextItem(content="x", tokens=1, metadata=frozen).metadata == frozen
+        assert freeze_metadata({}) == {} and type(freeze_metadata({})) is FrozenDict
+
+    def test_frozen_dict_and_list_freeze_their_values_too(self) -> None:
+        direct = FrozenDict({"k": {"n": [1]}})
+        assert type(direct["k"]) is FrozenDict and type(direct["k"]["n"]) is FrozenList
+        assert type(FrozenList([[1], {"a": 2}])[0]) is FrozenList
+
+    @pytest.mark.parametrize("bad", [{1: "x"}, {None: "x"}, {("a",): 1}])
+    def test_keys_must_be_strings(self, bad: dict[Any, Any]) -> None:
+        with pytest.raises(ItemError, match=r"metadata"):
+            ContextItem(content="x", tokens=1, metadata=bad)
+        with pytest.raises(ItemError, match=r"^metadata: keys must be strings, got"):
+            freeze_metadata(bad)
+
+    def test_a_non_mapping_is_refused(self) -> None:
+        with pytest.raises(ItemError, match=r"^metadata: must be a mapping"):
+            freeze_metadata([("k", 1)])  # type: ignore[arg-type]
+
+    def test_an_object_that_can_be_neither_frozen_nor_copied_is_refused_by_path(self) -> None:
+        with pytest.raises(
+            ItemError, match=r"ContextItem\.metadata\['outer'\]\[0\]: a lock can be neither"
+        ) as info:
+            ContextItem(content="x", tokens=1, metadata={"outer": [threading.Lock()]})
+        assert info.value.field == "metadata['outer'][0]"
+
+    def test_nesting_is_limited_and_refused_with_the_path(self) -> None:
+        ok: Any = "leaf"
+        for _ in range(MAX_METADATA_DEPTH):  # the metadata mapping is the outermost level
+            ok = {"a": ok}
+        assert ContextItem(content="x", tokens=1, metadata=ok).metadata == ok
+        too_deep = {"a": ok}
+        with pytest.raises(ItemError, match=r"ContextItem\.metadata\['a'\]\['a'\].*nested deeper"):
+            ContextItem(content="x", tokens=1, metadata=too_deep)
+
+    def test_a_container_holding_itself_is_refused_not_a_recursion_error(self) -> None:
+        loop: list[Any] = [1]
+        loop.append(loop)
+        with pytest.raises(ItemError, match=r"nested deeper than 100 levels"):
+            ContextItem(content="x", tokens=1, metadata={"loop": loop})
+
+    def test_deeply_nested_json_is_an_item_error(self) -> None:
+        deep = '{"content": "x", "tokens": 1, "metadata": {"a": ' + "[" * 100_000
+        deep += "]" * 100_000 + "}}"
+        with pytest.raises(ItemError, match=r"^ContextItem: the JSON document is nested too"):
+            ContextItem.from_json(deep)
+        nested = {"content": "x", "tokens": 1, "metadata": {"a": [[[[[[1]]]]]]}}
+        assert ContextItem.from_json(json.dumps(nested)).metadata == {"a": [[[[[[1]]]]]]}
+        with pytest.raises(BudgetError, match=r"nested too deeply"):
+            ContextBudget.from_json('{"max_tokens": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+class TestUnicodeText:
+    SURROGATE = "bad \udc80 text"
+
+    @pytest.mark.parametrize(
+        ("field", "value", "where"),
+        [
+            ("kind", SURROGATE, r"ContextItem\.kind: ContextKind must be valid Unicode"),
+            ("source", SURROGATE, r"ContextItem\.source: ContextSource must be valid Unicode"),
+            ("tags", ("ok", SURROGATE), r"ContextItem\.tags\[1\]: text must be valid Unicode"),
+            (
+                "metadata",
+                {"k": [{"n": SURROGATE}]},
+                r"ContextItem\.metadata\['k'\]\[0\]\['n'\]: text must be valid Unicode",
+            ),
+            ("metadata", {SURROGATE: 1}, r"ContextItem\.metadata: key .* must be valid Unicode"),
+            ("content", SURROGATE, r"ContextItem\.content"),
+        ],
+    )
+    def test_lone_surrogates_are_refused_at_validation(
+        self, field: str, value: Any, where: str
+    ) -> None:
+        fields: dict[str, Any] = {"content": "x", "tokens": 1, field: value}
+        with pytest.raises(ItemError, match=where):
+            ContextItem(**fields)
+
+    def test_valid_non_ascii_text_is_accepted_and_serializes(self) -> None:
+        item = ContextItem(
+            content="café ☕", tokens=1, kind="Mémoire", tags=("日本",), metadata={"ключ": ["ü"]}
+        )
+        assert json.loads(item.to_json())["metadata"] == {"ключ": ["ü"]}
+        item.to_json().encode("utf-8")  # every valid item encodes
+
+
+class TestTimestampRange:
+    @pytest.mark.parametrize(
+        "text", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00", "0001-01-01T04:59+05:00"]
+    )
+    def test_instants_outside_the_utc_range_are_item_errors(self, text: str) -> None:
+        with pytest.raises(
+            ItemError, match=r"ContextItem\.timestamp: .* outside the range"
+        ) as info:
+            ContextItem(content="x", tokens=1, timestamp=datetime.fromisoformat(text))
+        assert info.value.field == "timestamp"
+        with pytest.raises(ItemError, match=r"outside the range"):
+            ContextItem.from_json(json.dumps({"content": "x", "tokens": 1, "timestamp": text}))
+
+    @pytest.mark.parametrize(
+        "text",
+        ["9999-12-31T23:59:59.999999+00:00", "9999-12-31T18:59:59+00:00", "0001-01-01T00:00:00Z"],
+    )
+    def test_the_extremes_of_the_utc_range_are_accepted(self, text: str) -> None:
+        item = ContextItem(content="x", tokens=1, timestamp=datetime.fromisoformat(text))
+        assert item.timestamp == datetime.fromisoformat(text)
+        assert ContextItem.from_json(item.to_json()) == item
+
+    def test_the_helper_is_shared_with_the_adapters(self) -> None:
+        plus_two = timezone(timedelta(hours=2))
+        assert utc_timestamp(datetime(2024, 1, 1, 14, tzinfo=plus_two)) == datetime(
+            2024, 1, 1, 12, tzinfo=timezone.utc
+        )
+        assert utc_timestamp(datetime(2024, 1, 1)).tzinfo is timezone.utc
+        with pytest.raises(ItemError, match=r"^Document\.timestamp: .* outside the range"):
+            utc_timestamp(
+                datetime.max.replace(tzinfo=timezone(-timedelta(hours=1))),
+                where="Document.timestamp",
+            )
+        with pytest.raises(ItemError, match=r"must be a datetime"):
+            utc_timestamp("2024-01-01")  # type: ignore[arg-type]

@@ -6,8 +6,10 @@ SORT, COMPUTE-EFFECTIVE-BUDGET, GREEDY-SLICE, KNAPSACK-SLICE, QUOTA-SLICE with
 DISTRIBUTE-BUDGET, PLACE with HANDLE-OVERFLOW, CHRONOLOGICAL-PLACE, U-SHAPED-PLACE), item
 by item and without any of cupel's batch or array shortcuts. The pipeline must select the
 same items in the same order, with the same token total, and raise where the reference
-raises. Sliced items enter the merge in the slicer's output order, re-associated with
-their scores by identity (spec: Stage 5 conformance notes).
+raises. Sliced items are re-associated with their scores by identity (spec: Stage 5
+conformance notes) and enter the merge in the Sort stage's order, score descending
+(spec: Stage 6 conformance notes; DESIGN.md ruling 13), whatever order the slicer
+returned them in.
 """
 
 from __future__ import annotations
@@ -242,8 +244,17 @@ def reference_run(
         eff_max = math.floor(eff_max * multiplier)
         eff_target = min(math.floor(eff_target * multiplier), eff_max)
     sliced = slicer(ordered, eff_target)
-    score_of = {id(item): score for item, score in ordered}
-    merged = [(p, 1.0) for p in pinned] + [(i, score_of[id(i)]) for i in sliced]
+    # walk the sorted list, keeping what the slicer selected (an object listed twice
+    # counts twice)
+    remaining: dict[int, int] = {}
+    for item in sliced:
+        remaining[id(item)] = remaining.get(id(item), 0) + 1
+    sliced_scored = []
+    for item, score in ordered:
+        if remaining.get(id(item), 0) > 0:
+            remaining[id(item)] -= 1
+            sliced_scored.append((item, score))
+    merged = [(p, 1.0) for p in pinned] + sliced_scored
     merged_tokens = sum(i.tokens for i, _ in merged)
     if merged_tokens > budget.target_tokens:
         if strategy is OverflowStrategy.THROW:

@@ -273,9 +273,88 @@ def test_unknown_or_malformed_vectors_fail(tmp_path: Path, text: str, needle: st
     assert found and needle in found[0]
 
 
-def test_unknown_keys_are_ignored(tmp_path: Path) -> None:
+def test_unknown_keys_are_ignored_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = PLACING_OK.replace('content = "a"', 'content = "a"\nmood = "calm"') + "\n[extra]\nx=1\n"
-    assert messages(tmp_path, text) == ()
+    path = write(tmp_path, "v.toml", text)
+    result = run_vector(path)
+    assert result.passed and result.messages == ()
+    assert result.warnings == (
+        "items[0]: unknown key 'mood' ignored",
+        "unknown key 'extra' ignored",
+    )
+    assert main([str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["1 passed, 0 failed"]
+    assert err.splitlines() == [
+        f"WARN {path}: items[0]: unknown key 'mood' ignored",
+        f"WARN {path}: unknown key 'extra' ignored",
+    ]
+    assert main([str(path), "--json"]) == 0
+    (vector,) = json.loads(capsys.readouterr().out)["vectors"]
+    assert vector["status"] == "passed" and len(vector["warnings"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "meant"),
+    [
+        ('content = "a"', 'content = "a"\npined = true', "items[0]", "pinned"),
+        ("tokens = 1", "tokes = 1", "items[0]", "tokens"),
+        ('placer = "chronological"', 'Placer = "chronological"', "test", "placer"),
+        ("ordered_contents", "ordered-contents", "expected", "ordered_contents"),
+        ("[expected]", "[expected]\nselected_content = []", "expected", "selected_contents"),
+        ("[test]", "[tolerance]\nscore_epsilon_ = 0.1\n\n[test]", "tolerance", "score_epsilon"),
+    ],
+)
+def test_a_near_miss_of_a_known_key_fails_naming_the_key_it_meant(
+    tmp_path: Path, old: str, new: str, where: str, meant: str
+) -> None:
+    found = messages(tmp_path, PLACING_OK.replace(old, new, 1))
+    assert found and found[0].startswith(f"vector error: {where}: unknown key")
+    assert f"(did you mean {meant!r}?)" in found[0]
+
+
+def test_near_misses_are_found_in_nested_config_tables(tmp_path: Path) -> None:
+    text = COUNT_QUOTA_THROW.replace("require_count", "requires_count", 1)
+    found = messages(tmp_path, text)
+    assert (
+        "config.entries[0]: unknown key 'requires_count' (did you mean 'require_count'?)"
+        in (found[0])
+    )
+
+
+def test_user_data_tables_may_hold_any_key(tmp_path: Path) -> None:
+    text = PLACING_OK.replace('content = "a"', 'content = "a"\nmetadata = { pined = "x" }')
+    result = run_vector(write(tmp_path, "v.toml", text))
+    assert result.passed and result.warnings == ()
+
+
+def test_a_file_that_is_not_utf8_fails_by_name_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, "a.toml", PLACING_OK)
+    (tmp_path / "b.toml").write_bytes(
+        PLACING_OK.replace("chronological", "caf\xe9").encode("latin-1")
+    )
+    write(tmp_path, "c.toml", PLACING_OK)
+    assert main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("FAIL ") and "b.toml: not valid UTF-8 text" in out[0]
+    assert out[-1] == "2 passed, 1 failed"
+
+
+def test_toml_nested_too_deeply_to_parse_fails_by_name(tmp_path: Path) -> None:
+    text = PLACING_OK + "\n[extra]\nx = " + "[" * 1000 + "]" * 1000 + "\n"
+    found = messages(tmp_path, text)
+    assert found == ("nested too deeply to parse (vectors may nest at most 100 levels)",)
+
+
+def test_data_nested_past_the_vector_limit_fails_with_the_path(tmp_path: Path) -> None:
+    text = PLACING_OK + "\n[extra]\nx = " + "[" * 150 + "]" * 150 + "\n"
+    (found,) = messages(tmp_path, text)
+    assert found.startswith("vector error: extra.x[0][0]")
+    assert found.endswith("nested deeper than 100 tables/arrays (the limit for vectors)")
 
 
 def test_a_vector_without_assertions_fails(tmp_path: Path) -> None:
@@ -419,7 +498,7 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     report = json.loads(capsys.readouterr().out)
     assert (report["passed"], report["failed"], report["total"]) == (1, 1, 2)
     first, second = report["vectors"]
-    assert set(first) == {"path", "name", "stage", "status", "messages"}
+    assert set(first) == {"path", "name", "stage", "status", "messages", "warnings"}
     assert (first["name"], first["stage"], first["status"], first["messages"]) == (
         "chronological",
         "placing",

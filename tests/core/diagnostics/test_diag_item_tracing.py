@@ -52,10 +52,13 @@ EVERY_DECISION_EVENTS = [
     (SLICE, 1, "excluded 'tool2': CountCapExceeded: kind 'ToolOutput' already has 1 of 1"),
     (SLICE, 1, "excluded 'note': BudgetExceeded: needs 40 tokens, 35 available"),
     (SLICE, 6, None),
+    # Chronological placement of untimestamped items keeps the merge order: pinned first,
+    # then the selection by score, descending (DESIGN.md ruling 13), not greedy's density
+    # order (zero, dup, tool1).
     (PLACE, 1, "included 'sys': Pinned (score 1.0000)"),
-    (PLACE, 1, "included 'zero': ZeroToken (score 0.1000)"),
-    (PLACE, 1, "included 'dup': Scored (score 0.6000)"),
     (PLACE, 1, "included 'tool1': Scored (score 0.8000)"),
+    (PLACE, 1, "included 'dup': Scored (score 0.6000)"),
+    (PLACE, 1, "included 'zero': ZeroToken (score 0.1000)"),
     (PLACE, 4, None),
 ]
 

@@ -250,9 +250,9 @@ class TestTiers:
         assert attrs(root)["cupel.verbosity"] == "Full"
         assert event_attrs(root, "cupel.item.included") == [
             {"cupel.item.kind": "SystemPrompt", "cupel.item.tokens": 10, "cupel.item.score": 1.0},
-            {"cupel.item.kind": "Message", "cupel.item.tokens": 0, "cupel.item.score": 0.1},
-            {"cupel.item.kind": "Message", "cupel.item.tokens": 5, "cupel.item.score": 0.6},
             {"cupel.item.kind": "ToolOutput", "cupel.item.tokens": 10, "cupel.item.score": 0.8},
+            {"cupel.item.kind": "Message", "cupel.item.tokens": 5, "cupel.item.score": 0.6},
+            {"cupel.item.kind": "Message", "cupel.item.tokens": 0, "cupel.item.score": 0.1},
         ]
         assert place.end_time is not None
         assert all(e.timestamp >= place.end_time for e in root.events)

@@ -132,7 +132,7 @@ class TestIncludeItemWithKind:
     def test_fails_listing_the_included_kinds(self, report: SelectionReport) -> None:
         assert message(lambda: should(report).include_item_with_kind("Document")) == (
             "IncludeItemWithKind(Document) failed: Included contained 0 items with "
-            "Kind=Document. Included had 4 items with kinds: [SystemPrompt, Message, ToolOutput]."
+            "Kind=Document. Included had 4 items with kinds: [SystemPrompt, ToolOutput, Message]."
         )
 
     def test_fails_on_an_empty_window(self) -> None:
@@ -154,8 +154,8 @@ class TestIncludeItemMatching:
         ) == (
             "IncludeItemMatching failed: no item in Included matched the predicate. Included "
             "had 4 items. First 4: [(kind=SystemPrompt, score=1.0, reason=Pinned), "
-            "(kind=Message, score=0.1, reason=ZeroToken), (kind=Message, score=0.6, "
-            "reason=Scored), (kind=ToolOutput, score=0.8, reason=Scored)]."
+            "(kind=ToolOutput, score=0.8, reason=Scored), (kind=Message, score=0.6, "
+            "reason=Scored), (kind=Message, score=0.1, reason=ZeroToken)]."
         )
 
     def test_summary_shows_at_most_five_items(self) -> None:
@@ -357,7 +357,7 @@ class TestHaveKindCoverageCount:
     def test_fails_listing_the_distinct_kinds(self, report: SelectionReport) -> None:
         assert message(lambda: should(report).have_kind_coverage_count(4)) == (
             "HaveKindCoverageCount(4) failed: expected at least 4 distinct ContextKind values "
-            "in Included, but found 3: [SystemPrompt, Message, ToolOutput]."
+            "in Included, but found 3: [SystemPrompt, ToolOutput, Message]."
         )
 
     def test_kinds_differing_only_in_case_count_once(self) -> None:
@@ -373,7 +373,7 @@ class TestHaveKindCoverageCount:
 class TestPlaceItemAtEdge:
     def test_passes_for_the_first_or_the_last_item(self, report: SelectionReport) -> None:
         should(report).place_item_at_edge(lambda e: e.item.content == "sys")
-        should(report).place_item_at_edge(lambda e: e.item.content == "tool1")
+        should(report).place_item_at_edge(lambda e: e.item.content == "zero")
         should(u_shaped_report()).place_item_at_edge(lambda e: e.score == 0.9)
 
     def test_fails_with_the_index_of_an_inner_match(self, report: SelectionReport) -> None:
@@ -404,13 +404,12 @@ class TestPlaceTopNScoredAtEdges:
         should(u_shaped_report()).place_top_n_scored_at_edges(2)
 
     def test_fails_listing_top_items_and_edge_positions(self, report: SelectionReport) -> None:
-        # chronological placement: scores 1.0, 0.1, 0.6, 0.8
-        should(report).place_top_n_scored_at_edges(2)
-        assert message(lambda: should(report).place_top_n_scored_at_edges(3)) == (
-            "PlaceTopNScoredAtEdges(3) failed: 1 of the top-3 scored items were not at "
-            "expected edge positions. Top-3 items (by score): [(kind=SystemPrompt, score=1.0, "
-            "idx=0), (kind=ToolOutput, score=0.8, idx=3), (kind=Message, score=0.6, idx=2)]. "
-            "Expected edge positions: [0, 3, 1]."
+        # chronological placement of untimestamped items (merge order): 1.0, 0.8, 0.6, 0.1
+        should(report).place_top_n_scored_at_edges(1)
+        assert message(lambda: should(report).place_top_n_scored_at_edges(2)) == (
+            "PlaceTopNScoredAtEdges(2) failed: 1 of the top-2 scored items were not at "
+            "expected edge positions. Top-2 items (by score): [(kind=SystemPrompt, score=1.0, "
+            "idx=0), (kind=ToolOutput, score=0.8, idx=1)]. Expected edge positions: [0, 3]."
         )
 
     def test_ties_on_the_edges_do_not_excuse_a_higher_item_in_the_middle(self) -> None:

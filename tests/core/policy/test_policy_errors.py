@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -288,3 +289,105 @@ def test_python_construction_validates_the_same_way() -> None:
     quota = QuotaSpec(quotas=[QuotaEntrySpec(kind="Document", require=90, cap=50)])
     with pytest.raises(PolicyError, match=r"^slicer\.quotas\[0\]\.require: require \(90\.0\)"):
         Policy(scorer=KindSpec(), slicer=quota)
+
+
+# -- limits: nesting depth, durations, table size -------------------------------------------
+
+
+def scaled_chain(depth: int) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": "recency"}
+    for _ in range(depth):
+        spec = {"type": "scaled", "inner": spec}
+    return spec
+
+
+def composite_chain(depth: int) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": "recency"}
+    for _ in range(depth):
+        spec = {"type": "composite", "scorers": [{"weight": 1, "scorer": spec}]}
+    return spec
+
+
+@pytest.mark.parametrize("chain", [scaled_chain(400), composite_chain(130), scaled_chain(5000)])
+def test_nesting_past_the_limit_is_a_policy_error_with_the_path(chain: dict[str, Any]) -> None:
+    for load in (
+        lambda: Policy.from_dict({"scorer": chain}),
+        lambda: Policy(scorer=chain),
+    ):
+        with pytest.raises(PolicyError, match=r"nested deeper than 100 tables/arrays") as info:
+            load()
+        assert info.value.field is not None and info.value.field.startswith("scorer.")
+
+
+def test_nesting_within_the_policy_limit_but_past_the_scorer_limit_names_both() -> None:
+    with pytest.raises(
+        PolicyError, match=r"scorers nest 65 levels deep, more than the limit of 64"
+    ):
+        Policy.from_dict({"scorer": scaled_chain(70)})
+    assert Policy.from_dict({"scorer": scaled_chain(60)}).build().scorer is not None
+
+
+def test_params_of_custom_scorers_count_towards_the_depth() -> None:
+    deep: Any = 1
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(PolicyError, match=r"^scorer\.params\.x\[0\]\[0\].*nested deeper"):
+        Policy.from_dict({"scorer": {"type": "custom", "name": "n", "params": {"x": deep}}})
+
+
+def test_documents_too_deep_for_the_parsers_are_policy_errors() -> None:
+    with pytest.raises(PolicyError, match=r"nested too deeply to parse"):
+        Policy.from_json('{"scorer": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(PolicyError, match=r"nested too deeply to parse|nested deeper"):
+        Policy.from_toml("x = " + "[" * 1000 + "]" * 1000)
+
+
+@pytest.mark.parametrize(
+    ("curve", "path"),
+    [
+        ({"type": "exponential", "half_life_secs": 1e300}, "scorer.curve.half_life_secs"),
+        ({"type": "window", "max_age_secs": 1e18}, "scorer.curve.max_age_secs"),
+        (
+            {
+                "type": "step",
+                "windows": [{"max_age_secs": 60, "score": 1}, {"max_age_secs": 1e20, "score": 0}],
+            },
+            "scorer.curve.windows[1].max_age_secs",
+        ),
+    ],
+)
+def test_decay_durations_beyond_timedelta_are_policy_errors(
+    curve: dict[str, Any], path: str
+) -> None:
+    with pytest.raises(
+        PolicyError, match=rf"^{re.escape(path)}: must be <= 86400000000000, got"
+    ) as info:
+        Policy.from_dict({"scorer": {"type": "decay", "curve": curve}})
+    assert info.value.field == path
+
+
+def test_a_sub_microsecond_duration_is_a_policy_error_naming_the_curve() -> None:
+    curve = {"type": "exponential", "half_life_secs": 1e-9}
+    with pytest.raises(
+        PolicyError,
+        match=r"^scorer\.curve\.half_life_secs: half_life_secs must be at least one microsecond",
+    ):
+        Policy.from_dict({"scorer": {"type": "decay", "curve": curve}})
+
+
+def test_knapsack_max_cells_beyond_the_ceiling_is_a_policy_error() -> None:
+    with pytest.raises(
+        PolicyError, match=r"^slicer\.max_cells: max_cells must be at most 1,000,000,000"
+    ):
+        Policy.from_dict({"scorer": "recency", "slicer": {"type": "knapsack", "max_cells": 10**15}})
+
+
+def test_nested_json_and_toml_documents_are_refused_the_same_way() -> None:
+    depth = 300
+    text = '{"scorer": ' + '{"type": "scaled", "inner": ' * depth + '"recency"' + "}" * (depth + 1)
+    with pytest.raises(PolicyError, match=r"^scorer\.inner\.inner.*nested deeper than 100"):
+        Policy.from_json(text)
+    toml = "[scorer]\ntype = 'scaled'\ninner = " + "{type = 'scaled', inner = " * depth
+    toml += "'recency'" + "}" * depth + "\n"
+    with pytest.raises(PolicyError, match=r"^scorer\.inner\.inner.*nested deeper than 100"):
+        Policy.from_toml(toml)

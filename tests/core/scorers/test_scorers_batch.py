@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -72,35 +73,7 @@ def test_batch_ignores_how_the_pass_was_built(
 
 # -- not quadratic ------------------------------------------------------------------------
 
-
-class CountingRecency(RecencyScorer):
-    def __init__(self) -> None:
-        self.singles = 0
-        self.batches = 0
-
-    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        self.singles += 1
-        return super().score(item, all_items)
-
-    def score_all(self, items: Sequence[ContextItem]) -> list[float]:
-        self.batches += 1
-        return super().score_all(items)
-
-
-class CountingPriority(PriorityScorer):
-    singles = 0
-
-    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        CountingPriority.singles += 1
-        return super().score(item, all_items)
-
-
-class CountingFrequency(FrequencyScorer):
-    singles = 0
-
-    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        CountingFrequency.singles += 1
-        return super().score(item, all_items)
+Calls = Counter[tuple[str, str]]
 
 
 @pytest.fixture(scope="module")
@@ -118,32 +91,50 @@ def big_pass() -> list[ContextItem]:
     ]
 
 
-def test_recency_batch_never_scores_per_item(big_pass: list[ContextItem]) -> None:
-    scorer = CountingRecency()
-    result = scorer.score_all(big_pass)
-    assert scorer.singles == 0
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
+    """Counts each built-in scorer's per-item ``score`` and batch ``_scores`` calls, by
+    wrapping the methods on the classes themselves (a user's subclass overriding
+    ``score`` is scored through that ``score``, so counting through a subclass would
+    change what is measured)."""
+    counted: Calls = Counter()
+    classes = (RecencyScorer, PriorityScorer, FrequencyScorer, KindScorer, ScaledScorer)
+    for cls in (*classes, CompositeScorer):
+        for name in ("score", "_scores"):
+            original = getattr(cls, name)
+
+            def wrapper(self: Any, *args: Any, _f: Any = original, _k: Any = (cls, name)) -> Any:
+                counted[(_k[0].__name__, _k[1])] += 1
+                return _f(self, *args)
+
+            monkeypatch.setattr(cls, name, wrapper)
+    return counted
+
+
+def test_recency_batch_never_scores_per_item(big_pass: list[ContextItem], calls: Calls) -> None:
+    result = RecencyScorer().score_all(big_pass)
+    assert calls == {("RecencyScorer", "_scores"): 1}
     assert result[0] == 1.0 and result[-1] == 0.0
     assert result[1] == (N - 2) / (N - 1)
 
 
-def test_priority_batch_never_scores_per_item(big_pass: list[ContextItem]) -> None:
-    result = CountingPriority().score_all(big_pass)
-    assert CountingPriority.singles == 0
+def test_priority_batch_never_scores_per_item(big_pass: list[ContextItem], calls: Calls) -> None:
+    result = PriorityScorer().score_all(big_pass)
+    assert calls == {("PriorityScorer", "_scores"): 1}
     assert result[0] == 0.0 and result[999] == 999 * 20 / (N - 1)
 
 
-def test_frequency_batch_never_scores_per_item(big_pass: list[ContextItem]) -> None:
-    result = CountingFrequency().score_all(big_pass)
-    assert CountingFrequency.singles == 0
+def test_frequency_batch_never_scores_per_item(big_pass: list[ContextItem], calls: Calls) -> None:
+    result = FrequencyScorer().score_all(big_pass)
+    assert calls == {("FrequencyScorer", "_scores"): 1}
     assert result[0] == 0.0
     for i in (1, 2, 4, 12_345, N - 1):
         assert result[i] == FrequencyScorer().score(big_pass[i], big_pass)
 
 
-def test_scaled_batch_runs_the_inner_batch_once(big_pass: list[ContextItem]) -> None:
-    inner = CountingRecency()
-    result = ScaledScorer(inner).score_all(big_pass)
-    assert (inner.batches, inner.singles) == (1, 0)
+def test_scaled_batch_runs_the_inner_batch_once(big_pass: list[ContextItem], calls: Calls) -> None:
+    result = ScaledScorer(RecencyScorer()).score_all(big_pass)
+    assert calls == {("ScaledScorer", "_scores"): 1, ("RecencyScorer", "_scores"): 1}
     assert result[0] == 1.0 and result[-1] == 0.0
 
 
@@ -153,15 +144,57 @@ def test_scaled_batch_scores_a_custom_inner_once_per_item(big_pass: list[Context
     assert inner.calls == N
 
 
-def test_composite_of_relative_scorers_batches_each_child_once(big_pass: list[ContextItem]) -> None:
-    recency = CountingRecency()
-    scaled_inner = CountingRecency()
+def test_composite_of_relative_scorers_batches_each_child_once(
+    big_pass: list[ContextItem], calls: Calls
+) -> None:
     scorer = CompositeScorer(
-        [(recency, 1.0), (ScaledScorer(scaled_inner), 1.0), (KindScorer(), 1.0)]
+        [(RecencyScorer(), 1.0), (ScaledScorer(PriorityScorer()), 1.0), (KindScorer(), 1.0)]
     )
     scorer.score_all(big_pass)
-    assert (recency.batches, recency.singles) == (1, 0)
-    assert (scaled_inner.batches, scaled_inner.singles) == (1, 0)
+    assert calls == {
+        ("CompositeScorer", "_scores"): 1,
+        ("RecencyScorer", "_scores"): 1,
+        ("ScaledScorer", "_scores"): 1,
+        ("PriorityScorer", "_scores"): 1,
+        ("KindScorer", "_scores"): 1,
+    }
+
+
+def test_a_child_shared_at_every_level_is_scored_once_per_pass(calls: Calls) -> None:
+    items = [make(tags=("a", "b")[: i % 3], priority=i % 5) for i in range(40)]
+    shared = ScaledScorer(FrequencyScorer())
+    scorer: Any = shared
+    for _ in range(20):  # 2^20 paths from the root to the shared child
+        scorer = CompositeScorer([(scorer, 1.0), (shared, 2.0), (scorer, 3.0)])
+    result = scorer.score_all(items)
+    assert calls[("FrequencyScorer", "_scores")] == 1
+    assert calls[("ScaledScorer", "_scores")] == 1
+    assert calls[("CompositeScorer", "_scores")] == 20
+    assert_same_scores(result, per_item(PerItemComposite(scorer), items))
+
+
+class PerItemComposite:
+    """The per-item definition of a composite tree, memoized per (scorer, item) so a
+    shared child costs one evaluation per item here too."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+        memo: dict[int, float] = {}
+
+        def value(node: Any) -> float:
+            if id(node) not in memo:
+                if isinstance(node, CompositeScorer):
+                    total = 0.0
+                    for child, weight in node.entries:
+                        total += value(child) * weight
+                    memo[id(node)] = total
+                else:
+                    memo[id(node)] = node.score(item, all_items)
+            return memo[id(node)]
+
+        return value(self.root)
 
 
 def test_frequency_batch_with_one_object_repeated_many_times() -> None:
@@ -174,6 +207,7 @@ def test_frequency_batch_with_one_object_repeated_many_times() -> None:
 
 def test_package_exports_every_scorer() -> None:
     assert set(cupel.scorers.__all__) == {
+        "MAX_SCORER_DEPTH",
         "BaseScorer",
         "CompositeScorer",
         "DecayCurve",

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from scorers_testkit import CountingScorer, make
+from scorers_testkit import T0, CountingScorer, make, per_item
 
 from cupel._errors import CycleError, ScorerConfigError
 from cupel._model import ContextItem
 from cupel.scorers import (
+    MAX_SCORER_DEPTH,
     BaseScorer,
     CompositeScorer,
     KindScorer,
@@ -111,11 +113,6 @@ class TestScoring:
     def test_child_batches_are_computed_once_per_pass(self) -> None:
         class CountingRecency(RecencyScorer):
             batches = 0
-            singles = 0
-
-            def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-                CountingRecency.singles += 1
-                return super().score(item, all_items)
 
             def score_all(self, items: Sequence[ContextItem]) -> list[float]:
                 CountingRecency.batches += 1
@@ -123,7 +120,16 @@ class TestScoring:
 
         items = [make() for _ in range(50)]
         CompositeScorer([(CountingRecency(), 1.0), (KindScorer(), 1.0)]).score_all(items)
-        assert (CountingRecency.batches, CountingRecency.singles) == (1, 0)
+        assert CountingRecency.batches == 1
+
+    def test_a_child_subclass_overriding_score_is_scored_through_it(self) -> None:
+        class Halves(KindScorer):
+            def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+                return 0.5
+
+        items = [make(kind="SystemPrompt"), make(kind="Memory")]
+        scorer = CompositeScorer([(Halves(), 1.0), (RecencyScorer(), 1.0)])
+        assert scorer.score_all(items) == [0.25, 0.25] == per_item(scorer, items)
 
     def test_custom_child_without_batch_method_is_scored_per_item(self) -> None:
         counting = CountingScorer(0.5)
@@ -292,11 +298,43 @@ class TestCycleDetection:
         b = CompositeScorer([(RecencyScorer(), 1.0)])
         CompositeScorer([(a, 1.0), (CompositeScorer([(b, 1.0)]), 1.0)])
 
-    def test_deep_nesting_does_not_exhaust_the_stack(self) -> None:
+    def test_nesting_up_to_the_limit_builds_and_scores(self) -> None:
         scorer: Any = RecencyScorer()
-        for _ in range(1500):
+        for _ in range(MAX_SCORER_DEPTH - 2):
             scorer = ScaledScorer(scorer)
-        CompositeScorer([(scorer, 1.0)])
+        scorer = CompositeScorer([(scorer, 1.0)])
+        items = [make(timestamp=T0 + timedelta(hours=h)) for h in range(3)]
+        assert scorer.score_all(items) == [0.0, 0.5, 1.0]  # min-max scaling is idempotent
+
+    @pytest.mark.parametrize("wrap", ["scaled", "composite"])
+    def test_nesting_past_the_limit_is_refused_before_it_can_exhaust_the_stack(
+        self, wrap: str
+    ) -> None:
+        scorer: Any = RecencyScorer()
+        for _ in range(MAX_SCORER_DEPTH - 1):
+            scorer = ScaledScorer(scorer)
+        with pytest.raises(
+            ScorerConfigError, match=rf"scorers nest 65 levels deep, .*limit of {MAX_SCORER_DEPTH}"
+        ) as info:
+            ScaledScorer(scorer) if wrap == "scaled" else CompositeScorer([(scorer, 1.0)])
+        assert not isinstance(info.value, CycleError)
+
+    def test_deep_duck_typed_children_are_walked_without_recursion(self) -> None:
+        class Node:
+            def __init__(self, child: Any) -> None:
+                self.child = child
+
+            def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
+                return 0.0
+
+            def children(self) -> tuple[Any, ...]:
+                return () if self.child is None else (self.child,)
+
+        chain: Any = None
+        for _ in range(5000):
+            chain = Node(chain)
+        with pytest.raises(ScorerConfigError, match="scorers nest 5001 levels deep"):
+            CompositeScorer([(chain, 1.0)])
 
     def test_duck_typed_children_without_children_method_are_leaves(self) -> None:
         CompositeScorer([(Duck(), 1.0), (Duck(), 1.0)])

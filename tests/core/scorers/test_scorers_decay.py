@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from scorers_testkit import T0, make
 
-from cupel._errors import ScorerConfigError
+from cupel._errors import ScoreError, ScorerConfigError
 from cupel.scorers import (
     DecayCurve,
     DecayScorer,
@@ -22,6 +22,7 @@ from cupel.scorers import (
     TimeProvider,
     WindowDecay,
 )
+from cupel.scorers.decay import MAX_DURATION_SECONDS, duration_from_seconds
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -363,3 +364,79 @@ class TestReferenceTime:
         assert scorer.score_all([make(), make()]) == [0.0, 0.0]
         assert scorer.score(make(), []) == 0.0
         assert reads == []
+
+
+# -- extreme values -------------------------------------------------------------------------
+
+EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+LATEST = datetime.max.replace(tzinfo=timezone.utc)
+FAR_ZONES = [timezone(timedelta(hours=14)), timezone(timedelta(hours=-12)), timezone.utc]
+
+
+class TestExtremes:
+    @pytest.mark.parametrize("zone", FAR_ZONES)
+    @pytest.mark.parametrize(
+        "curve",
+        [
+            ExponentialDecay(timedelta(microseconds=1)),
+            ExponentialDecay(timedelta.max),
+            WindowDecay(timedelta.max),
+            STEPS,
+        ],
+        ids=["exp-1us", "exp-max", "window-max", "steps"],
+    )
+    def test_timestamps_and_clocks_at_the_datetime_limits_score_in_the_unit_interval(
+        self, zone: timezone, curve: DecayCurve
+    ) -> None:
+        items = [make(timestamp=EARLIEST), make(timestamp=LATEST), make(timestamp=None)]
+        earliest_local = (EARLIEST + timedelta(days=1)).astimezone(zone)
+        for now in (earliest_local, LATEST.replace(tzinfo=None), T0):
+            scorer = DecayScorer(FixedTimeProvider(now), curve)
+            scores = scorer.score_all(items)
+            assert scores == [scorer.score(item, items) for item in items]
+            assert all(0.0 <= s <= 1.0 for s in scores)
+
+    def test_recency_and_decay_order_the_extremes_of_the_range(self) -> None:
+        from cupel.scorers import RecencyScorer
+
+        items = [make(timestamp=LATEST), make(timestamp=EARLIEST), make(timestamp=T0)]
+        assert RecencyScorer().score_all(items) == [1.0, 0.0, 0.5]
+        scorer = DecayScorer(FixedTimeProvider(LATEST), WindowDecay(timedelta(days=1)))
+        assert scorer.score_all(items) == [1.0, 0.0, 0.0]
+
+    @pytest.mark.parametrize(
+        ("owner", "build"),
+        [
+            (
+                "ExponentialDecay",
+                lambda s: ExponentialDecay(
+                    duration_from_seconds("ExponentialDecay", "half_life", s)
+                ),
+            ),
+            (
+                "WindowDecay",
+                lambda s: WindowDecay(duration_from_seconds("WindowDecay", "max_age", s)),
+            ),
+        ],
+    )
+    @pytest.mark.parametrize("seconds", [1e300, 1e18, math.inf, math.nan, -1.0, 0, 1e-9])
+    def test_durations_from_seconds_are_checked_not_overflowing(
+        self, owner: str, build: Callable[[float], DecayCurve], seconds: float
+    ) -> None:
+        with pytest.raises(ScorerConfigError, match=rf"^{owner}: ") as info:
+            build(seconds)
+        assert info.value.field in ("half_life", "max_age")
+
+    def test_the_longest_duration_is_accepted(self) -> None:
+        assert duration_from_seconds("E", "half_life", MAX_DURATION_SECONDS) == timedelta.max
+        assert duration_from_seconds("E", "half_life", 1e-6) == timedelta(microseconds=1)
+
+    def test_a_custom_curve_returning_a_non_score_is_a_score_error(self) -> None:
+        class Broken(DecayCurve):
+            def apply(self, age: timedelta) -> float:
+                return None  # type: ignore[return-value]
+
+        scorer = DecayScorer(FixedTimeProvider(T0), Broken())
+        item = make(timestamp=T0)
+        with pytest.raises(ScoreError, match=r"returned NoneType None for item"):
+            scorer.score_all([item])

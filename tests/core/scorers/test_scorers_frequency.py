@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scorers_testkit import make
 
 from cupel._model import ContextItem
 from cupel.scorers import FrequencyScorer
+from cupel.scorers.frequency import touching_counts
 
 
 def both_paths(items: list[ContextItem]) -> list[float]:
@@ -83,3 +90,99 @@ def test_empty_string_tags_match_each_other() -> None:
 
 def test_repr() -> None:
     assert repr(FrequencyScorer()) == "FrequencyScorer()"
+
+
+# -- the three exact counting methods ----------------------------------------------------------
+
+METHODS = ("subset_sum", "bitsets", "levels")
+
+
+def naive_touching(sets: list[frozenset[int]], mult: list[int]) -> list[int]:
+    return [sum(m for other, m in zip(sets, mult, strict=True) if s & other) for s in sets]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.frozensets(st.integers(0, 13), min_size=1, max_size=9), st.integers(1, 4)),
+        min_size=1,
+        max_size=25,
+        unique_by=lambda pair: pair[0],
+    )
+)
+def test_every_method_counts_exactly_what_the_definition_counts(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    sets = [s for s, _ in pairs]
+    mult = np.array([m for _, m in pairs], dtype=np.int64)
+    rows = [sorted(s) for s in sets]
+    starts = np.cumsum([0, *map(len, rows)]).astype(np.int64)
+    tags = np.array([t for row in rows for t in row], dtype=np.int64)
+    vocabulary = int(tags.max()) + 1
+    expected = naive_touching(sets, mult.tolist())
+    for method in METHODS:
+        assert touching_counts(starts, tags, mult, vocabulary, method).tolist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["a", "A", "b", "DB", "db", "é", "É", "x1", "X1", ""]), max_size=6
+        ),
+        max_size=14,
+    ),
+    st.lists(st.integers(0, 13), max_size=3),
+)
+def test_batch_scores_equal_the_per_item_definition(
+    tags: list[list[str]], repeats: list[int]
+) -> None:
+    items = [make(tags=tuple(t)) for t in tags]
+    for index in repeats:  # the very same object at several positions
+        if items:
+            items.append(items[index % len(items)])
+    both_paths(items)
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "per_item", "expected"),
+    [
+        (5, 2, "subset_sum"),  # 32 masks
+        (16, 8, "subset_sum"),  # 65,536 masks vs ~12,000 sets of 8 tags as 20,000-bit sets
+        (22, 2, "bitsets"),  # 4M masks vs a few hundred sets of 2 tags
+        (300, 2, "bitsets"),
+        (20_000, 2, "levels"),  # bitsets would need 20,000 x 20,000 bits
+    ],
+)
+def test_the_cheapest_method_is_chosen(
+    vocabulary: int, per_item: int, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cupel.scorers.frequency as frequency
+
+    chosen: list[str] = []
+    for method in METHODS:
+        original = getattr(frequency, f"_by_{method}")
+
+        def record(*args: object, _f: object = original, _m: str = method) -> object:
+            chosen.append(_m)
+            return _f(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(frequency, f"_by_{method}", record)
+    rng = random.Random(vocabulary)
+    items = [
+        make(tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(per_item)))
+        for _ in range(20_000)
+    ]
+    result = FrequencyScorer().score_all(items)
+    assert chosen == [expected]
+    assert result[:30] == [FrequencyScorer().score(item, items) for item in items[:30]]
+
+
+def test_tags_differing_only_in_ascii_case_are_one_tag_but_unicode_case_is_not() -> None:
+    items = [make(tags=("Ops",)), make(tags=("OPS", "x")), make(tags=("É",)), make(tags=("é",))]
+    assert both_paths(items) == [1 / 3, 1 / 3, 0.0, 0.0]
+
+
+def test_a_tag_repeated_within_an_item_counts_once() -> None:
+    items = [make(tags=("a", "A", "a")), make(tags=("a",)), make(tags=("b",))]
+    assert both_paths(items) == [0.5, 0.5, 0.0]

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cupel.slicers.knapsack as knapsack_module
 from cupel._errors import SlicerConfigError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers import KnapsackSlice
+from cupel.slicers.knapsack import MAX_CELLS_LIMIT
 
 
 def reference_knapsack(
@@ -133,7 +138,7 @@ def test_nan_score_counts_as_zero_value(budget, names):
     assert names(KnapsackSlice(bucket_size=1).slice(items, budget(100))) == ["a"]
 
 
-def test_huge_scores_fall_back_to_exact_integers_and_match_the_reference(budget):
+def test_huge_scores_match_the_exact_integer_reference(budget):
     # Values past int64 totals: selection must still equal the pure-Python reference.
     items = [
         ScoredItem(ContextItem(content=f"i{i}", tokens=t), s)
@@ -230,3 +235,151 @@ def test_numpy_dp_selects_exactly_what_the_pseudocode_selects(rows, target, buck
     result = KnapsackSlice(bucket_size=bucket_size).slice(items, budget)
     expected = reference_knapsack(items, budget, bucket_size)
     assert [id(i) for i in result] == [id(i) for i in expected]
+
+
+# -- any score magnitude stays on int64 arrays, with the exact selection -----------------------
+
+
+def _value(score: float) -> int:
+    """The documented value rule: max(0, floor(score * 10000)), NaN as 0 and an infinite
+    product as the largest double."""
+    if not score > 0:
+        return 0
+    scaled = score * 10_000
+    return int(sys.float_info.max) if math.isinf(scaled) else math.floor(scaled)
+
+
+def reference_exact(scored: list[ScoredItem], target: int, bucket: int) -> list[ContextItem]:
+    """The pseudocode on Python integers (exact for any magnitude)."""
+    candidates = [s for s in scored if s.item.tokens > 0]
+    zero = [s.item for s in scored if s.item.tokens == 0]
+    capacity = target // bucket
+    if not scored or target <= 0:
+        return []
+    if not candidates or capacity == 0:
+        return zero
+    weights = [-(-s.item.tokens // bucket) for s in candidates]
+    values = [_value(s.score) for s in candidates]
+    dp = [0] * (capacity + 1)
+    keep = [[False] * (capacity + 1) for _ in candidates]
+    for i, (dw, dv) in enumerate(zip(weights, values, strict=True)):
+        for w in range(capacity, dw - 1, -1):
+            if dp[w - dw] + dv > dp[w]:
+                dp[w] = dp[w - dw] + dv
+                keep[i][w] = True
+    selected, remaining = [], capacity
+    for i in range(len(candidates) - 1, -1, -1):
+        if keep[i][remaining]:
+            selected.append(candidates[i].item)
+            remaining -= weights[i]
+    return zero + selected
+
+
+_huge_scores = st.one_of(
+    st.sampled_from([0.0, 0.5, 1e12, 1.5e12, 3e15, 1e300, 1.7e308, math.inf, 2.5e13]),
+    st.floats(min_value=1e11, max_value=1e40),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+
+
+@pytest.fixture
+def no_object_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail if the DP allocates a NumPy array of Python objects (the old slow fallback)."""
+    real = np.zeros
+
+    def zeros(*args: Any, **kwargs: Any) -> Any:
+        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+        assert dtype is not object, "the knapsack DP fell back to Python-object arrays"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(knapsack_module.np, "zeros", zeros)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 60), _huge_scores), max_size=12),
+    target=st.integers(0, 200),
+    bucket=st.integers(1, 12),
+)
+def test_huge_and_infinite_scores_select_exactly_what_integers_select(
+    rows: list[tuple[int, float]], target: int, bucket: int
+) -> None:
+    items = [ScoredItem(ContextItem(content=f"i{i}", tokens=t), s) for i, (t, s) in enumerate(rows)]
+    budget = ContextBudget(max_tokens=target, target_tokens=target)
+    result = KnapsackSlice(bucket_size=bucket).slice(items, budget)
+    assert [id(i) for i in result] == [id(i) for i in reference_exact(items, target, bucket)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    weights=st.lists(st.integers(1, 6), min_size=1, max_size=10),
+    data=st.data(),
+    capacity=st.integers(1, 20),
+)
+def test_the_wide_dp_and_the_compression_each_agree_with_integers(
+    weights: list[int], data: st.DataObject, capacity: int
+) -> None:
+    values = [_value(data.draw(_huge_scores)) for _ in weights]
+    expected = [[bool(x) for x in row] for row in _fill_reference(weights, values, capacity)]
+    assert knapsack_module._fill_keep_table_wide(weights, values, capacity).tolist() == expected
+    compressed = knapsack_module._compress_values(values)
+    assert _fill_reference(weights, compressed, capacity) == _fill_reference(
+        weights, values, capacity
+    )
+
+
+def _fill_reference(weights: list[int], values: list[int], capacity: int) -> list[list[bool]]:
+    dp = [0] * (capacity + 1)
+    keep = [[False] * (capacity + 1) for _ in weights]
+    for i, (dw, dv) in enumerate(zip(weights, values, strict=True)):
+        for w in range(capacity, dw - 1, -1):
+            if dp[w - dw] + dv > dp[w]:
+                dp[w] = dp[w - dw] + dv
+                keep[i][w] = True
+    return keep
+
+
+@pytest.mark.usefixtures("no_object_arrays")
+@pytest.mark.parametrize(
+    "scores",
+    [
+        [1e12 * (1 + i / 7) for i in range(300)],  # totals past int64
+        [math.inf if i % 5 == 0 else i / 300 for i in range(300)],  # inf next to [0, 1]
+        [10 ** (12 + (i % 29)) * 1.37 for i in range(300)],  # 29 magnitudes: several words
+    ],
+    ids=["1e12", "inf", "magnitudes"],
+)
+def test_scores_past_int64_totals_stay_on_int64_arrays(scores: list[float]) -> None:
+    items = [
+        ScoredItem(ContextItem(content=f"i{i}", tokens=1 + (i * 7) % 23), s)
+        for i, s in enumerate(scores)
+    ]
+    budget = ContextBudget(max_tokens=500, target_tokens=500)
+    result = KnapsackSlice(bucket_size=1).slice(items, budget)
+    assert [id(i) for i in result] == [id(i) for i in reference_exact(items, 500, 1)]
+
+
+def test_inf_beside_ordinary_scores_compresses_into_int64() -> None:
+    values = [_value(s) for s in (math.inf, 0.5, math.inf, 0.25, 1.0)]
+    assert sum(values) > 2**63
+    compressed = knapsack_module._compress_values(values)
+    assert sum(compressed) < 2**63
+    # [2500, 5000, 10000] share the gcd 2500 (-> 1, 2, 4); inf outweighs them all (-> 8)
+    assert compressed == [8, 2, 8, 1, 4]
+
+
+class TestMaxCellsCeiling:
+    def test_max_cells_beyond_the_ceiling_is_refused_at_construction(self) -> None:
+        with pytest.raises(
+            SlicerConfigError,
+            match=re.escape("KnapsackSlice: max_cells must be at most 1,000,000,000"),
+        ) as info:
+            KnapsackSlice(max_cells=10**15)
+        assert (info.value.field, info.value.value) == ("max_cells", 10**15)
+
+    def test_the_ceiling_itself_is_allowed_and_still_guards_the_table(self, scored) -> None:
+        slicer = KnapsackSlice(bucket_size=1, max_cells=MAX_CELLS_LIMIT)
+        items = scored(*[(f"i{i}", 5, 0.5) for i in range(1000)])  # x (10**6 + 1) cells
+        huge = ContextBudget(max_tokens=10**6, target_tokens=10**6)
+        with pytest.raises(TableTooLargeError, match="exceeds the limit of 1000000000 cells"):
+            slicer.slice(items, huge)

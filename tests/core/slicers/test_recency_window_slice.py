@@ -219,7 +219,7 @@ def test_a_block_value_that_is_not_a_string_or_integer_names_the_item() -> None:
             [ScoredItem(item, 0.5)], ContextBudget(max_tokens=5, target_tokens=5)
         )
     assert raised.value.field == "metadata['cupel:turn']"
-    assert "'odd'" in str(raised.value) and "list [1]" in str(raised.value)
+    assert "'odd'" in str(raised.value) and "FrozenList [1]" in str(raised.value)
 
 
 def test_equal_settings_are_equal_and_survive_pickling() -> None:

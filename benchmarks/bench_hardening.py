@@ -1,0 +1,158 @@
+"""Blow-up workloads of issue 12: each against a baseline measured in the same run.
+
+    python benchmarks/bench_hardening.py          # or: python -m benchmarks.bench_hardening
+
+- **H1 frequency**: FrequencyScorer over 100,000 items with 8 tags each, for vocabularies
+  from 16 to 10 million tags, against the floor (reading every item's tags once and
+  sorting N floats); with the peak memory of the scoring against the input's size.
+  Target: under 1 s and within 3x the input's memory.
+- **H2 knapsack**: KnapsackSlice with scores of 1e12 and more, and with infinities next to
+  ordinary scores, against the same items with scores in [0, 1]. Target: the same order
+  of time (the DP never leaves int64 arrays).
+- **H3 composite**: a CompositeScorer reusing one child at every one of 20 levels
+  (2^20 paths to it) against the child alone, 100 items. Target: the same order of time
+  (each distinct child is scored once per pass).
+
+Figures are medians of a few runs; compare the ratios, not the absolute times (the
+machines are shared).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cupel import (
+    CompositeScorer,
+    ContextBudget,
+    ContextItem,
+    FrequencyScorer,
+    KnapsackSlice,
+    PriorityScorer,
+    ScaledScorer,
+    ScoredItem,
+)
+
+SEED = 20261123
+
+
+def median_seconds(call: Callable[[], object], runs: int = 3) -> float:
+    call()  # warm-up
+    samples = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def traced(call: Callable[[], object]) -> tuple[object, float, float]:
+    """``call()`` under tracemalloc: (its result, MiB still allocated after it, peak MiB)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = call()
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, current / 2**20, peak / 2**20
+
+
+def h1_frequency(n: int = 100_000, tags_per_item: int = 8) -> list[str]:
+    return [h1_case(v, n, tags_per_item) for v in (16, 50, 1_000, 100_000, 10_000_000)]
+
+
+def h1_case(vocabulary: int, n: int, tags_per_item: int) -> str:
+    rng = random.Random(SEED + vocabulary)
+
+    def build() -> list[ContextItem]:
+        return [
+            ContextItem(
+                content=f"item {i}",
+                tokens=10,
+                tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(tags_per_item)),
+            )
+            for i in range(n)
+        ]
+
+    built, input_mib, _ = traced(build)
+    items: list[ContextItem] = built  # type: ignore[assignment]
+    floats = [rng.random() for _ in items]
+
+    def floor() -> object:
+        return sum(len(item.tags) for item in items), sorted(floats)
+
+    scorer = FrequencyScorer()
+    seconds = median_seconds(lambda: scorer.score_all(items))
+    floor_seconds = median_seconds(floor)
+    _, _, peak_mib = traced(lambda: scorer.score_all(items))
+    met = seconds < 1.0 and peak_mib <= 3 * input_mib
+    return (
+        f"H1 frequency  vocabulary {vocabulary:>10,}  {seconds * 1000:8.1f} ms  "
+        f"÷floor {seconds / floor_seconds:6.1f}  peak {peak_mib:6.1f} MiB "
+        f"= {peak_mib / input_mib:4.2f}x input ({input_mib:.0f} MiB)  {'met' if met else 'NOT met'}"
+    )
+
+
+def h2_knapsack(n: int = 1_000, target: int = 2_000) -> list[str]:
+    rng = random.Random(SEED)
+    tokens = [rng.randint(1, 50) for _ in range(n)]
+    budget = ContextBudget(max_tokens=target, target_tokens=target)
+    slicer = KnapsackSlice(bucket_size=1)
+
+    def scored(scores: list[float]) -> list[ScoredItem]:
+        return [
+            ScoredItem(ContextItem(content=f"i{i}", tokens=t), s)
+            for i, (t, s) in enumerate(zip(tokens, scores, strict=True))
+        ]
+
+    baseline = scored([rng.random() for _ in range(n)])
+    base = median_seconds(lambda: slicer.slice(baseline, budget))
+    lines = [f"H2 knapsack   scores in [0, 1]          {base * 1000:8.1f} ms  (baseline)"]
+    cases = {
+        "scores >= 1e12": [1e12 * (1 + rng.random()) for _ in range(n)],
+        "inf beside [0, 1]": [math.inf if rng.random() < 0.2 else rng.random() for _ in range(n)],
+        "1e12 .. 1e40": [10 ** rng.uniform(12, 40) for _ in range(n)],
+    }
+    for label, scores in cases.items():
+        items = scored(scores)
+        seconds = median_seconds(lambda items=items: slicer.slice(items, budget))  # type: ignore[misc]
+        lines.append(
+            f"H2 knapsack   {label:<25} {seconds * 1000:8.1f} ms  ÷baseline {seconds / base:5.2f}"
+        )
+    return lines
+
+
+def h3_composite(n: int = 100, depth: int = 20) -> list[str]:
+    items = [ContextItem(content=f"i{i}", tokens=1, priority=i % 7) for i in range(n)]
+    child = ScaledScorer(PriorityScorer())
+    scorer: object = child
+    for _ in range(depth):
+        scorer = CompositeScorer([(scorer, 1.0), (child, 1.0), (scorer, 2.0)])
+    base = median_seconds(lambda: child.score_all(items))
+    seconds = median_seconds(lambda: scorer.score_all(items))  # type: ignore[attr-defined]
+    return [
+        f"H3 composite  one child x {depth} levels    {seconds * 1000:8.2f} ms  "
+        f"÷child alone {seconds / base:5.1f}  ({base * 1000:.2f} ms)"
+    ]
+
+
+def main() -> int:
+    for line in (*h3_composite(), *h2_knapsack(), *h1_frequency()):
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""When a built-in's fast path may be taken (private). Both rules live here, and only here.
+
+Built-in scorers, slicers and placers have a second implementation of their definition
+that works on float64 / int64 arrays (scorers: ``_scores``; slicers:
+``_select_positions``; placers: ``_order``). Two questions decide whether it runs:
+
+1. **Whose definition is it?** A fast path stands for public methods (a scorer's
+   ``score`` and ``score_all``, a slicer's ``slice`` and ``slice_detailed``, a placer's
+   ``place``); it runs only when every one of them is cupel's own
+   (:func:`fast_method`). A user's subclass that overrides one of them is run through
+   its override: a ``KindScorer`` subclass whose ``score()`` returns 0.5 is scored
+   through that ``score()``, never through ``KindScorer``'s batch. (A subclass that only
+   adds an ``__init__`` or a ``__repr__`` keeps the fast path: nothing it stands for
+   changed.)
+2. **Can the values live in an array?** Scores must all be exactly Python ``float`` s,
+   without NaN unless the caller handles NaN (:func:`float_column`); token sums must stay
+   below :data:`MAX_EXACT_TOKENS`, so int64 sums and float64 densities are exact.
+
+Otherwise the spec's per-item definition runs; both give identical results (the
+agreement tests in tests/core/perf and tests/core/test_properties.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["MAX_EXACT_TOKENS", "FloatArray", "IntArray", "fast_method", "float_column"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+MAX_EXACT_TOKENS = 2**53
+"""Token sums below this are exact in int64 and float64 (the array paths' precondition)."""
+
+
+def _is_cupel(cls: type) -> bool:
+    module = cls.__module__
+    return module == "cupel" or module.startswith("cupel.")
+
+
+def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[..., Any] | None:
+    """``obj``'s fast-path method ``name``, or ``None`` when it has none or when one of the
+    methods it ``stands_for`` is overridden outside cupel (the class that defines it,
+    first in the MRO, is not one of cupel's own).
+
+    >>> from cupel import KindScorer
+    >>> def halves(self, item, all_items):
+    ...     return 0.5
+    >>> def preset(self):
+    ...     KindScorer.__init__(self, {"Document": 2.0})
+    >>> Halves = type("Halves", (KindScorer,), {"score": halves, "__module__": "app"})
+    >>> Preset = type("Preset", (KindScorer,), {"__init__": preset, "__module__": "app"})
+    >>> [fast_method(s, "_scores", ("score", "score_all")) is not None
+    ...  for s in (KindScorer(), Halves(), Preset())]
+    [True, False, True]
+    """
+    method: Callable[..., Any] | None = getattr(obj, name, None)
+    if method is None:
+        return None
+    mro = type(obj).__mro__
+    for public in stands_for:
+        owner = next((cls for cls in mro if public in cls.__dict__), None)
+        if owner is not None and not _is_cupel(owner):
+            return None
+    return method
+
+
+def float_column(
+    values: FloatArray | Sequence[Any], *, allow_nan: bool = False
+) -> FloatArray | None:
+    """``values`` as a float64 array when every value is exactly a Python ``float`` (so the
+    array holds them exactly) and, unless ``allow_nan``, none is NaN; else ``None``.
+    Float64 arrays are taken as they are.
+
+    >>> float_column([0.5, 1.0]), float_column([1, 0.5]), float_column([float("nan")])
+    (array([0.5, 1. ]), None, None)
+    """
+    if isinstance(values, np.ndarray):
+        array: FloatArray = values
+    else:
+        if not set(map(type, values)) <= {float}:
+            return None
+        array = np.array(values, dtype=np.float64)
+    if array.dtype != np.float64:
+        return None
+    if not allow_nan and np.isnan(array).any():
+        return None
+    return array
