@@ -115,6 +115,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     Parameters are those of :func:`~cupel_langchain.select_messages` (the system message
     is always pinned, so there is no ``keep_system``), plus ``persistent`` (rewrite the
     agent state too) and ``report`` (build and emit the :class:`~cupel.SelectionReport`).
+    With ``cache_stable`` the previous window is kept per LangGraph ``thread_id`` (calls
+    outside a thread share one slot), at most ``max_conversations`` of them;
+    ``cache_breakpoint`` marks a copy of the last message sent (Anthropic ``cache_control``).
     Invalid settings raise :class:`~cupel.ConfigurationError` here (and at assignment),
     not at the first model call. ``copy.deepcopy`` and ``pickle`` work (with picklable
     counters).

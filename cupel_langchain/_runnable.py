@@ -205,6 +205,13 @@ def select_messages(
     ``profile["max_input_tokens"]``). ``trim_messages`` parameters cupel has no option
     for (``strategy``, ``include_system``, ``allow_partial``, ...) raise a
     :class:`~cupel.ConfigurationError` naming the cupel equivalent.
+
+    ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) with
+    ``previous`` (the window the previous call returned) keeps the window append-only
+    between cuts, for providers' prompt caches: the previous window plus the new messages
+    while they fit, else a cut by whole units back to ``m`` of the budget. A ``previous``
+    not found in order in ``messages`` starts fresh. ``cache_breakpoint=True`` returns a
+    copy of the last selected message marked with ``cache_control`` (Anthropic).
     """
     _refuse_unknown("select_messages", unknown)
     selection = MessageSelection(

@@ -72,10 +72,14 @@ class CupelMemory(Memory):
     """``llama_index.core.memory.Memory`` whose ``get()`` / ``aget()`` is chosen by cupel.
 
     Storage is ``Memory``'s own: the SQL chat store (``SQLAlchemyChatStore``, in-memory
-    SQLite by default), ``session_id``, ``put()`` flushing the oldest messages to the
-    memory blocks once the history passes ``token_limit * chat_history_token_ratio``
-    tokens, ``memory_blocks`` and their template and ``insert_method``. What changes is
-    the selection, under one budget of ``token_limit`` tokens:
+    SQLite by default), ``session_id``, ``memory_blocks`` and their template and
+    ``insert_method``. ``put()`` flushes to the memory blocks only the messages before
+    the window ``get()`` would select once the history passes ``token_limit`` (with
+    blocks: its ``chat_history_token_ratio``) — never a system message (flushed ones are
+    read back, pinned), the current turn or half a tool call. Messages are counted with
+    ``tokenizer_fn`` on their text and tool calls. ``cache_stable`` keeps the window
+    append-only between cuts (per ``session_id``; :attr:`last_stable`). The selection,
+    under one budget of ``token_limit`` tokens:
 
     * the **history** window follows cupel's default window rule (``policy``, default
       ``"chat"``): system messages and the latest user message pinned, then whole units

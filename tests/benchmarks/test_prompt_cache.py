@@ -164,3 +164,19 @@ def test_the_committed_plot_exists() -> None:
         .read_text(encoding="utf-8")
         .startswith("<svg")
     )
+
+
+def test_the_docs_page_example_runs_and_its_window_stays_within_budget() -> None:
+    import re
+
+    text = (ROOT / "docs" / "cache-stable.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    assert blocks
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        exec(compile(block, "docs/cache-stable.md", "exec"), namespace)
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    window = namespace["window"]
+    assert isinstance(window, list) and window[0].content == "Be brief."
+    assert count_tokens_approximately(window) <= 400
