@@ -13,8 +13,9 @@ setting:
   (through its ``wrap_model_call`` hook with a real ``ModelRequest``) and
   ``trim_messages`` in its recommended setup (``strategy="last"``,
   ``include_system=True``, ``start_on="human"``, ``count_tokens_approximately``);
-- LlamaIndex: ``CupelChatMemory``, ``ChatMemoryBuffer`` and ``Memory`` (messages put one
-  by one, as a chat engine stores them), all with LlamaIndex's default tokenizer.
+- LlamaIndex: ``CupelChatMemory``, ``CupelMemory``, ``ChatMemoryBuffer`` and ``Memory``
+  (the two ``Memory`` API ones with messages put one by one, as a chat engine stores
+  them), all with LlamaIndex's default tokenizer.
 
 Each window is scored on the original history with :mod:`benchmarks.window_metrics`
 (cupel's ``Conversation.check_window``): holes, task lost, no reply when one was due,
@@ -23,7 +24,7 @@ budget use. Tokens are counted the same way for every component of a framework:
 ``count_tokens_approximately`` per message (LangChain); LlamaIndex's default tokenizer on
 each message's text plus its tool calls (``cupel_llamaindex.message_text``: what the
 provider receives). Windows returned as copies (``Memory`` reads them back from its SQL
-store) are aligned to the history by order and equality.
+store; ``CupelMemory`` too) are aligned to the history by order and equality.
 
 Everything is deterministic: the same seed gives the same table on any machine.
 """
@@ -144,6 +145,15 @@ def _li_cupel(history: list[Any], budget: int) -> Sequence[Any]:
     return CupelChatMemory.from_defaults(chat_history=history, token_limit=budget).get()
 
 
+def _li_cupel_memory(history: list[Any], budget: int) -> Sequence[Any]:
+    from cupel_llamaindex import CupelMemory
+
+    memory = CupelMemory.from_defaults(token_limit=budget)
+    for message in history:  # as they come, like Memory: each put may flush
+        memory.put(message)
+    return memory.get()
+
+
 def _li_buffer(history: list[Any], budget: int) -> Sequence[Any]:
     from llama_index.core.memory import ChatMemoryBuffer
 
@@ -195,6 +205,13 @@ COMPONENTS: tuple[Component, ...] = (
         True,
         _li_cupel,
         "CupelChatMemory.from_defaults(chat_history=history, token_limit=B).get()",
+    ),
+    Component(
+        "CupelMemory",
+        "llamaindex",
+        True,
+        _li_cupel_memory,
+        "CupelMemory.from_defaults(token_limit=B); put(m) for each message; get()",
     ),
     Component(
         "ChatMemoryBuffer",

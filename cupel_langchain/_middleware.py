@@ -41,7 +41,7 @@ each call, as ``SummarizationMiddleware`` does.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -55,6 +55,12 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
 from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
+from cupel.conversation import (
+    DEFAULT_MAX_CONVERSATIONS,
+    StableWindow,
+    StableWindows,
+    check_cache_stable,
+)
 from cupel_langchain._messages import StartOn
 from cupel_langchain._selection import (
     MIDDLEWARE_OPTIONS,
@@ -73,6 +79,7 @@ from cupel_langchain._selection import (
     settings_value,
     unknown_option_hint,
 )
+from cupel_langchain._stable import conversation_key, mark_cache_breakpoint, stable_fields
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
 __all__ = ["CupelContextMiddleware"]
@@ -93,6 +100,9 @@ _OPTIONS = (
     "timestamp_key",
     "persistent",
     "report",
+    "cache_stable",
+    "cache_breakpoint",
+    "max_conversations",
 )
 
 ModelHandler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
@@ -105,6 +115,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     Parameters are those of :func:`~cupel_langchain.select_messages` (the system message
     is always pinned, so there is no ``keep_system``), plus ``persistent`` (rewrite the
     agent state too) and ``report`` (build and emit the :class:`~cupel.SelectionReport`).
+    With ``cache_stable`` the previous window is kept per LangGraph ``thread_id`` (calls
+    outside a thread share one slot), at most ``max_conversations`` of them;
+    ``cache_breakpoint`` marks a copy of the last message sent (Anthropic ``cache_control``).
     Invalid settings raise :class:`~cupel.ConfigurationError` here (and at assignment),
     not at the first model call. ``copy.deepcopy`` and ``pickle`` work (with picklable
     counters).
@@ -125,6 +138,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     timestamp_key: str | None
     persistent: bool
     report: bool
+    cache_stable: bool | float
+    cache_breakpoint: bool
+    max_conversations: int
 
     def __init__(
         self,
@@ -144,6 +160,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         timestamp_key: str | None = None,
         persistent: bool = False,
         report: bool = True,
+        cache_stable: bool | float = False,
+        cache_breakpoint: bool = False,
+        max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         **unknown: Any,
     ) -> None:
         super().__init__()
@@ -162,6 +181,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             )
         self.tools = []
         self._cache: SettingsCache[MessageSelection] = SettingsCache()
+        # one map for the model calls, one for the persistent rewrites (other histories)
+        self._states = StableWindows(max_conversations if _is_int(max_conversations) else 1)
+        self._rewrites = StableWindows(self._states.max_conversations)
         values = dict(
             max_tokens=max_tokens,
             target_tokens=target_tokens,
@@ -178,6 +200,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             timestamp_key=timestamp_key,
             persistent=persistent,
             report=report,
+            cache_stable=cache_stable,
+            cache_breakpoint=cache_breakpoint,
+            max_conversations=max_conversations,
         )
         for name, value in values.items():
             object.__setattr__(self, name, _checked(name, value))
@@ -236,6 +261,7 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self.deduplicate,
             settings_value(self.kinds),
             self.timestamp_key,
+            self.cache_stable,
         )
         return self._cache.get(
             settings,
@@ -256,18 +282,44 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 timestamp_key=self.timestamp_key,
                 options=MIDDLEWARE_OPTIONS,
                 model=budget_model,
+                cache_stable=self.cache_stable,
             ),
         )
 
     def _select(
-        self, messages: Sequence[BaseMessage], model: object
+        self, messages: Sequence[BaseMessage], model: object, states: StableWindows
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
         selection = self._selection(model)
-        selected, report = selection.select(messages, with_report=self.report)
+        previous: list[int] | None = None
+        key: Hashable = None
+        if selection.cache_stable:
+            states.max_conversations = self.max_conversations  # evicts at the next put
+            key = conversation_key(ensure_config())
+            state = states.get(key)
+            previous = state.previous_for(messages) if state is not None else None
+        history, window = selection.select_window(
+            messages, with_report=self.report, previous=previous
+        )
+        if selection.cache_stable:
+            states.put(key, StableWindow(tuple(history), tuple(window.messages), window.cut))
+        selected = [history[i] for i in window.messages]
+        report = window.report
         if report is None:
             return selected, None
         remember_report(self, report)
-        return selected, report_event_data(type(self).__name__, report, selection.budget)
+        return selected, report_event_data(
+            type(self).__name__,
+            report,
+            selection.budget,
+            stable_fields(window, selection.cache_stable),
+        )
+
+    def forget(self, thread_id: Hashable = None) -> None:
+        """Drop the previous windows of the conversation ``thread_id`` (``None``: calls
+        made outside a thread), so its next model call starts fresh."""
+        key = None if thread_id is None else ("thread_id", thread_id)
+        self._states.forget(key)
+        self._rewrites.forget(key)
 
     def _select_request(
         self, request: ModelRequest[Any]
@@ -275,9 +327,17 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         system = request.system_message
         messages = list(request.messages)
         selected, event = self._select(
-            messages if system is None else [system, *messages], request.model
+            messages if system is None else [system, *messages], request.model, self._states
         )
         kept: list[AnyMessage] = [m for m in selected if m is not system]  # type: ignore[misc]
+        if not self.cache_breakpoint:
+            return request.override(messages=kept), event
+        if kept:
+            kept[-1] = mark_cache_breakpoint(kept[-1])  # type: ignore[call-overload]
+            return request.override(messages=kept), event
+        if system is not None:  # only the system prompt is sent
+            marked = mark_cache_breakpoint(system)
+            return request.override(messages=kept, system_message=marked), event  # type: ignore[arg-type]
         return request.override(messages=kept), event
 
     def _rewrite_state(
@@ -285,7 +345,7 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> tuple[dict[str, Any] | None, ReportEventData | None]:
         messages = list(state["messages"])
         model = getattr(runtime, "model", None)
-        selected, event = self._select(messages, model)
+        selected, event = self._select(messages, model, self._rewrites)
         if len(selected) == len(messages):
             return None, event
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *selected]}, event
@@ -329,7 +389,7 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 def _checked(name: str, value: Any) -> Any:
     """An option's value as stored: flags must be bools, a budget an int or a fraction,
     a policy a name or a Policy (its dict form is read as a Policy)."""
-    if name in ("persistent", "report") and not isinstance(value, bool):
+    if name in ("persistent", "report", "cache_breakpoint") and not isinstance(value, bool):
         raise ConfigurationError(
             f"CupelContextMiddleware: {name} must be a bool, got {value!r}",
             field=name,
@@ -339,7 +399,15 @@ def _checked(name: str, value: Any) -> Any:
         return check_max_tokens(value, "CupelContextMiddleware")
     if name == "policy":
         return check_policy(value)
+    if name == "cache_stable":
+        check_cache_stable(value, "CupelContextMiddleware")
+    if name == "max_conversations":
+        StableWindows(value)  # checked there
     return value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _emit(event: ReportEventData | None, runtime: object) -> None:

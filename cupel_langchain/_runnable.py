@@ -42,7 +42,7 @@ Chat turns are not deduplicated by default: two identical "ok" turns are two mes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Annotated, Any, Literal
 
@@ -56,7 +56,13 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, PrivateAttr, Strict, ValidationError, field_validator
 
 from cupel import ConfigurationError, Pipeline, SelectionReport
-from cupel_langchain._messages import MessagesInput, StartOn, check_start_on
+from cupel.conversation import (
+    DEFAULT_MAX_CONVERSATIONS,
+    StableWindow,
+    StableWindows,
+    check_cache_stable,
+)
+from cupel_langchain._messages import MessagesInput, StartOn, as_messages, check_start_on
 from cupel_langchain._pydantic import (
     assign_checked,
     raise_configuration_error,
@@ -77,6 +83,13 @@ from cupel_langchain._selection import (
     report_event_data,
     settings_value,
     unknown_option_hint,
+)
+from cupel_langchain._stable import (
+    check_flag,
+    conversation_key,
+    mark_cache_breakpoint,
+    previous_positions,
+    stable_fields,
 )
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
@@ -101,6 +114,9 @@ _FUNCTION_OPTIONS = (
     "deduplicate",
     "kinds",
     "timestamp_key",
+    "cache_stable",
+    "previous",
+    "cache_breakpoint",
 )
 
 
@@ -113,6 +129,45 @@ def _refuse_unknown(function: str, unknown: Mapping[str, Any]) -> None:
             field=name,
             value=unknown[name],
         )
+
+
+def _select(
+    selection: MessageSelection,
+    messages: MessagesInput,
+    previous: Sequence[BaseMessage] | None,
+    cache_breakpoint: bool,
+    *,
+    with_report: bool,
+    owner: str,
+) -> tuple[list[BaseMessage], SelectionReport | None]:
+    """The plain functions' selection: ``previous`` (the window a previous call returned)
+    located in the history, then the window, then the optional breakpoint."""
+    check_flag(owner, "cache_breakpoint", cache_breakpoint)
+    positions: list[int] | None = None
+    listed = as_messages(messages)
+    if previous is not None:
+        if not selection.cache_stable:
+            raise ConfigurationError(
+                f"{owner}: previous= is the previous window of a cache-stable selection; "
+                f"pass cache_stable=True (or a low-water mark) with it",
+                field="previous",
+                value=type(previous).__name__,
+            )
+        if isinstance(previous, (str, BaseMessage)) or not all(
+            isinstance(m, BaseMessage) for m in previous
+        ):
+            raise ConfigurationError(
+                f"{owner}: previous must be the list of messages a previous call returned, "
+                f"got {type(previous).__name__} {previous!r:.80}",
+                field="previous",
+                value=previous,
+            )
+        positions = previous_positions(previous, listed)
+    history, window = selection.select_window(listed, with_report=with_report, previous=positions)
+    selected = [history[i] for i in window.messages]
+    if cache_breakpoint and selected:
+        selected[-1] = mark_cache_breakpoint(selected[-1])
+    return selected, window.report
 
 
 def select_messages(
@@ -132,6 +187,9 @@ def select_messages(
     deduplicate: bool = False,
     kinds: Mapping[str, str] | None = None,
     timestamp_key: str | None = None,
+    cache_stable: bool | float = False,
+    previous: Sequence[BaseMessage] | None = None,
+    cache_breakpoint: bool = False,
     **unknown: Any,
 ) -> list[BaseMessage]:
     """Select the messages that fit ``max_tokens`` (see the module docstring).
@@ -147,9 +205,16 @@ def select_messages(
     ``profile["max_input_tokens"]``). ``trim_messages`` parameters cupel has no option
     for (``strategy``, ``include_system``, ``allow_partial``, ...) raise a
     :class:`~cupel.ConfigurationError` naming the cupel equivalent.
+
+    ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) with
+    ``previous`` (the window the previous call returned) keeps the window append-only
+    between cuts, for providers' prompt caches: the previous window plus the new messages
+    while they fit, else a cut by whole units back to ``m`` of the budget. A ``previous``
+    not found in order in ``messages`` starts fresh. ``cache_breakpoint=True`` returns a
+    copy of the last selected message marked with ``cache_control`` (Anthropic).
     """
     _refuse_unknown("select_messages", unknown)
-    return MessageSelection(
+    selection = MessageSelection(
         max_tokens=max_tokens,
         target_tokens=target_tokens,
         output_reserve=output_reserve,
@@ -164,7 +229,11 @@ def select_messages(
         deduplicate=deduplicate,
         kinds=kinds,
         timestamp_key=timestamp_key,
-    ).select(messages, with_report=False)[0]
+        cache_stable=cache_stable,
+    )
+    return _select(
+        selection, messages, previous, cache_breakpoint, with_report=False, owner="select_messages"
+    )[0]
 
 
 def select_messages_with_report(
@@ -184,6 +253,9 @@ def select_messages_with_report(
     deduplicate: bool = False,
     kinds: Mapping[str, str] | None = None,
     timestamp_key: str | None = None,
+    cache_stable: bool | float = False,
+    previous: Sequence[BaseMessage] | None = None,
+    cache_breakpoint: bool = False,
     **unknown: Any,
 ) -> tuple[list[BaseMessage], SelectionReport]:
     """Like :func:`select_messages`, also returning the :class:`~cupel.SelectionReport`
@@ -196,7 +268,7 @@ def select_messages_with_report(
     (['hi'], 'OutsideWindow')
     """
     _refuse_unknown("select_messages_with_report", unknown)
-    selected, report = MessageSelection(
+    selection = MessageSelection(
         max_tokens=max_tokens,
         target_tokens=target_tokens,
         output_reserve=output_reserve,
@@ -211,7 +283,16 @@ def select_messages_with_report(
         deduplicate=deduplicate,
         kinds=kinds,
         timestamp_key=timestamp_key,
-    ).select(messages, with_report=True)
+        cache_stable=cache_stable,
+    )
+    selected, report = _select(
+        selection,
+        messages,
+        previous,
+        cache_breakpoint,
+        with_report=True,
+        owner="select_messages_with_report",
+    )
     assert report is not None  # dry_run always builds one
     return selected, report
 
@@ -279,12 +360,24 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     message order only)."""
     report: StrictBool = True
     """Build and emit the SelectionReport of each run."""
+    cache_stable: StrictBool | float = False
+    """Cache-stable windows: ``True`` (low-water mark 0.6) or a mark ``0 < m <= 1``. The
+    window of a conversation (keyed by ``thread_id`` / ``session_id`` in
+    ``config["configurable"]``) grows by appending until it overflows, then is cut back
+    to ``m`` of the budget once (see :mod:`cupel_langchain._stable`)."""
+    cache_breakpoint: StrictBool = False
+    """Return a copy of the last selected message marked as an explicit cache breakpoint
+    (``cache_control``, for Anthropic); off by default."""
+    max_conversations: StrictInt = DEFAULT_MAX_CONVERSATIONS
+    """How many conversations' previous windows a cache-stable selector remembers (least
+    recently used out)."""
 
     model_config = ConfigDict(
         arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
     )
 
     _cache: SettingsCache[MessageSelection] = PrivateAttr(default_factory=SettingsCache)
+    _states: StableWindows = PrivateAttr(default_factory=StableWindows)
 
     def __init__(self, **kwargs: Any) -> None:
         try:
@@ -302,6 +395,18 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     @classmethod
     def _check_policy(cls, value: Any) -> Any:
         return check_policy(value)
+
+    @field_validator("cache_stable", mode="before")
+    @classmethod
+    def _check_cache_stable(cls, value: Any) -> Any:
+        check_cache_stable(value, f"{cls.__name__}")
+        return value
+
+    @field_validator("max_conversations", mode="after")
+    @classmethod
+    def _check_max_conversations(cls, value: int) -> int:
+        StableWindows(value)  # the same check, the same message
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         assign_checked(self, name, value, super().__setattr__, self._selection)
@@ -347,6 +452,7 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             self.deduplicate,
             settings_value(self.kinds),
             self.timestamp_key,
+            self.cache_stable,
         )
         return self._cache.get(settings, self._build)
 
@@ -366,6 +472,7 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             deduplicate=self.deduplicate,
             kinds=self.kinds,
             timestamp_key=self.timestamp_key,
+            cache_stable=self.cache_stable,
         )
 
     def invoke(
@@ -390,20 +497,48 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             remember_report(self, sink[0])
         return selected
 
-    def _select(self, input: MessagesInput) -> tuple[list[BaseMessage], ReportEventData | None]:
+    def _select(
+        self, input: MessagesInput, config: RunnableConfig | None
+    ) -> tuple[list[BaseMessage], ReportEventData | None]:
         selection = self._selection()
-        selected, report = selection.select(input, with_report=self.report)
-        if report is None:
+        if selection.cache_stable:
+            states = self._states
+            states.max_conversations = self.max_conversations  # evicts at the next put
+            key = conversation_key(config)
+            listed = as_messages(input)
+            state = states.get(key)
+            previous = state.previous_for(listed) if state is not None else None
+            history, window = selection.select_window(
+                listed, with_report=self.report, previous=previous
+            )
+            states.put(key, StableWindow(tuple(history), tuple(window.messages), window.cut))
+        else:
+            history, window = selection.select_window(input, with_report=self.report)
+        selected = [history[i] for i in window.messages]
+        if self.cache_breakpoint and selected:
+            selected[-1] = mark_cache_breakpoint(selected[-1])
+        if window.report is None:
             return selected, None
-        return selected, report_event_data(type(self).__name__, report, selection.budget)
+        return selected, report_event_data(
+            type(self).__name__,
+            window.report,
+            selection.budget,
+            stable_fields(window, selection.cache_stable),
+        )
+
+    def forget(self, config: RunnableConfig | None = None) -> None:
+        """Drop the previous window of the conversation of ``config`` (its ``thread_id``
+        or ``session_id``; none: the unkeyed slot), so its next call starts fresh."""
+        self._states.forget(conversation_key(config))
 
     def _run(
         self,
         input: MessagesInput,
         run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
         sink: list[SelectionReport],
     ) -> list[BaseMessage]:
-        selected, event = self._select(input)
+        selected, event = self._select(input, config)
         if event is not None:
             assert event.selection_report is not None
             sink.append(event.selection_report)
@@ -414,9 +549,10 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
         self,
         input: MessagesInput,
         run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
         sink: list[SelectionReport],
     ) -> list[BaseMessage]:
-        selected, event = self._select(input)
+        selected, event = self._select(input, config)
         if event is not None:
             assert event.selection_report is not None
             sink.append(event.selection_report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
@@ -24,7 +24,13 @@ from cupel import (
     Pipeline,
     SelectionReport,
 )
-from cupel.conversation import PinnedOptions, reads_unit_metadata
+from cupel.conversation import (
+    HistoryWindow,
+    PinnedOptions,
+    cache_stable_pipeline,
+    check_cache_stable,
+    reads_unit_metadata,
+)
 from cupel.policy import Policy, PolicyError
 from cupel_langchain._messages import (
     MessageItems,
@@ -332,7 +338,9 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
 
 class ReportEventData(dict[str, Any]):
     """The payload of the :data:`REPORT_EVENT` custom event: plain JSON-ready data (the
-    report in its wire form under ``"report"``, plus a summary), so ``json.dumps`` works
+    report in its wire form under ``"report"``, plus a summary: ``component``,
+    ``included``, ``excluded``, ``included_tokens``, ``max_tokens``; with
+    ``cache_stable`` on also ``stable_prefix``, ``cut_moved`` and ``cut``), so ``json.dumps`` works
     wherever events are forwarded (SSE, log pipelines). In-process callers get the
     :class:`~cupel.SelectionReport` object itself as :attr:`selection_report` (not part
     of the data; :func:`report_from_event` rebuilds it from the data after a JSON hop).
@@ -342,7 +350,10 @@ class ReportEventData(dict[str, Any]):
 
 
 def report_event_data(
-    component: str, report: SelectionReport, budget: ContextBudget
+    component: str,
+    report: SelectionReport,
+    budget: ContextBudget,
+    stable: Mapping[str, Any] | None = None,
 ) -> ReportEventData:
     """The payload of the :data:`REPORT_EVENT` custom event (see :class:`ReportEventData`).
 
@@ -363,6 +374,8 @@ def report_event_data(
         included_tokens=report.included_tokens,
         max_tokens=budget.max_tokens,
     )
+    if stable:
+        data.update(stable)
     data.selection_report = report
     return data
 
@@ -421,11 +434,15 @@ class MessageSelection:
     middleware. Everything is checked here, once. ``options`` names the pinning options
     the owning component offers (for the error raised when pinned messages alone exceed
     the budget). ``max_tokens`` may be ``("fraction", f)`` of ``model``'s input window
-    (default: the ``token_counter`` chat model's).
+    (default: the ``token_counter`` chat model's). ``cache_stable`` (``True`` or a
+    low-water mark) makes the pipeline's recency window refill to that mark on overflow
+    (:func:`cupel.conversation.cache_stable_pipeline`); the caller passes the previous
+    window to :meth:`select_window`.
     """
 
     __slots__ = (
         "budget",
+        "cache_stable",
         "count",
         "keep_last",
         "keep_last_human",
@@ -457,6 +474,7 @@ class MessageSelection:
         timestamp_key: str | None = None,
         options: PinnedOptions = SELECTOR_OPTIONS,
         model: object = None,
+        cache_stable: bool | float = False,
     ) -> None:
         # A fractional budget reads the input window of ``model`` (the agent's model in the
         # middleware), else of ``token_counter`` when it is a chat model.
@@ -466,7 +484,11 @@ class MessageSelection:
             "token_counter" if model is None else "the agent's model",
         )
         self.budget = make_budget(tokens, target_tokens, output_reserve)
-        self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
+        low_water = check_cache_stable(cache_stable, "cache_stable")
+        self.cache_stable = low_water is not None
+        self.pipeline = cache_stable_pipeline(
+            resolve_pipeline(policy, pipeline, deduplicate), low_water
+        )
         self.reads_metadata = reads_unit_metadata(self.pipeline)
         self.count = resolve_message_counter(token_counter, token_counter_input)
         for name, flag in (("keep_system", keep_system), ("keep_last_human", keep_last_human)):
@@ -506,6 +528,19 @@ class MessageSelection:
     ) -> tuple[list[BaseMessage], SelectionReport | None]:
         """The selected messages (same objects, conversation order) and, when asked, the
         report (invalid units as ``InvalidToolCall``, ``start_on`` drops as ``Filtered``)."""
+        listed, window = self.select_window(messages, with_report=with_report)
+        return [listed[i] for i in window.messages], window.report
+
+    def select_window(
+        self,
+        messages: MessagesInput,
+        *,
+        with_report: bool,
+        previous: list[int] | None = None,
+    ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
+        """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
+        selected from them; ``previous`` (indices of the previous window in these
+        messages) makes the selection cache-stable."""
         # Without a report the items never leave the selection: a pipeline that reads no
         # metadata needs none of the per-message kind (a property test checks both agree).
         mapping = self.map(messages, with_metadata=with_report or self.reads_metadata)
@@ -515,6 +550,6 @@ class MessageSelection:
             with_report=with_report,
             start_on=self.start_on,
             options=self.options,
+            previous=previous,
         )
-        listed = mapping.messages
-        return [listed[i] for i in window.messages], window.report
+        return mapping.messages, window

@@ -4,12 +4,21 @@ under one budget, with a report."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import math
+import threading
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, TextBlock
+from llama_index.core.base.llms.types import (
+    AudioBlock,
+    ChatMessage,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    VideoBlock,
+)
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
@@ -26,16 +35,26 @@ from cupel import (
     PriorityScorer,
     SelectionReport,
 )
-from cupel.conversation import USER, PinnedOptions
+from cupel.conversation import (
+    DEFAULT_MAX_CONVERSATIONS,
+    USER,
+    HistoryWindow,
+    PinnedOptions,
+    StableWindow,
+    cache_stable_pipeline,
+    check_cache_stable,
+)
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
+    check_cache_stable_field,
     check_policy,
     dispatcher,
     emit_selection,
     raise_configuration_error,
     resolve_pipeline,
+    stable_fields,
 )
-from cupel_llamaindex._mapping import messages_to_items
+from cupel_llamaindex._mapping import message_text, messages_to_items
 
 __all__ = ["MEMORY_BLOCK_KEY", "CupelMemory"]
 
@@ -43,6 +62,7 @@ _OWNER = "CupelMemory"
 MEMORY_BLOCK_KEY = "llamaindex_memory_block"
 """Item metadata key naming the memory block an item stands for."""
 
+_SYSTEM_ROLES = frozenset({"system", "developer"})
 _OPTIONS = PinnedOptions(system="pin_system=False", latest_user="pin_last_user=False", last=None)
 # Memory blocks compete by priority (LlamaIndex's rule: higher first); priority 0 is pinned.
 _BLOCKS = Pipeline(PriorityScorer(), GreedySlice(), ChronologicalPlacer())
@@ -52,10 +72,14 @@ class CupelMemory(Memory):
     """``llama_index.core.memory.Memory`` whose ``get()`` / ``aget()`` is chosen by cupel.
 
     Storage is ``Memory``'s own: the SQL chat store (``SQLAlchemyChatStore``, in-memory
-    SQLite by default), ``session_id``, ``put()`` flushing the oldest messages to the
-    memory blocks once the history passes ``token_limit * chat_history_token_ratio``
-    tokens, ``memory_blocks`` and their template and ``insert_method``. What changes is
-    the selection, under one budget of ``token_limit`` tokens:
+    SQLite by default), ``session_id``, ``memory_blocks`` and their template and
+    ``insert_method``. ``put()`` flushes to the memory blocks only the messages before
+    the window ``get()`` would select once the history passes ``token_limit`` (with
+    blocks: its ``chat_history_token_ratio``) — never a system message (flushed ones are
+    read back, pinned), the current turn or half a tool call. Messages are counted with
+    ``tokenizer_fn`` on their text and tool calls. ``cache_stable`` keeps the window
+    append-only between cuts (per ``session_id``; :attr:`last_stable`). The selection,
+    under one budget of ``token_limit`` tokens:
 
     * the **history** window follows cupel's default window rule (``policy``, default
       ``"chat"``): system messages and the latest user message pinned, then whole units
@@ -101,8 +125,18 @@ class CupelMemory(Memory):
     start_on_user: bool = Field(
         default=True, description="The first non-system message returned is a user message."
     )
+    cache_stable: bool | float = Field(
+        default=False,
+        description=(
+            "Cache-stable windows: True (low-water mark 0.6) or a mark 0 < m <= 1; the window "
+            "only grows by appending until it overflows, then is cut back to m of the budget."
+        ),
+    )
 
     _last_report: SelectionReport | None = PrivateAttr(default=None)
+    _last_window: HistoryWindow | None = PrivateAttr(default=None)
+    _sessions: dict[str, _Session] = PrivateAttr(default_factory=dict)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -116,7 +150,7 @@ class CupelMemory(Memory):
         previous = self.__dict__.get(name)
         try:
             super().__setattr__(name, value)
-            if name in ("policy", "pipeline"):
+            if name in ("policy", "pipeline", "cache_stable"):
                 self._history_pipeline()
         except (ValidationError, ConfigurationError) as exc:
             if name in type(self).model_fields:
@@ -155,6 +189,11 @@ class CupelMemory(Memory):
     def _check_policy(cls, value: Any) -> Any:
         return check_policy(_OWNER, value)
 
+    @field_validator("cache_stable", mode="before")
+    @classmethod
+    def _check_cache_stable(cls, value: Any) -> Any:
+        return check_cache_stable_field(_OWNER, value)
+
     @field_validator("pin_system", "pin_last_user", "start_on_user", mode="before")
     @classmethod
     def _check_flag(cls, value: Any, info: Any) -> bool:
@@ -175,6 +214,7 @@ class CupelMemory(Memory):
         pin_system: bool = True,
         pin_last_user: bool = True,
         start_on_user: bool = True,
+        cache_stable: bool | float = False,
         **kwargs: Any,
     ) -> CupelMemory:
         """``Memory.from_defaults`` (session, chat store, blocks, limits) plus cupel's
@@ -187,23 +227,150 @@ class CupelMemory(Memory):
             pin_system=pin_system,
             pin_last_user=pin_last_user,
             start_on_user=start_on_user,
+            cache_stable=cache_stable,
         )
 
-    def _history_pipeline(self) -> Pipeline:
-        return resolve_pipeline(_OWNER, self.policy, self.pipeline)
+    def _history_pipeline(self, *, stable: bool = True) -> Pipeline:
+        pipeline = resolve_pipeline(_OWNER, self.policy, self.pipeline)
+        if not stable:
+            return pipeline
+        low_water = check_cache_stable(self.cache_stable, f"{_OWNER}.cache_stable")
+        return cache_stable_pipeline(pipeline, low_water)
 
     @property
     def last_report(self) -> SelectionReport | None:
         """The report of the latest ``get()``: the history window and the memory blocks."""
         return self._last_report
 
+    @property
+    def last_stable(self) -> dict[str, Any] | None:
+        """With ``cache_stable`` on, the latest ``get()``'s ``stable_prefix`` (how many
+        leading history messages equal the previous window's), ``cut_moved`` (this call
+        moved the cut) and ``cut`` (where the window's stretch of the history starts);
+        ``None`` otherwise or before the first ``get()``."""
+        return stable_fields(self._last_window)
+
+    def forget(self) -> None:
+        """Drop what this memory remembers of its sessions' previous windows (and of
+        their flushed system messages, read back from the store at the next ``get()``)."""
+        with self._lock:
+            self._sessions.clear()
+
+    # -- the history: counted, flushed and read back the cupel way -----------------------
+    def _message_tokens(self, message: ChatMessage) -> int:
+        """What a message costs: its text and tool calls (name and arguments, as the
+        provider receives them; ``Memory`` leaves ``ToolCallBlock`` s out) with
+        ``tokenizer_fn``, plus ``Memory``'s size estimates for images, audio, video and
+        documents."""
+        tokens = len(self.tokenizer_fn(message_text(message)))
+        for block in message.blocks:
+            if isinstance(block, ImageBlock):
+                tokens += self.image_token_size_estimate
+            elif isinstance(block, AudioBlock):
+                tokens += self.audio_token_size_estimate
+            elif isinstance(block, VideoBlock):
+                tokens += self.video_token_size_estimate
+            elif isinstance(block, DocumentBlock):
+                tokens += self.document_token_size_estimate
+        return tokens
+
+    def _session(self) -> _Session:
+        with self._lock:
+            session = self._sessions.get(self.session_id)
+            if session is None:
+                while len(self._sessions) >= DEFAULT_MAX_CONVERSATIONS:
+                    self._sessions.pop(next(iter(self._sessions)))
+                session = self._sessions[self.session_id] = _Session()
+            return session
+
+    async def _flushed_system(self, session: _Session) -> list[ChatMessage]:
+        """The system messages flushed from this session (kept in the window: they are
+        pinned), read from the store's archive once, then kept up to date by the flush."""
+        if session.flushed_system is None:
+            archived = await self.sql_store.get_messages(
+                self.session_id, status=MessageStatus.ARCHIVED
+            )
+            session.flushed_system = [m for m in archived if m.role.value in _SYSTEM_ROLES]
+        return session.flushed_system
+
+    def _flush_budget(self) -> int:
+        """What the history may hold before ``put()`` flushes: the whole ``token_limit``
+        without memory blocks, else its ``chat_history_token_ratio`` (the blocks' share
+        is theirs)."""
+        if not self.memory_blocks:
+            return self.token_limit
+        return math.ceil(self.token_limit * self.chat_history_token_ratio)
+
+    async def _manage_queue(self) -> None:
+        """The flush, by cupel's window: once the stored history passes the flush budget,
+        the messages before the window ``get()`` would select within that budget — which
+        no later window can hold again — are archived and handed to the memory blocks (as
+        ``Memory`` does with its oldest messages). The window's own messages, system
+        messages (pinned: read back from the archive) and the current turn are never
+        flushed; units are never split."""
+        active = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
+        if not active:
+            return
+        limit = self._flush_budget()
+        if sum(self._message_tokens(m) for m in active) <= limit:
+            return
+        session = self._session()
+        system = await self._flushed_system(session) if self.pin_system else []
+        history = [*system, *active]
+        mapping = messages_to_items(
+            history,
+            message_token_counter=self._message_tokens,
+            pin_system=self.pin_system,
+            pin_last_user=self.pin_last_user,
+        )
+        if sum(mapping.history.pinned_tokens.values()) > limit:
+            return  # the pinned messages alone overflow: get() says so, nothing is flushed
+        # The window get() would select within the flush budget (cache-stable: after the
+        # previous window, refilled to the low-water mark on overflow).
+        stable = self.cache_stable is not False
+        window = mapping.history.select(
+            self._history_pipeline(stable=stable),
+            ContextBudget(max_tokens=limit, target_tokens=limit),
+            with_report=False,
+            start_on=frozenset({USER}) if self.start_on_user else frozenset(),
+            options=_OPTIONS,
+            previous=session.previous_for(history) if stable else None,
+        )
+        first = next(
+            (
+                i
+                for i in window.messages
+                if i >= len(system) and history[i].role.value not in _SYSTEM_ROLES
+            ),
+            None,
+        )
+        count = 0 if first is None else first - len(system)
+        if count <= 0:
+            return
+        flushed = await self.sql_store.archive_oldest_messages(self.session_id, n=count)
+        with self._lock:
+            if self.pin_system and session.flushed_system is not None:
+                session.flushed_system.extend(m for m in flushed if m.role.value in _SYSTEM_ROLES)
+            session.flushed.extend(flushed)
+        others = [m for m in flushed if m.role.value not in _SYSTEM_ROLES or not self.pin_system]
+        if others and self.memory_blocks:
+            await asyncio.gather(
+                *[
+                    block.aput(others, from_short_term_memory=True, session_id=self.session_id)
+                    for block in self.memory_blocks
+                ]
+            )
+
     @dispatcher.span
     async def aget(
         self, input: str | ChatMessage | None = None, **block_kwargs: Any
     ) -> list[ChatMessage]:
         """The history window and the chosen memory blocks, within ``token_limit``."""
-        history = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
-        contents = await self._get_memory_blocks_content(history, input=input, **block_kwargs)
+        session = self._session()
+        active = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
+        system = await self._flushed_system(session) if self.pin_system else []
+        history = [*system, *active]
+        contents = await self._get_memory_blocks_content(active, input=input, **block_kwargs)
         blocks = [b for b in self.memory_blocks if b.name in contents]
         items = [
             ContextItem(
@@ -222,20 +389,26 @@ class CupelMemory(Memory):
         reserve = min(wanted, limit - math.ceil(limit * self.chat_history_token_ratio))
         mapping = messages_to_items(
             history,
-            message_token_counter=self._estimate_token_count,
+            message_token_counter=self._message_tokens,
             pin_system=self.pin_system,
             pin_last_user=self.pin_last_user,
         )
         pinned_history = sum(mapping.history.pinned_tokens.values())
         room = max(limit - always - max(reserve, 0), min(pinned_history, limit - always))
         budget = ContextBudget(max_tokens=max(room, 0), target_tokens=max(room, 0))
+        stable = self.cache_stable is not False
+        previous = session.previous_for(history) if stable else None
         window = mapping.history.select(
             self._history_pipeline(),
             budget,
             with_report=True,
             start_on=frozenset({USER}) if self.start_on_user else frozenset(),
             options=_OPTIONS,
+            previous=previous,
         )
+        with self._lock:
+            session.remember(history, window, len(system))
+        self._last_window = window if stable else None
         used = sum(item.tokens for item in window.items)
         left = limit - used
         chosen = _BLOCKS.dry_run(items, ContextBudget(max_tokens=left, target_tokens=left))
@@ -253,6 +426,7 @@ class CupelMemory(Memory):
             selected=len(messages) + len(names),
             selected_tokens=used + chosen.total_tokens,
             query=input if isinstance(input, str) else None,
+            stable=stable_fields(self._last_window),
         )
         kept = {name: content for name, content in contents.items() if name in names}
         data, block_messages = await self._format_memory_blocks(kept)
@@ -264,6 +438,57 @@ class CupelMemory(Memory):
         # own message objects are never modified.
         targets = [m.model_copy() if m.role in ("system", "user") else m for m in messages]
         return self._insert_memory_content(targets, memory_content, block_messages)
+
+
+class _Session:
+    """What a :class:`CupelMemory` remembers of one session between calls: the system
+    messages flushed to the archive (``None``: not read yet), the messages its flush
+    archived since the last ``get()``, and the previous window (over the history as
+    ``get()`` built it: flushed system messages first, then the stored ones)."""
+
+    __slots__ = ("flushed", "flushed_system", "state", "system_count")
+
+    def __init__(self) -> None:
+        self.flushed_system: list[ChatMessage] | None = None
+        self.flushed: list[ChatMessage] = []
+        self.state: StableWindow | None = None
+        self.system_count = 0
+
+    def remember(self, history: list[ChatMessage], window: HistoryWindow, system: int) -> None:
+        self.state = StableWindow(tuple(history), tuple(window.messages), window.cut)
+        self.system_count = system
+        self.flushed = []
+
+    def previous_for(self, history: list[ChatMessage]) -> list[int] | None:
+        """The previous window in ``history``, through what the flush moved since: the
+        flushed messages left the front of the stored history (its system messages now
+        lead, read back from the archive)."""
+        state = self.state
+        if state is None:
+            return None
+        flushed = self.flushed
+        if not flushed:
+            return state.previous_for(history)
+        old = state.history
+        before = self.system_count  # flushed system messages leading the old history
+        count = len(flushed)
+        if old[before : before + count] != tuple(flushed):
+            return None  # another flush than ours: start fresh
+        moved = [
+            i
+            for i in range(before, before + count)
+            if flushed[i - before].role.value in _SYSTEM_ROLES
+        ]
+        lead = before + len(moved)
+        where: dict[int, int] = {i: i for i in range(before)}
+        where.update({i: before + rank for rank, i in enumerate(moved)})
+        where.update({i: lead + i - before - count for i in range(before + count, len(old))})
+        # A flush that reached into the previous window moved its cut: the rest of the
+        # window (from its first message still stored) is where the stretch starts.
+        translated = [*old[:before], *(old[i] for i in moved), *old[before + count :]]
+        cut = lead + state.cut - before - count if state.cut >= before + count else lead
+        window = tuple(where[i] for i in state.window if i in where)
+        return StableWindow(tuple(translated), window, cut).previous_for(history)
 
 
 def _restore(

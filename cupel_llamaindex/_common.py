@@ -21,12 +21,14 @@ from cupel import (
     Pipeline,
     SelectionReport,
 )
+from cupel.conversation import HistoryWindow, check_cache_stable
 from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES
 
 __all__ = [
     "CupelSelectionEvent",
     "PolicyLike",
+    "check_cache_stable_field",
     "check_callable",
     "check_int",
     "check_policy",
@@ -35,6 +37,7 @@ __all__ = [
     "has_listeners",
     "raise_configuration_error",
     "resolve_pipeline",
+    "stable_fields",
     "with_filtered",
 ]
 
@@ -57,7 +60,10 @@ class CupelSelectionEvent(BaseEvent):
     :class:`~cupel.SelectionReport`), ``max_tokens`` / ``target_tokens`` (the budget
     used), ``candidates`` (objects offered: nodes or messages), ``selected`` (objects
     returned), ``selected_tokens`` and ``query`` (the query string or memory input, if
-    any). ``model_dump()`` renders the report in cupel's JSON wire form.
+    any); for a memory with ``cache_stable`` on, ``stable_prefix`` (how many leading
+    history messages equal the previous window's), ``cut_moved`` (this call moved the
+    cut) and ``cut`` (where the window's stretch of the history starts), else ``None``.
+    ``model_dump()`` renders the report in cupel's JSON wire form.
     """
 
     component: str
@@ -68,6 +74,9 @@ class CupelSelectionEvent(BaseEvent):
     selected: int
     selected_tokens: int
     query: str | None = None
+    stable_prefix: int | None = None
+    cut_moved: bool | None = None
+    cut: int | None = None
 
     @classmethod
     def class_name(cls) -> str:
@@ -104,8 +113,10 @@ def emit_selection(
     selected: int,
     selected_tokens: int,
     query: str | None,
+    stable: Mapping[str, Any] | None = None,
 ) -> None:
-    """Dispatch a :class:`CupelSelectionEvent` through LlamaIndex instrumentation."""
+    """Dispatch a :class:`CupelSelectionEvent` through LlamaIndex instrumentation
+    (``stable``: the cache-stable fields, see :func:`stable_fields`)."""
     dispatcher.event(
         CupelSelectionEvent(
             component=component,
@@ -116,8 +127,27 @@ def emit_selection(
             selected=selected,
             selected_tokens=selected_tokens,
             query=query,
+            **(stable or {}),
         )
     )
+
+
+def stable_fields(window: HistoryWindow | None) -> dict[str, Any] | None:
+    """``{"stable_prefix", "cut_moved", "cut"}`` of a cache-stable window (``None``:
+    the option is off)."""
+    if window is None:
+        return None
+    return {
+        "stable_prefix": window.stable_prefix,
+        "cut_moved": window.cut_moved,
+        "cut": window.cut,
+    }
+
+
+def check_cache_stable_field(owner: str, value: Any) -> Any:
+    """The ``cache_stable`` field: ``False``, ``True`` or a low-water mark."""
+    check_cache_stable(value, owner)
+    return value
 
 
 def resolve_pipeline(owner: str, policy: PolicyLike, pipeline: Pipeline | None) -> Pipeline:

@@ -28,9 +28,18 @@ from cupel import (
     Pipeline,
     SelectionReport,
 )
-from cupel.conversation import USER, PinnedOptions
+from cupel.conversation import (
+    USER,
+    HistoryWindow,
+    PinnedOptions,
+    StableWindow,
+    StableWindows,
+    cache_stable_pipeline,
+    check_cache_stable,
+)
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
+    check_cache_stable_field,
     check_callable,
     check_int,
     check_policy,
@@ -39,6 +48,7 @@ from cupel_llamaindex._common import (
     has_listeners,
     raise_configuration_error,
     resolve_pipeline,
+    stable_fields,
     state_without_caches,
 )
 from cupel_llamaindex._mapping import MessageMapping, TokenCache, messages_to_items
@@ -71,6 +81,7 @@ class _PendingReport(NamedTuple):
     budget: ContextBudget
     start_on: frozenset[str]
     messages: list[int]  # the window get() returned (message positions)
+    previous: list[int] | None  # the previous window it was selected after (cache-stable)
 
     def build(self) -> SelectionReport:
         """Select again with a diagnostic collector and check it is the same window.
@@ -82,6 +93,7 @@ class _PendingReport(NamedTuple):
             start_on=self.start_on,
             options=PINNED_OPTIONS,
             on_overflow=_ignore,
+            previous=self.previous,
         )
         if window.messages != self.messages or window.report is None:
             raise CupelError(
@@ -166,9 +178,18 @@ class CupelChatMemory(BaseChatStoreMemory):
     start_on_user: bool = Field(
         default=True, description="The first non-system message returned is a user message."
     )
+    cache_stable: bool | float = Field(
+        default=False,
+        description=(
+            "Cache-stable windows: True (low-water mark 0.6) or a mark 0 < m <= 1; the window "
+            "only grows by appending until it overflows, then is cut back to m of the budget."
+        ),
+    )
 
     _pipeline: Pipeline = PrivateAttr()
-    _built_from: tuple[object, object] = PrivateAttr()
+    _states: StableWindows = PrivateAttr(default_factory=StableWindows)
+    _last_window: HistoryWindow | None = PrivateAttr(default=None)
+    _built_from: tuple[object, object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: _PendingReport | None = PrivateAttr(default=None)
     _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
@@ -183,7 +204,7 @@ class CupelChatMemory(BaseChatStoreMemory):
         return state_without_caches(
             self,
             super().__getstate__,
-            ("_pipeline", "_built_from", "_token_cache", "_pending_report"),
+            ("_pipeline", "_built_from", "_token_cache", "_pending_report", "_states"),
         )
 
     @classmethod
@@ -212,6 +233,11 @@ class CupelChatMemory(BaseChatStoreMemory):
     @classmethod
     def _check_policy(cls, value: Any) -> Any:
         return check_policy(_OWNER, value)
+
+    @field_validator("cache_stable", mode="before")
+    @classmethod
+    def _check_cache_stable(cls, value: Any) -> Any:
+        return check_cache_stable_field(_OWNER, value)
 
     @field_validator("pin_system", "pin_last_user", "start_on_user", mode="before")
     @classmethod
@@ -245,6 +271,7 @@ class CupelChatMemory(BaseChatStoreMemory):
         pin_system: bool = True,
         pin_last_user: bool = True,
         start_on_user: bool = True,
+        cache_stable: bool | float = False,
         **kwargs: Any,
     ) -> CupelChatMemory:
         """Build a memory the way ``ChatMemoryBuffer.from_defaults`` does: ``token_limit``
@@ -280,6 +307,7 @@ class CupelChatMemory(BaseChatStoreMemory):
             "pin_system": pin_system,
             "pin_last_user": pin_last_user,
             "start_on_user": start_on_user,
+            "cache_stable": cache_stable,
         }
         if policy is not None:
             data["policy"] = policy
@@ -396,11 +424,27 @@ class CupelChatMemory(BaseChatStoreMemory):
             self._pending_report = None
         return self._last_report
 
+    @property
+    def last_stable(self) -> dict[str, Any] | None:
+        """With ``cache_stable`` on, the latest ``get()``'s ``stable_prefix`` (how many
+        leading messages equal the previous window's), ``cut_moved`` (this call moved
+        the cut) and ``cut`` (the history index the window's stretch starts at);
+        ``None`` otherwise or before the first ``get()``."""
+        return stable_fields(self._last_window)
+
+    def forget(self) -> None:
+        """Drop the previous window of every chat store key: the next ``get()`` starts
+        fresh."""
+        self._states.clear()
+
     def _current_pipeline(self) -> Pipeline:
-        key = (self.policy, self.pipeline)
+        key = (self.policy, self.pipeline, self.cache_stable)
         built = getattr(self, "_built_from", None)
-        if built is None or built[0] is not key[0] or built[1] is not key[1]:
-            self._pipeline = resolve_pipeline(_OWNER, self.policy, self.pipeline)
+        if built is None or built[0] is not key[0] or built[1] is not key[1] or built[2] != key[2]:
+            low_water = check_cache_stable(self.cache_stable, f"{_OWNER}.cache_stable")
+            self._pipeline = cache_stable_pipeline(
+                resolve_pipeline(_OWNER, self.policy, self.pipeline), low_water
+            )
             self._built_from = key
         return self._pipeline
 
@@ -483,16 +527,32 @@ class CupelChatMemory(BaseChatStoreMemory):
         pipeline = self._current_pipeline()
         start_on = _START_ON_USER if self.start_on_user else frozenset()
         listening = has_listeners()
+        stable = self.cache_stable is not False
+        previous: list[int] | None = None
+        if stable:  # per chat store key: the previous window, if this history extends it
+            state = self._states.get(self.chat_store_key)
+            previous = state.previous_for(history) if state is not None else None
         # A report costs about as much as the selection itself: build it now only for an
         # instrumentation handler; otherwise on the first read of last_report.
         window = mapping.history.select(
-            pipeline, budget, with_report=listening, start_on=start_on, options=PINNED_OPTIONS
+            pipeline,
+            budget,
+            with_report=listening,
+            start_on=start_on,
+            options=PINNED_OPTIONS,
+            previous=previous,
         )
+        if stable:
+            self._states.put(
+                self.chat_store_key,
+                StableWindow(tuple(history), tuple(window.messages), window.cut),
+            )
+        self._last_window = window if stable else None
         messages = [mapping.messages[i] for i in window.messages]
         if window.report is None:
             self._last_report = None
             self._pending_report = _PendingReport(
-                mapping, pipeline, budget, start_on, window.messages
+                mapping, pipeline, budget, start_on, window.messages, previous
             )
             return messages
         self._last_report = window.report
@@ -506,6 +566,7 @@ class CupelChatMemory(BaseChatStoreMemory):
             selected=len(messages),
             selected_tokens=sum(item.tokens for item in window.items),
             query=input,
+            stable=stable_fields(self._last_window),
         )
         return messages
 

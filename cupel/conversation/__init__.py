@@ -43,6 +43,14 @@ from cupel.conversation._history import (
     reads_unit_metadata,
     synthetic_timestamps,
 )
+from cupel.conversation._stable import (
+    DEFAULT_LOW_WATER,
+    DEFAULT_MAX_CONVERSATIONS,
+    StableWindow,
+    StableWindows,
+    cache_stable_pipeline,
+    check_cache_stable,
+)
 from cupel.conversation._structure import (
     ASSISTANT,
     ROLES,
@@ -56,6 +64,8 @@ from cupel.conversation._structure import (
 
 __all__ = [
     "ASSISTANT",
+    "DEFAULT_LOW_WATER",
+    "DEFAULT_MAX_CONVERSATIONS",
     "DEFAULT_UNIT_KINDS",
     "ROLES",
     "STABLE_CUT_FILTER",
@@ -68,8 +78,12 @@ __all__ = [
     "HistoryItems",
     "HistoryWindow",
     "PinnedOptions",
+    "StableWindow",
+    "StableWindows",
     "Unit",
     "WindowCheck",
+    "cache_stable_pipeline",
+    "check_cache_stable",
     "reads_unit_metadata",
     "synthetic_timestamps",
 ]

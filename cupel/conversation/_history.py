@@ -481,9 +481,10 @@ class HistoryItems:
 
     def _cut(self, positions: list[int]) -> int:
         """Where the window's stretch starts: the first message of its oldest non-system
-        unit — the pinned latest user message included only when every unit after it is
-        kept too (no gap after it) — or the history's length when nothing but pinned
-        messages is kept."""
+        unit — the pinned latest user message included only when no unit between it and
+        the window's newest unit is left out (no gap after it; units newer than the
+        window, such as those added since it was selected, are not a gap) — or the
+        history's length when no non-system message is kept."""
         conversation = self.conversation
         firsts = conversation._firsts
         roles = conversation._roles
@@ -494,7 +495,7 @@ class HistoryItems:
         head = stretch[0]
         if units[head] == conversation.latest_user and self.items[head].pinned:
             kept = set(stretch)
-            after = [p for p in range(head + 1, len(self.items)) if roles[units[p]] != SYSTEM]
+            after = [p for p in range(head + 1, stretch[-1]) if roles[units[p]] != SYSTEM]
             if any(p not in kept for p in after):  # a gap after the task: not the stretch
                 rest = stretch[1:]
                 return firsts[units[rest[0]]] if rest else conversation.n_messages

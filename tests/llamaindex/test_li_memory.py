@@ -355,7 +355,8 @@ def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], mess
         (lambda: CupelChatMemory(), r"^CupelChatMemory.token_limit: is required$"),
         (
             lambda: CupelChatMemory(token_limit=10, token_limt=5),
-            r"CupelChatMemory: unknown field 'token_limt' \(fields: chat_store, .*token_limit",
+            r"CupelChatMemory: unknown field 'token_limt' "
+            r"\(fields: cache_stable, chat_store, .*token_limit",
         ),
         (
             lambda: CupelChatMemory(token_limit=10, policy=3),

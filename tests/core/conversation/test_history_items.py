@@ -298,3 +298,25 @@ def test_stable_windows_over_agent_runs_and_chats_keep_every_guarantee(
         if previous is not None and not window.cut_moved:
             assert kept[: len(previous)] == previous, (previous, kept)
         previous = kept
+
+
+def test_a_stable_agent_window_takes_the_rounds_added_after_a_window_of_the_task_alone() -> None:
+    """Regression: a previous window holding only the system prompt and the task (the run
+    had no round yet) made the next call's cut jump past the new rounds — they were
+    taken for a gap after the task — so no round was ever offered again."""
+    roles = ["system", "user"]
+    tokens = [5, 5]
+    calls: dict[int, list[str | None]] = {}
+    answers: dict[int, str | None] = {}
+    previous: list[int] | None = None
+    for step in range(8):
+        conversation = Conversation(roles, calls=calls, answers=answers)
+        history = HistoryItems.from_conversation(conversation, ["x"] * len(roles), tokens)
+        window = history.select(STABLE, budget(200), with_report=False, previous=previous)
+        assert window.messages == list(range(len(roles)))  # everything fits: all of it
+        assert window.cut_moved == (step == 0)
+        previous = window.messages
+        calls[len(roles)] = [f"c{step}"]
+        answers[len(roles) + 1] = f"c{step}"
+        roles += ["assistant", "tool"]
+        tokens += [3, 8]
