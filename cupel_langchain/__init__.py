@@ -53,6 +53,7 @@ from cupel_langchain._messages import (
     messages_to_items,
     tool_call_problems,
 )
+from cupel_langchain._options import FunctionOptions, HistoryOptions, MiddlewareOptions
 from cupel_langchain._runnable import (
     CupelMessageSelector,
     select_messages,
@@ -72,7 +73,10 @@ __all__ = [
     "CupelMessageSelector",
     "CupelRetriever",
     "DocumentItems",
+    "FunctionOptions",
+    "HistoryOptions",
     "MessageItems",
+    "MiddlewareOptions",
     "ReportEventData",
     "approximate_message_tokens",
     "documents_to_items",

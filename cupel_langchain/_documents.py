@@ -39,12 +39,10 @@ from langchain_core.load.serializable import (
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import (
-    BaseModel,
     ConfigDict,
     PrivateAttr,
     Strict,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -61,15 +59,12 @@ from cupel import (
     item_row,
     trusted_items,
 )
-from cupel_langchain._pydantic import assign_checked, raise_configuration_error, serialized
+from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens
+from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
 from cupel_langchain._selection import (
-    MaxTokens,
-    PolicyLike,
     ReportEventData,
     SettingsCache,
     adispatch_report,
-    check_max_tokens,
-    check_policy,
     dispatch_report,
     last_report_of,
     make_budget,
@@ -288,13 +283,9 @@ def _top_k(
     return kept, dropped
 
 
-class _DocumentOptions(BaseModel):
+class _DocumentOptions(LiveComponent):
     """The fields the compressor and the retriever share (read on every call: assignment
     and ``model_copy(update=...)`` take effect)."""
-
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
 
     max_tokens: StrictInt | Fraction
     """The token budget for the selected documents (or ``("fraction", f)`` of the
@@ -322,34 +313,10 @@ class _DocumentOptions(BaseModel):
 
     _cache: SettingsCache[DocumentSelection] = PrivateAttr(default_factory=SettingsCache)
 
-    @field_validator("max_tokens", mode="before")
-    @classmethod
-    def _check_max_tokens(cls, value: Any) -> Any:
-        return check_max_tokens(value, cls.__name__)
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _check_policy(cls, value: Any) -> Any:
-        return check_policy(value)
-
     @model_validator(mode="after")
     def _check_configuration(self) -> _DocumentOptions:
         self._selection()  # every setting checked at construction, not at the first call
         return self
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        assign_checked(self, name, value, super().__setattr__, self._selection)
-
-    @classmethod
-    def is_lc_serializable(cls) -> bool:
-        """Serializable with ``langchain_core.load`` when its policy is a preset name or a
-        :class:`~cupel.policy.Policy` (see :meth:`to_json`)."""
-        return True
-
-    @classmethod
-    def get_lc_namespace(cls) -> list[str]:
-        """``["cupel_langchain"]``: load with ``valid_namespaces=["cupel_langchain"]``."""
-        return ["cupel_langchain"]
 
     def _selection(self) -> DocumentSelection:
         settings = (

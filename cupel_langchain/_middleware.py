@@ -42,7 +42,7 @@ each call, as ``SummarizationMiddleware`` does.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
@@ -53,57 +53,45 @@ from langchain_core.runnables.config import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
+from typing_extensions import Unpack
 
-from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
+from cupel import ConfigurationError, CupelError, SelectionReport
 from cupel.conversation import (
-    DEFAULT_MAX_CONVERSATIONS,
     StableWindow,
     StableWindows,
     check_cache_stable,
 )
-from cupel_langchain._messages import StartOn
+from cupel_langchain._options import (
+    DEFAULTS,
+    HistoryOptions,
+    MiddlewareOptions,
+    check_max_tokens,
+    check_options,
+    check_policy,
+    option_names,
+)
 from cupel_langchain._selection import (
     MIDDLEWARE_OPTIONS,
     REPORT_EVENT,
-    MaxTokens,
     MessageSelection,
-    PolicyLike,
     ReportEventData,
     SettingsCache,
-    check_max_tokens,
-    check_policy,
     last_report_of,
     model_input_tokens,
     remember_report,
     report_event_data,
-    settings_value,
-    unknown_option_hint,
+    settings_key,
 )
 from cupel_langchain._stable import conversation_key, mark_cache_breakpoint, stable_fields
-from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
 __all__ = ["CupelContextMiddleware"]
 
-_OPTIONS = (
-    "max_tokens",
-    "target_tokens",
-    "output_reserve",
-    "policy",
-    "pipeline",
-    "token_counter",
-    "token_counter_input",
-    "keep_last_human",
-    "keep_last",
-    "start_on",
-    "deduplicate",
-    "kinds",
-    "timestamp_key",
-    "persistent",
-    "report",
-    "cache_stable",
-    "cache_breakpoint",
-    "max_conversations",
-)
+_OPTIONS = option_names(MiddlewareOptions)
+_SETTINGS = option_names(HistoryOptions)  # what the selection is built from
+_HINTS = {
+    name: " (the system prompt is always kept by the middleware)"
+    for name in ("keep_system", "include_system")
+}
 
 ModelHandler = Callable[[ModelRequest[Any]], ModelResponse[Any]]
 AsyncModelHandler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
@@ -123,88 +111,22 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     counters).
     """
 
-    max_tokens: MaxTokens
-    target_tokens: int | None
-    output_reserve: int
-    policy: PolicyLike
-    pipeline: Pipeline | None
-    token_counter: MessageTokenCounter
-    token_counter_input: CounterInput | str
-    keep_last_human: bool
-    keep_last: int
-    start_on: StartOn
-    deduplicate: bool
-    kinds: Mapping[str, str] | None
-    timestamp_key: str | None
-    persistent: bool
-    report: bool
-    cache_stable: bool | float
-    cache_breakpoint: bool
-    max_conversations: int
+    if TYPE_CHECKING:  # the options are attributes (live: checked at assignment)
 
-    def __init__(
-        self,
-        *,
-        max_tokens: MaxTokens,
-        target_tokens: int | None = None,
-        output_reserve: int = 0,
-        policy: PolicyLike = "chat",
-        pipeline: Pipeline | None = None,
-        token_counter: MessageTokenCounter = "approximate",
-        token_counter_input: CounterInput | str = "auto",
-        keep_last_human: bool = True,
-        keep_last: int = 0,
-        start_on: StartOn = None,
-        deduplicate: bool = False,
-        kinds: Mapping[str, str] | None = None,
-        timestamp_key: str | None = None,
-        persistent: bool = False,
-        report: bool = True,
-        cache_stable: bool | float = False,
-        cache_breakpoint: bool = False,
-        max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
-        **unknown: Any,
-    ) -> None:
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __init__(self, **options: Unpack[MiddlewareOptions]) -> None:
         super().__init__()
-        if unknown:
-            name = sorted(unknown)[0]
-            hint = (
-                " (the system prompt is always kept by the middleware)"
-                if name in ("keep_system", "include_system")
-                else unknown_option_hint(name)
-            )
-            raise ConfigurationError(
-                f"CupelContextMiddleware: unknown option {name!r}{hint}; allowed: "
-                f"{', '.join(_OPTIONS)}",
-                field=name,
-                value=unknown[name],
-            )
+        check_options("CupelContextMiddleware", options, _OPTIONS, _HINTS)
+        given: Mapping[str, Any] = options
+        max_conversations = given.get("max_conversations", DEFAULTS["max_conversations"])
         self.tools = []
         self._cache: SettingsCache[MessageSelection] = SettingsCache()
         # one map for the model calls, one for the persistent rewrites (other histories)
         self._states = StableWindows(max_conversations if _is_int(max_conversations) else 1)
         self._rewrites = StableWindows(self._states.max_conversations)
-        values = dict(
-            max_tokens=max_tokens,
-            target_tokens=target_tokens,
-            output_reserve=output_reserve,
-            policy=policy,
-            pipeline=pipeline,
-            token_counter=token_counter,
-            token_counter_input=token_counter_input,
-            keep_last_human=keep_last_human,
-            keep_last=keep_last,
-            start_on=start_on,
-            deduplicate=deduplicate,
-            kinds=kinds,
-            timestamp_key=timestamp_key,
-            persistent=persistent,
-            report=report,
-            cache_stable=cache_stable,
-            cache_breakpoint=cache_breakpoint,
-            max_conversations=max_conversations,
-        )
-        for name, value in values.items():
+        for name in _OPTIONS:
+            value = given[name] if name in given else DEFAULTS[name]
             object.__setattr__(self, name, _checked(name, value))
         self._check()
 
@@ -246,43 +168,12 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         budget_model = None
         if not isinstance(self.max_tokens, int) and not model_input_tokens(self.token_counter):
             budget_model = model  # a fraction of the agent model's window
-        settings = (
-            self.max_tokens,
-            model_input_tokens(budget_model),
-            self.target_tokens,
-            self.output_reserve,
-            self.policy,
-            self.pipeline,
-            self.token_counter,
-            self.token_counter_input,
-            self.keep_last_human,
-            self.keep_last,
-            settings_value(self.start_on),
-            self.deduplicate,
-            settings_value(self.kinds),
-            self.timestamp_key,
-            self.cache_stable,
-        )
+        values = {name: getattr(self, name) for name in _SETTINGS}
+        key = (*settings_key(values, _SETTINGS), model_input_tokens(budget_model))
         return self._cache.get(
-            settings,
+            key,
             lambda: MessageSelection(
-                max_tokens=self.max_tokens,
-                target_tokens=self.target_tokens,
-                output_reserve=self.output_reserve,
-                policy=self.policy,
-                pipeline=self.pipeline,
-                token_counter=self.token_counter,
-                token_counter_input=self.token_counter_input,
-                keep_system=True,
-                keep_last_human=self.keep_last_human,
-                keep_last=self.keep_last,
-                start_on=self.start_on,
-                deduplicate=self.deduplicate,
-                kinds=self.kinds,
-                timestamp_key=self.timestamp_key,
-                options=MIDDLEWARE_OPTIONS,
-                model=budget_model,
-                cache_stable=self.cache_stable,
+                {**values, "keep_system": True}, options=MIDDLEWARE_OPTIONS, model=budget_model
             ),
         )
 

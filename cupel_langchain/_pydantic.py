@@ -10,13 +10,14 @@ from langchain_core.load.serializable import (
     SerializedConstructor,
     SerializedNotImplemented,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from cupel import ConfigurationError, CupelError
 from cupel.policy import Policy
-from cupel_langchain._selection import unknown_option_hint
+from cupel_langchain._options import check_max_tokens, check_policy, unknown_option_hint
 
 __all__ = [
+    "LiveComponent",
     "assign_checked",
     "raise_configuration_error",
     "serialized",
@@ -95,6 +96,46 @@ def assign_checked(
     except CupelError:
         component.__dict__[name] = previous
         raise
+
+
+class LiveComponent(BaseModel):
+    """The base of the components whose fields are live settings: checked at construction
+    and at assignment (a bad value raises :class:`~cupel.ConfigurationError` and leaves
+    the field as it was), read on every call through :meth:`_selection` (which checks the
+    whole configuration), and serializable with ``langchain_core.load`` under the
+    ``cupel_langchain`` namespace when their policy is a preset name or a ``Policy``."""
+
+    model_config = ConfigDict(
+        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
+    )
+
+    @field_validator("max_tokens", mode="before", check_fields=False)
+    @classmethod
+    def _check_max_tokens(cls, value: Any) -> Any:
+        return check_max_tokens(value, cls.__name__)
+
+    @field_validator("policy", mode="before", check_fields=False)
+    @classmethod
+    def _check_policy(cls, value: Any) -> Any:
+        return check_policy(value)
+
+    def _selection(self) -> object:
+        """The selection built from the current fields (checks them all)."""
+        raise NotImplementedError
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        assign_checked(self, name, value, super().__setattr__, self._selection)
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """Serializable with ``langchain_core.load`` when its policy is a preset name or a
+        :class:`~cupel.policy.Policy` (see ``to_json``)."""
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        """``["cupel_langchain"]``: load with ``valid_namespaces=["cupel_langchain"]``."""
+        return ["cupel_langchain"]
 
 
 def unserializable_reason(component: Any) -> str | None:

@@ -42,7 +42,7 @@ Chat turns are not deduplicated by default: two identical "ok" turns are two mes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import partial
 from typing import Annotated, Any, Literal
 
@@ -54,35 +54,34 @@ from langchain_core.load.serializable import SerializedConstructor, SerializedNo
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, PrivateAttr, Strict, ValidationError, field_validator
+from typing_extensions import Unpack
 
-from cupel import ConfigurationError, Pipeline, SelectionReport
+from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
 from cupel.conversation import (
     DEFAULT_MAX_CONVERSATIONS,
     StableWindow,
     StableWindows,
     check_cache_stable,
 )
-from cupel_langchain._messages import MessagesInput, StartOn, as_messages, check_start_on
-from cupel_langchain._pydantic import (
-    assign_checked,
-    raise_configuration_error,
-    serialized,
-)
-from cupel_langchain._selection import (
-    MaxTokens,
-    MessageSelection,
+from cupel_langchain._messages import MessagesInput, as_messages, check_start_on
+from cupel_langchain._options import (
+    SELECTION_NAMES,
+    FunctionOptions,
     PolicyLike,
+    check_options,
+    option_names,
+)
+from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
+from cupel_langchain._selection import (
+    MessageSelection,
     ReportEventData,
     SettingsCache,
     adispatch_report,
-    check_max_tokens,
-    check_policy,
     dispatch_report,
     last_report_of,
     remember_report,
     report_event_data,
-    settings_value,
-    unknown_option_hint,
+    settings_key,
 )
 from cupel_langchain._stable import (
     check_flag,
@@ -91,7 +90,7 @@ from cupel_langchain._stable import (
     previous_positions,
     stable_fields,
 )
-from cupel_langchain._tokens import CounterInput, MessageTokenCounter
+from cupel_langchain._tokens import CounterInput
 
 __all__ = ["CupelMessageSelector", "select_messages", "select_messages_with_report"]
 
@@ -99,50 +98,20 @@ StrictInt = Annotated[int, Strict()]
 StrictBool = Annotated[bool, Strict()]
 Fraction = tuple[Literal["fraction"], float]
 
-_FUNCTION_OPTIONS = (
-    "max_tokens",
-    "target_tokens",
-    "output_reserve",
-    "policy",
-    "pipeline",
-    "token_counter",
-    "token_counter_input",
-    "keep_system",
-    "keep_last_human",
-    "keep_last",
-    "start_on",
-    "deduplicate",
-    "kinds",
-    "timestamp_key",
-    "cache_stable",
-    "previous",
-    "cache_breakpoint",
-)
-
-
-def _refuse_unknown(function: str, unknown: Mapping[str, Any]) -> None:
-    if unknown:
-        name = sorted(unknown)[0]
-        raise ConfigurationError(
-            f"{function}: unknown option {name!r}{unknown_option_hint(name)}; allowed: "
-            f"{', '.join(_FUNCTION_OPTIONS)}",
-            field=name,
-            value=unknown[name],
-        )
+_FUNCTION_NAMES = option_names(FunctionOptions)
 
 
 def _select(
-    selection: MessageSelection,
-    messages: MessagesInput,
-    previous: Sequence[BaseMessage] | None,
-    cache_breakpoint: bool,
-    *,
-    with_report: bool,
-    owner: str,
+    owner: str, messages: MessagesInput, options: Mapping[str, Any], *, with_report: bool
 ) -> tuple[list[BaseMessage], SelectionReport | None]:
-    """The plain functions' selection: ``previous`` (the window a previous call returned)
-    located in the history, then the window, then the optional breakpoint."""
+    """The plain functions' selection: the options checked, ``previous`` (the window a
+    previous call returned) located in the history, then the window, then the optional
+    breakpoint."""
+    check_options(owner, options, _FUNCTION_NAMES, {})
+    previous = options.get("previous")
+    cache_breakpoint = options.get("cache_breakpoint", False)
     check_flag(owner, "cache_breakpoint", cache_breakpoint)
+    selection = MessageSelection(options)
     positions: list[int] | None = None
     listed = as_messages(messages)
     if previous is not None:
@@ -171,95 +140,49 @@ def _select(
 
 
 def select_messages(
-    messages: MessagesInput,
-    *,
-    max_tokens: MaxTokens,
-    target_tokens: int | None = None,
-    output_reserve: int = 0,
-    policy: PolicyLike = "chat",
-    pipeline: Pipeline | None = None,
-    token_counter: MessageTokenCounter = "approximate",
-    token_counter_input: CounterInput | str = "auto",
-    keep_system: bool = True,
-    keep_last_human: bool = True,
-    keep_last: int = 0,
-    start_on: StartOn = None,
-    deduplicate: bool = False,
-    kinds: Mapping[str, str] | None = None,
-    timestamp_key: str | None = None,
-    cache_stable: bool | float = False,
-    previous: Sequence[BaseMessage] | None = None,
-    cache_breakpoint: bool = False,
-    **unknown: Any,
+    messages: MessagesInput, **options: Unpack[FunctionOptions]
 ) -> list[BaseMessage]:
     """Select the messages that fit ``max_tokens`` (see the module docstring).
 
-    ``policy`` is a :class:`~cupel.policy.Policy` or a preset name (default ``"chat"``:
-    the recency window, chronological); ``pipeline`` overrides it. ``token_counter`` is
-    ``"approximate"``, a chat model, or a callable (see :mod:`cupel_langchain._tokens`).
-    ``kinds`` overrides the kind of a unit type (``system``, ``human``, ``ai``,
-    ``tool_group``, ...). ``timestamp_key`` names a timestamp messages may carry in
-    ``additional_kwargs`` / ``response_metadata`` (default ``None``: message order only;
-    set it when the policy scores time, e.g. with a ``DecayScorer``). ``max_tokens`` may
-    be ``("fraction", f)`` of the ``token_counter`` chat model's input window (its
-    ``profile["max_input_tokens"]``). ``trim_messages`` parameters cupel has no option
-    for (``strategy``, ``include_system``, ``allow_partial``, ...) raise a
-    :class:`~cupel.ConfigurationError` naming the cupel equivalent.
+    Options (keywords; only ``max_tokens`` is required):
 
-    ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) with
-    ``previous`` (the window the previous call returned) keeps the window append-only
-    between cuts, for providers' prompt caches: the previous window plus the new messages
-    while they fit, else a cut by whole units back to ``m`` of the budget. A ``previous``
-    not found in order in ``messages`` starts fresh. ``cache_breakpoint=True`` returns a
-    copy of the last selected message marked with ``cache_control`` (Anthropic).
+    - ``max_tokens``: the budget, or ``("fraction", f)`` of the ``token_counter`` chat
+      model's input window (its ``profile["max_input_tokens"]``); ``target_tokens`` a
+      softer target; ``output_reserve`` tokens kept free for the answer.
+    - ``policy``: a :class:`~cupel.policy.Policy` or a preset name (default ``"chat"``:
+      the recency window, chronological); ``pipeline`` (a :class:`~cupel.Pipeline`)
+      overrides it; ``deduplicate`` drops repeated text (default off).
+    - ``token_counter``: ``"approximate"``, a chat model, or a callable (see
+      :mod:`cupel_langchain._tokens`); ``token_counter_input`` says how a callable is
+      called.
+    - ``keep_system``, ``keep_last_human`` (default on) and ``keep_last`` (default 0)
+      pin system messages, the latest human message and the latest units; ``start_on``
+      the message type(s) the window may start on after system messages.
+    - ``kinds`` overrides the kind of a unit type (``system``, ``human``, ``ai``,
+      ``tool_group``, ...); ``timestamp_key`` names a timestamp messages may carry in
+      ``additional_kwargs`` / ``response_metadata`` (default ``None``: message order
+      only; set it when the policy scores time, e.g. with a ``DecayScorer``).
+    - ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) with
+      ``previous`` (the window the previous call returned) keeps the window append-only
+      between cuts, for providers' prompt caches: the previous window plus the new
+      messages while they fit, else a cut by whole units back to ``m`` of the budget. A
+      ``previous`` not found in order in ``messages`` starts fresh.
+      ``cache_breakpoint=True`` returns a copy of the last selected message marked with
+      ``cache_control`` (Anthropic).
+
+    An unknown option is a :class:`~cupel.ConfigurationError`; ``trim_messages``
+    parameters cupel has no option for (``strategy``, ``include_system``,
+    ``allow_partial``, ...) name the cupel equivalent.
     """
-    _refuse_unknown("select_messages", unknown)
-    selection = MessageSelection(
-        max_tokens=max_tokens,
-        target_tokens=target_tokens,
-        output_reserve=output_reserve,
-        policy=policy,
-        pipeline=pipeline,
-        token_counter=token_counter,
-        token_counter_input=token_counter_input,
-        keep_system=keep_system,
-        keep_last_human=keep_last_human,
-        keep_last=keep_last,
-        start_on=start_on,
-        deduplicate=deduplicate,
-        kinds=kinds,
-        timestamp_key=timestamp_key,
-        cache_stable=cache_stable,
-    )
-    return _select(
-        selection, messages, previous, cache_breakpoint, with_report=False, owner="select_messages"
-    )[0]
+    return _select("select_messages", messages, options, with_report=False)[0]
 
 
 def select_messages_with_report(
-    messages: MessagesInput,
-    *,
-    max_tokens: MaxTokens,
-    target_tokens: int | None = None,
-    output_reserve: int = 0,
-    policy: PolicyLike = "chat",
-    pipeline: Pipeline | None = None,
-    token_counter: MessageTokenCounter = "approximate",
-    token_counter_input: CounterInput | str = "auto",
-    keep_system: bool = True,
-    keep_last_human: bool = True,
-    keep_last: int = 0,
-    start_on: StartOn = None,
-    deduplicate: bool = False,
-    kinds: Mapping[str, str] | None = None,
-    timestamp_key: str | None = None,
-    cache_stable: bool | float = False,
-    previous: Sequence[BaseMessage] | None = None,
-    cache_breakpoint: bool = False,
-    **unknown: Any,
+    messages: MessagesInput, **options: Unpack[FunctionOptions]
 ) -> tuple[list[BaseMessage], SelectionReport]:
-    """Like :func:`select_messages`, also returning the :class:`~cupel.SelectionReport`
-    (one entry per unit; the adapter's own decisions appear as ``Filtered``).
+    """Like :func:`select_messages` (the same options), also returning the
+    :class:`~cupel.SelectionReport` (one entry per unit; the adapter's own decisions
+    appear as ``Filtered``).
 
     >>> from langchain_core.messages import HumanMessage
     >>> kept, report = select_messages_with_report(
@@ -267,37 +190,13 @@ def select_messages_with_report(
     >>> [m.content for m in kept], report.excluded[0].reason.name
     (['hi'], 'OutsideWindow')
     """
-    _refuse_unknown("select_messages_with_report", unknown)
-    selection = MessageSelection(
-        max_tokens=max_tokens,
-        target_tokens=target_tokens,
-        output_reserve=output_reserve,
-        policy=policy,
-        pipeline=pipeline,
-        token_counter=token_counter,
-        token_counter_input=token_counter_input,
-        keep_system=keep_system,
-        keep_last_human=keep_last_human,
-        keep_last=keep_last,
-        start_on=start_on,
-        deduplicate=deduplicate,
-        kinds=kinds,
-        timestamp_key=timestamp_key,
-        cache_stable=cache_stable,
-    )
-    selected, report = _select(
-        selection,
-        messages,
-        previous,
-        cache_breakpoint,
-        with_report=True,
-        owner="select_messages_with_report",
-    )
-    assert report is not None  # dry_run always builds one
+    selected, report = _select("select_messages_with_report", messages, options, with_report=True)
+    if report is None:  # a dry run always builds one
+        raise CupelError("select_messages_with_report: the selection built no report")
     return selected, report
 
 
-class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]]):
+class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, list[BaseMessage]]):
     """An LCEL step selecting chat history within a token budget: ``prompt | selector |
     model``.
 
@@ -386,16 +285,6 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
         self._selection()  # every setting checked now, not at the first run
 
-    @field_validator("max_tokens", mode="before")
-    @classmethod
-    def _check_max_tokens(cls, value: Any) -> Any:
-        return check_max_tokens(value, cls.__name__)
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _check_policy(cls, value: Any) -> Any:
-        return check_policy(value)
-
     @field_validator("cache_stable", mode="before")
     @classmethod
     def _check_cache_stable(cls, value: Any) -> Any:
@@ -407,20 +296,6 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
     def _check_max_conversations(cls, value: int) -> int:
         StableWindows(value)  # the same check, the same message
         return value
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        assign_checked(self, name, value, super().__setattr__, self._selection)
-
-    @classmethod
-    def is_lc_serializable(cls) -> bool:
-        """Serializable with ``langchain_core.load`` when its policy is a preset name or a
-        :class:`~cupel.policy.Policy` (see :meth:`to_json`)."""
-        return True
-
-    @classmethod
-    def get_lc_namespace(cls) -> list[str]:
-        """``["cupel_langchain"]``: load with ``valid_namespaces=["cupel_langchain"]``."""
-        return ["cupel_langchain"]
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
         """The ``langchain_core.load`` form: the policy as its dict form, ``start_on`` as
@@ -437,42 +312,9 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
         return last_report_of(self)
 
     def _selection(self) -> MessageSelection:
-        settings = (
-            self.max_tokens,
-            self.target_tokens,
-            self.output_reserve,
-            self.policy,
-            self.pipeline,
-            self.token_counter,
-            self.token_counter_input,
-            self.keep_system,
-            self.keep_last_human,
-            self.keep_last,
-            settings_value(self.start_on),
-            self.deduplicate,
-            settings_value(self.kinds),
-            self.timestamp_key,
-            self.cache_stable,
-        )
-        return self._cache.get(settings, self._build)
-
-    def _build(self) -> MessageSelection:
-        return MessageSelection(
-            max_tokens=self.max_tokens,
-            target_tokens=self.target_tokens,
-            output_reserve=self.output_reserve,
-            policy=self.policy,
-            pipeline=self.pipeline,
-            token_counter=self.token_counter,
-            token_counter_input=self.token_counter_input,
-            keep_system=self.keep_system,
-            keep_last_human=self.keep_last_human,
-            keep_last=self.keep_last,
-            start_on=self.start_on,
-            deduplicate=self.deduplicate,
-            kinds=self.kinds,
-            timestamp_key=self.timestamp_key,
-            cache_stable=self.cache_stable,
+        values = {name: getattr(self, name) for name in SELECTION_NAMES}
+        return self._cache.get(
+            settings_key(values, SELECTION_NAMES), lambda: MessageSelection(values)
         )
 
     def invoke(
@@ -526,6 +368,15 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
             stable_fields(window, selection.cache_stable),
         )
 
+    def _selected(
+        self, input: MessagesInput, config: RunnableConfig, sink: list[SelectionReport]
+    ) -> tuple[list[BaseMessage], ReportEventData | None]:
+        """:meth:`_select`, its report put in ``sink`` for the caller's context."""
+        selected, event = self._select(input, config)
+        if event is not None:
+            sink.append(_report_of(event))
+        return selected, event
+
     def forget(self, config: RunnableConfig | None = None) -> None:
         """Drop the previous window of the conversation of ``config`` (its ``thread_id``
         or ``session_id``; none: the unkeyed slot), so its next call starts fresh."""
@@ -538,10 +389,8 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
         config: RunnableConfig,
         sink: list[SelectionReport],
     ) -> list[BaseMessage]:
-        selected, event = self._select(input, config)
+        selected, event = self._selected(input, config, sink)
         if event is not None:
-            assert event.selection_report is not None
-            sink.append(event.selection_report)
             dispatch_report(run_manager.get_child(), event)
         return selected
 
@@ -552,9 +401,14 @@ class CupelMessageSelector(RunnableSerializable[MessagesInput, list[BaseMessage]
         config: RunnableConfig,
         sink: list[SelectionReport],
     ) -> list[BaseMessage]:
-        selected, event = self._select(input, config)
+        selected, event = self._selected(input, config, sink)
         if event is not None:
-            assert event.selection_report is not None
-            sink.append(event.selection_report)
             await adispatch_report(run_manager.get_child(), event)
         return selected
+
+
+def _report_of(event: ReportEventData) -> SelectionReport:
+    """The report object an event carries (always set for the events built here)."""
+    if event.selection_report is None:
+        raise CupelError("a selection event without its report")
+    return event.selection_report

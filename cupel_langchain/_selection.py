@@ -35,7 +35,6 @@ from cupel.policy import Policy, PolicyError
 from cupel_langchain._messages import (
     MessageItems,
     MessagesInput,
-    StartOn,
     as_messages,
     check_keep_last,
     check_kinds,
@@ -43,21 +42,22 @@ from cupel_langchain._messages import (
     map_messages,
     start_on_roles,
 )
-from cupel_langchain._tokens import CounterInput, MessageTokenCounter, resolve_message_counter
+from cupel_langchain._options import (
+    DEFAULTS,
+    MaxTokens,
+    PolicyLike,
+    check_max_tokens,
+)
+from cupel_langchain._tokens import resolve_message_counter
 
 __all__ = [
     "MIDDLEWARE_OPTIONS",
     "REPORT_EVENT",
     "SELECTOR_OPTIONS",
-    "TRIM_MESSAGES_EQUIVALENTS",
-    "MaxTokens",
     "MessageSelection",
-    "PolicyLike",
     "ReportEventData",
     "SettingsCache",
     "adispatch_report",
-    "check_max_tokens",
-    "check_policy",
     "dispatch_report",
     "last_report_of",
     "make_budget",
@@ -67,11 +67,8 @@ __all__ = [
     "report_from_event",
     "resolve_max_tokens",
     "resolve_pipeline",
-    "unknown_option_hint",
+    "settings_key",
 ]
-
-PolicyLike = Policy | str
-"""A :class:`~cupel.policy.Policy` or a preset name (``"chat"``, ``"rag"``, ...)."""
 
 REPORT_EVENT = "cupel_selection"
 """The name of the LangChain custom event carrying a selection's report."""
@@ -84,57 +81,6 @@ MIDDLEWARE_OPTIONS = PinnedOptions(
     system=None, latest_user="keep_last_human=False", last="keep_last=0"
 )
 """The pinning options of ``CupelContextMiddleware`` (its system prompt is always kept)."""
-
-
-MaxTokens = int | tuple[str, float]
-"""A token budget: an int, or ``("fraction", f)`` of the chat model's input window (its
-``profile["max_input_tokens"]``, as ``SummarizationMiddleware`` reads it)."""
-
-TRIM_MESSAGES_EQUIVALENTS: Mapping[str, str] = {
-    "strategy": (
-        "cupel keeps the newest whole turns that fit (policy='chat', the counterpart of "
-        "strategy='last'); pass policy= (a preset name or a cupel Policy) for another selection"
-    ),
-    "include_system": "use keep_system= (system messages are pinned by default)",
-    "allow_partial": (
-        "cupel never cuts a message: a message, or a tool call with its results, is kept or "
-        "dropped whole"
-    ),
-    "end_on": (
-        "the window always ends at the newest message; start_on= sets the type it starts on"
-    ),
-    "text_splitter": "cupel never splits a message's text",
-    "max_messages": "cupel budgets tokens: use max_tokens=",
-}
-"""``trim_messages`` parameters cupel has no option for, and what to use instead."""
-
-
-def unknown_option_hint(name: str) -> str:
-    """`` (<what to use instead>)`` for a ``trim_messages`` parameter, else ``""``."""
-    hint = TRIM_MESSAGES_EQUIVALENTS.get(name)
-    return f" (a trim_messages parameter: {hint})" if hint else ""
-
-
-def check_max_tokens(value: object, owner: str = "") -> MaxTokens:
-    """An int budget or a valid ``("fraction", f)`` with ``0 < f <= 1``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and value[0] == "fraction"
-        and isinstance(value[1], (int, float))
-        and not isinstance(value[1], bool)
-        and 0 < value[1] <= 1
-    ):
-        return ("fraction", float(value[1]))
-    where = f"{owner}.max_tokens" if owner else "max_tokens"
-    raise ConfigurationError(
-        f"{where}: must be an integer, or ('fraction', f) with 0 < f <= 1 (a share of the "
-        f"chat model's input window), got {value!r}",
-        field="max_tokens",
-        value=value,
-    )
 
 
 def model_input_tokens(model: object) -> int | None:
@@ -164,14 +110,6 @@ def resolve_max_tokens(max_tokens: MaxTokens, model: object, where: str) -> int:
             value=max_tokens,
         )
     return max(1, math.floor(window * fraction))
-
-
-def check_policy(value: object) -> Any:
-    """A preset name, a :class:`~cupel.policy.Policy` or a policy's dict form (what
-    serialization writes), as a name or a ``Policy``."""
-    if isinstance(value, Mapping):
-        return Policy.from_dict(value)
-    return value
 
 
 _SCALARS = (int, float, str, bool, type(None))
@@ -225,6 +163,11 @@ def _same(known: tuple[object, ...], settings: tuple[object, ...]) -> bool:
         else:
             return False
     return True
+
+
+def settings_key(values: Mapping[str, object], names: Sequence[str]) -> tuple[object, ...]:
+    """The values of ``names`` as :class:`SettingsCache` compares them."""
+    return tuple(settings_value(values[name]) for name in names)
 
 
 def settings_value(value: object) -> object:
@@ -431,7 +374,10 @@ class MessageSelection:
     """A validated message-selection configuration; :meth:`select` runs it.
 
     Shared by :func:`~cupel_langchain.select_messages`, the Runnable and the agent
-    middleware. Everything is checked here, once. ``options`` names the pinning options
+    middleware, built from ``settings`` (option name -> value, as
+    :class:`~cupel_langchain._options.SelectionOptions` declares them; missing ones take
+    their :data:`~cupel_langchain._options.DEFAULTS`). Everything is checked here, once.
+    ``options`` names the pinning options
     the owning component offers (for the error raised when pinned messages alone exceed
     the budget). ``max_tokens`` may be ``("fraction", f)`` of ``model``'s input window
     (default: the ``token_counter`` chat model's). ``cache_stable`` (``True`` or a
@@ -457,57 +403,48 @@ class MessageSelection:
 
     def __init__(
         self,
+        settings: Mapping[str, Any],
         *,
-        max_tokens: MaxTokens,
-        target_tokens: int | None = None,
-        output_reserve: int = 0,
-        policy: PolicyLike = "chat",
-        pipeline: Pipeline | None = None,
-        token_counter: MessageTokenCounter = "approximate",
-        token_counter_input: CounterInput | str = "auto",
-        keep_system: bool = True,
-        keep_last_human: bool = True,
-        keep_last: int = 0,
-        start_on: StartOn = None,
-        deduplicate: bool = False,
-        kinds: Mapping[str, str] | None = None,
-        timestamp_key: str | None = None,
         options: PinnedOptions = SELECTOR_OPTIONS,
         model: object = None,
-        cache_stable: bool | float = False,
     ) -> None:
+        def get(name: str) -> Any:
+            return settings[name] if name in settings else DEFAULTS[name]
+
+        token_counter = get("token_counter")
         # A fractional budget reads the input window of ``model`` (the agent's model in the
         # middleware), else of ``token_counter`` when it is a chat model.
         tokens = resolve_max_tokens(
-            check_max_tokens(max_tokens),
+            check_max_tokens(settings["max_tokens"]),
             token_counter if model is None else model,
             "token_counter" if model is None else "the agent's model",
         )
-        self.budget = make_budget(tokens, target_tokens, output_reserve)
-        low_water = check_cache_stable(cache_stable, "cache_stable")
+        self.budget = make_budget(tokens, get("target_tokens"), get("output_reserve"))
+        low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
-            resolve_pipeline(policy, pipeline, deduplicate), low_water
+            resolve_pipeline(get("policy"), get("pipeline"), get("deduplicate")), low_water
         )
         self.reads_metadata = reads_unit_metadata(self.pipeline)
-        self.count = resolve_message_counter(token_counter, token_counter_input)
-        for name, flag in (("keep_system", keep_system), ("keep_last_human", keep_last_human)):
-            if not isinstance(flag, bool):
+        self.count = resolve_message_counter(token_counter, get("token_counter_input"))
+        for name in ("keep_system", "keep_last_human"):
+            if not isinstance(get(name), bool):
                 raise ConfigurationError(
-                    f"{name} must be a bool, got {flag!r}", field=name, value=flag
+                    f"{name} must be a bool, got {get(name)!r}", field=name, value=get(name)
                 )
-        self.keep_system = keep_system
-        self.keep_last_human = keep_last_human
-        self.keep_last = check_keep_last(keep_last)
-        self.start_on = start_on_roles(check_start_on(start_on))
-        self.kinds = check_kinds(kinds)
+        self.keep_system: bool = get("keep_system")
+        self.keep_last_human: bool = get("keep_last_human")
+        self.keep_last = check_keep_last(get("keep_last"))
+        self.start_on = start_on_roles(check_start_on(get("start_on")))
+        self.kinds = check_kinds(get("kinds"))
+        timestamp_key = get("timestamp_key")
         if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
             raise ConfigurationError(
                 f"timestamp_key must be a non-empty string or None, got {timestamp_key!r}",
                 field="timestamp_key",
                 value=timestamp_key,
             )
-        self.timestamp_key = timestamp_key
+        self.timestamp_key: str | None = timestamp_key
         self.options = options
 
     def map(self, messages: MessagesInput, *, with_metadata: bool = True) -> MessageItems:

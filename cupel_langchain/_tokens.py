@@ -32,7 +32,7 @@ import inspect
 import json
 import numbers
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from langchain_core.messages import (
     AIMessage,
@@ -206,12 +206,7 @@ def resolve_message_counter(
     if is_approximate(token_counter) and mode in ("auto", "messages"):
         return _approximate_unit
     if isinstance(token_counter, str):
-        raise ConfigurationError(
-            f"token_counter: unknown counter name {token_counter!r}; use 'approximate', a "
-            f"chat model or a callable",
-            field="token_counter",
-            value=token_counter,
-        )
+        _unknown_name(token_counter, "a chat model or a callable")
     model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
     if callable(model_count) and mode in ("auto", "messages"):
         return _model_unit(model_count)
@@ -245,6 +240,14 @@ def resolve_message_counter(
     return per_list
 
 
+def _unknown_name(name: str, alternatives: str) -> NoReturn:
+    raise ConfigurationError(
+        f"token_counter: unknown counter name {name!r}; use 'approximate', {alternatives}",
+        field="token_counter",
+        value=name,
+    )
+
+
 def _approximate_unit(unit: Sequence[BaseMessage]) -> int:
     return sum(map(approximate_message_tokens, unit))
 
@@ -272,12 +275,7 @@ def resolve_document_counter(token_counter: DocumentTokenCounter) -> Callable[[s
     if token_counter == "approximate":
         return approximate_text_tokens
     if isinstance(token_counter, str):
-        raise ConfigurationError(
-            f"token_counter: unknown counter name {token_counter!r}; use 'approximate', a "
-            f"language model or a callable on text",
-            field="token_counter",
-            value=token_counter,
-        )
+        _unknown_name(token_counter, "a language model or a callable on text")
     model_count = getattr(token_counter, "get_num_tokens", None)
     if callable(model_count) and hasattr(token_counter, "get_num_tokens_from_messages"):
         counter: Callable[..., Any] = model_count

@@ -23,7 +23,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import ConfigDict, PrivateAttr, ValidationError
 
 from cupel import (
     ChronologicalPlacer,
@@ -46,8 +46,7 @@ from cupel.conversation import (
 )
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
-    check_cache_stable_field,
-    check_policy,
+    WindowFields,
     dispatcher,
     emit_selection,
     raise_configuration_error,
@@ -68,7 +67,7 @@ _OPTIONS = PinnedOptions(system="pin_system=False", latest_user="pin_last_user=F
 _BLOCKS = Pipeline(PriorityScorer(), GreedySlice(), ChronologicalPlacer())
 
 
-class CupelMemory(Memory):
+class CupelMemory(WindowFields, Memory):
     """``llama_index.core.memory.Memory`` whose ``get()`` / ``aget()`` is chosen by cupel.
 
     Storage is ``Memory``'s own: the SQL chat store (``SQLAlchemyChatStore``, in-memory
@@ -113,25 +112,6 @@ class CupelMemory(Memory):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
-
-    policy: str | Policy = Field(
-        default="chat", description="A cupel preset name or Policy for the history window."
-    )
-    pipeline: Pipeline | None = Field(
-        default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
-    )
-    pin_system: bool = Field(default=True, description="Always keep system messages.")
-    pin_last_user: bool = Field(default=True, description="Always keep the latest user message.")
-    start_on_user: bool = Field(
-        default=True, description="The first non-system message returned is a user message."
-    )
-    cache_stable: bool | float = Field(
-        default=False,
-        description=(
-            "Cache-stable windows: True (low-water mark 0.6) or a mark 0 < m <= 1; the window "
-            "only grows by appending until it overflows, then is cut back to m of the budget."
-        ),
-    )
 
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
@@ -183,27 +163,6 @@ class CupelMemory(Memory):
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> CupelMemory:
         restore, args = self.__reduce__()
         return restore(*copy.deepcopy(args, memo))  # type: ignore[no-any-return]
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _check_policy(cls, value: Any) -> Any:
-        return check_policy(_OWNER, value)
-
-    @field_validator("cache_stable", mode="before")
-    @classmethod
-    def _check_cache_stable(cls, value: Any) -> Any:
-        return check_cache_stable_field(_OWNER, value)
-
-    @field_validator("pin_system", "pin_last_user", "start_on_user", mode="before")
-    @classmethod
-    def _check_flag(cls, value: Any, info: Any) -> bool:
-        if not isinstance(value, bool):
-            raise ConfigurationError(
-                f"{_OWNER}.{info.field_name}: must be a bool, got {value!r}",
-                field=info.field_name,
-                value=value,
-            )
-        return value
 
     @classmethod
     def from_defaults(

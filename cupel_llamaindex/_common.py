@@ -11,7 +11,17 @@ from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # 
 )
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
-from pydantic import InstanceOf, ValidationError, field_serializer
+from llama_index.core.utils import get_tokenizer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+)
 
 from cupel import (
     ConfigurationError,
@@ -26,8 +36,10 @@ from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES
 
 __all__ = [
+    "CupelFields",
     "CupelSelectionEvent",
     "PolicyLike",
+    "WindowFields",
     "check_cache_stable_field",
     "check_callable",
     "check_int",
@@ -142,6 +154,73 @@ def stable_fields(window: HistoryWindow | None) -> dict[str, Any] | None:
         "cut_moved": window.cut_moved,
         "cut": window.cut,
     }
+
+
+class CupelFields(BaseModel):
+    """The field checks the LlamaIndex components share (each applies to the fields a
+    component has): a bad value raises :class:`~cupel.ConfigurationError` naming the
+    component, the field, the value and what is allowed."""
+
+    @field_validator("tokenizer_fn", mode="before", check_fields=False)
+    @classmethod
+    def _check_tokenizer(cls, value: Any) -> Any:
+        if value is None:
+            return get_tokenizer()
+        return check_callable(cls.__name__, "tokenizer_fn", value, optional=False)
+
+    @field_validator("token_counter", "message_token_counter", mode="before", check_fields=False)
+    @classmethod
+    def _check_counter(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_callable(cls.__name__, str(info.field_name), value, optional=True)
+
+    @field_validator("policy", mode="before", check_fields=False)
+    @classmethod
+    def _check_policy(cls, value: Any) -> Any:
+        return check_policy(cls.__name__, value)
+
+    @field_validator("cache_stable", mode="before", check_fields=False)
+    @classmethod
+    def _check_cache_stable(cls, value: Any) -> Any:
+        return check_cache_stable_field(cls.__name__, value)
+
+    @field_validator(
+        "pin_system", "pin_last_user", "start_on_user", mode="before", check_fields=False
+    )
+    @classmethod
+    def _check_flag(cls, value: Any, info: ValidationInfo) -> bool:
+        if not isinstance(value, bool):
+            raise ConfigurationError(
+                f"{cls.__name__}.{info.field_name}: must be a bool, got {value!r}",
+                field=info.field_name,
+                value=value,
+            )
+        return value
+
+
+class WindowFields(CupelFields):
+    """The history-window options both memories share."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    policy: str | Policy = Field(
+        default="chat",
+        description="A cupel preset name or Policy for the history window (ignored with pipeline).",
+    )
+    pipeline: Pipeline | None = Field(
+        default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
+    )
+    pin_system: bool = Field(default=True, description="Always keep system messages.")
+    pin_last_user: bool = Field(default=True, description="Always keep the latest user message.")
+    start_on_user: bool = Field(
+        default=True, description="The first non-system message returned is a user message."
+    )
+    cache_stable: bool | float = Field(
+        default=False,
+        description=(
+            "Cache-stable windows: True (low-water mark 0.6) or a mark 0 < m <= 1; the window "
+            "only grows by appending until it overflows, then is cut back to m of the budget."
+        ),
+    )
 
 
 def check_cache_stable_field(owner: str, value: Any) -> Any:

@@ -39,10 +39,8 @@ from cupel.conversation import (
 )
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
-    check_cache_stable_field,
-    check_callable,
+    WindowFields,
     check_int,
-    check_policy,
     dispatcher,
     emit_selection,
     has_listeners,
@@ -104,7 +102,7 @@ class _PendingReport(NamedTuple):
         return window.report
 
 
-class CupelChatMemory(BaseChatStoreMemory):
+class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     """A chat memory that stores every message and selects a valid window on ``get()``.
 
     Storage is the chat store (``SimpleChatStore`` by default), exactly as for
@@ -167,24 +165,6 @@ class CupelChatMemory(BaseChatStoreMemory):
         exclude=True,
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
-    policy: str | Policy = Field(
-        default="chat", description="A cupel preset name or Policy (ignored with pipeline)."
-    )
-    pipeline: Pipeline | None = Field(
-        default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
-    )
-    pin_system: bool = Field(default=True, description="Always keep system messages.")
-    pin_last_user: bool = Field(default=True, description="Always keep the latest user message.")
-    start_on_user: bool = Field(
-        default=True, description="The first non-system message returned is a user message."
-    )
-    cache_stable: bool | float = Field(
-        default=False,
-        description=(
-            "Cache-stable windows: True (low-water mark 0.6) or a mark 0 < m <= 1; the window "
-            "only grows by appending until it overflows, then is cut back to m of the budget."
-        ),
-    )
 
     _pipeline: Pipeline = PrivateAttr()
     _states: StableWindows = PrivateAttr(default_factory=StableWindows)
@@ -216,39 +196,6 @@ class CupelChatMemory(BaseChatStoreMemory):
     @classmethod
     def _check_limit(cls, value: Any) -> int:
         return check_int(_OWNER, "token_limit", value, minimum=1)
-
-    @field_validator("tokenizer_fn", mode="before")
-    @classmethod
-    def _check_tokenizer(cls, value: Any) -> Any:
-        if value is None:
-            return get_tokenizer()
-        return check_callable(_OWNER, "tokenizer_fn", value, optional=False)
-
-    @field_validator("message_token_counter", mode="before")
-    @classmethod
-    def _check_counter(cls, value: Any) -> Any:
-        return check_callable(_OWNER, "message_token_counter", value, optional=True)
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _check_policy(cls, value: Any) -> Any:
-        return check_policy(_OWNER, value)
-
-    @field_validator("cache_stable", mode="before")
-    @classmethod
-    def _check_cache_stable(cls, value: Any) -> Any:
-        return check_cache_stable_field(_OWNER, value)
-
-    @field_validator("pin_system", "pin_last_user", "start_on_user", mode="before")
-    @classmethod
-    def _check_flag(cls, value: Any, info: Any) -> bool:
-        if not isinstance(value, bool):
-            raise ConfigurationError(
-                f"{_OWNER}.{info.field_name}: must be a bool, got {value!r}",
-                field=info.field_name,
-                value=value,
-            )
-        return value
 
     @model_validator(mode="after")
     def _build(self) -> CupelChatMemory:

@@ -20,9 +20,8 @@ from pydantic import (
 from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
-    check_callable,
+    CupelFields,
     check_int,
-    check_policy,
     emit_selection,
     raise_configuration_error,
     resolve_pipeline,
@@ -35,7 +34,7 @@ __all__ = ["CupelNodePostprocessor"]
 _OWNER = "CupelNodePostprocessor"
 
 
-class CupelNodePostprocessor(BaseNodePostprocessor):
+class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     """A node postprocessor that keeps the most relevant nodes that fit ``max_tokens``.
 
     Each node costs the tokens of ``node.get_content(metadata_mode=metadata_mode)`` — what
@@ -143,23 +142,6 @@ class CupelNodePostprocessor(BaseNodePostprocessor):
     @classmethod
     def _check_target(cls, value: Any) -> int | None:
         return None if value is None else check_int(_OWNER, "target_tokens", value, minimum=0)
-
-    @field_validator("tokenizer_fn", mode="before")
-    @classmethod
-    def _check_tokenizer(cls, value: Any) -> Any:
-        if value is None:
-            return get_tokenizer()
-        return check_callable(_OWNER, "tokenizer_fn", value, optional=False)
-
-    @field_validator("token_counter", mode="before")
-    @classmethod
-    def _check_counter(cls, value: Any) -> Any:
-        return check_callable(_OWNER, "token_counter", value, optional=True)
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _check_policy(cls, value: Any) -> Any:
-        return check_policy(_OWNER, value)
 
     @field_validator("dedup_on", mode="before")
     @classmethod

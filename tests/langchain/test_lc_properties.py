@@ -324,7 +324,7 @@ def test_selections_without_metadata_equal_the_full_ones(
     """Without a report, a preset's selection leaves the per-message metadata out (its
     pipeline reads none); with a report it builds everything. The messages must not
     differ."""
-    selection = MessageSelection(max_tokens=budget, policy=policy, start_on=start_on)
+    selection = MessageSelection({"max_tokens": budget, "policy": policy, "start_on": start_on})
     assert not selection.reads_metadata
     try:
         lean, none = selection.select(messages, with_report=False)

@@ -1,0 +1,203 @@
+"""The options of the message-history components, declared once.
+
+:class:`HistoryOptions` lists every selection option with its type; the functions take
+them as keyword arguments (``**options: Unpack[FunctionOptions]``), the agent middleware
+as its constructor's keywords (:class:`MiddlewareOptions`: no ``keep_system``, its system
+prompt is always kept), the Runnable as its fields. :data:`DEFAULTS` holds every default.
+Unknown names are refused by :func:`check_options`, with the cupel equivalent of a
+``trim_messages`` parameter when one was meant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, TypedDict
+
+from langchain_core.messages import BaseMessage
+from typing_extensions import Required
+
+from cupel import ConfigurationError, Pipeline
+from cupel.conversation import DEFAULT_MAX_CONVERSATIONS
+from cupel.policy import Policy
+from cupel_langchain._messages import StartOn
+from cupel_langchain._tokens import CounterInput, MessageTokenCounter
+
+__all__ = [
+    "DEFAULTS",
+    "SELECTION_NAMES",
+    "TRIM_MESSAGES_EQUIVALENTS",
+    "FunctionOptions",
+    "HistoryOptions",
+    "MaxTokens",
+    "MiddlewareOptions",
+    "PolicyLike",
+    "SelectionOptions",
+    "check_max_tokens",
+    "check_options",
+    "check_policy",
+    "option_names",
+    "unknown_option_hint",
+]
+
+PolicyLike = Policy | str
+"""A :class:`~cupel.policy.Policy` or a preset name (``"chat"``, ``"rag"``, ...)."""
+
+MaxTokens = int | tuple[str, float]
+"""A token budget: an int, or ``("fraction", f)`` of the chat model's input window (its
+``profile["max_input_tokens"]``, as ``SummarizationMiddleware`` reads it)."""
+
+
+class HistoryOptions(TypedDict, total=False):
+    """The selection options every message-history component takes (see
+    :func:`~cupel_langchain.select_messages` for what each does)."""
+
+    max_tokens: Required[MaxTokens]
+    target_tokens: int | None
+    output_reserve: int
+    policy: PolicyLike
+    pipeline: Pipeline | None
+    token_counter: MessageTokenCounter
+    token_counter_input: CounterInput | str
+    keep_last_human: bool
+    keep_last: int
+    start_on: StartOn
+    deduplicate: bool
+    kinds: Mapping[str, str] | None
+    timestamp_key: str | None
+    cache_stable: bool | float
+
+
+class SelectionOptions(HistoryOptions, total=False):
+    """:class:`HistoryOptions` plus ``keep_system`` (the functions and the Runnable)."""
+
+    keep_system: bool
+
+
+class FunctionOptions(SelectionOptions, total=False):
+    """The keywords of :func:`~cupel_langchain.select_messages`."""
+
+    previous: Sequence[BaseMessage] | None
+    cache_breakpoint: bool
+
+
+class MiddlewareOptions(HistoryOptions, total=False):
+    """The keywords of :class:`~cupel_langchain.CupelContextMiddleware`."""
+
+    persistent: bool
+    report: bool
+    cache_breakpoint: bool
+    max_conversations: int
+
+
+DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "target_tokens": None,
+        "output_reserve": 0,
+        "policy": "chat",
+        "pipeline": None,
+        "token_counter": "approximate",
+        "token_counter_input": "auto",
+        "keep_system": True,
+        "keep_last_human": True,
+        "keep_last": 0,
+        "start_on": None,
+        "deduplicate": False,
+        "kinds": None,
+        "timestamp_key": None,
+        "cache_stable": False,
+        "previous": None,
+        "cache_breakpoint": False,
+        "persistent": False,
+        "report": True,
+        "max_conversations": DEFAULT_MAX_CONVERSATIONS,
+    }
+)
+"""The default of every option (``max_tokens`` has none)."""
+
+
+def option_names(options: type) -> tuple[str, ...]:
+    """The names a TypedDict of options declares, in declaration order (bases first)."""
+    return tuple(options.__annotations__)
+
+
+SELECTION_NAMES = option_names(SelectionOptions)
+"""What a :class:`~cupel_langchain._selection.MessageSelection` is built from."""
+
+TRIM_MESSAGES_EQUIVALENTS: Mapping[str, str] = {
+    "strategy": (
+        "cupel keeps the newest whole turns that fit (policy='chat', the counterpart of "
+        "strategy='last'); pass policy= (a preset name or a cupel Policy) for another selection"
+    ),
+    "include_system": "use keep_system= (system messages are pinned by default)",
+    "allow_partial": (
+        "cupel never cuts a message: a message, or a tool call with its results, is kept or "
+        "dropped whole"
+    ),
+    "end_on": (
+        "the window always ends at the newest message; start_on= sets the type it starts on"
+    ),
+    "text_splitter": "cupel never splits a message's text",
+    "max_messages": "cupel budgets tokens: use max_tokens=",
+}
+"""``trim_messages`` parameters cupel has no option for, and what to use instead."""
+
+
+def unknown_option_hint(name: str) -> str:
+    """`` (<what to use instead>)`` for a ``trim_messages`` parameter, else ``""``."""
+    hint = TRIM_MESSAGES_EQUIVALENTS.get(name)
+    return f" (a trim_messages parameter: {hint})" if hint else ""
+
+
+def check_options(
+    owner: str, given: Mapping[str, Any], allowed: Collection[str], hints: Mapping[str, str]
+) -> None:
+    """Refuse a name not in ``allowed`` with a :class:`~cupel.ConfigurationError` naming
+    it, what it may have meant (``hints``, then ``trim_messages``' equivalents) and the
+    allowed names; refuse a missing ``max_tokens``."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        name = unknown[0]
+        hint = hints.get(name) or unknown_option_hint(name)
+        raise ConfigurationError(
+            f"{owner}: unknown option {name!r}{hint}; allowed: {', '.join(allowed)}",
+            field=name,
+            value=given[name],
+        )
+    if "max_tokens" not in given:
+        raise ConfigurationError(
+            f"{owner}: max_tokens is required (the token budget, or ('fraction', f) of the "
+            f"chat model's input window)",
+            field="max_tokens",
+            value=None,
+        )
+
+
+def check_max_tokens(value: object, owner: str = "") -> MaxTokens:
+    """An int budget or a valid ``("fraction", f)`` with ``0 < f <= 1``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and value[0] == "fraction"
+        and isinstance(value[1], (int, float))
+        and not isinstance(value[1], bool)
+        and 0 < value[1] <= 1
+    ):
+        return ("fraction", float(value[1]))
+    where = f"{owner}.max_tokens" if owner else "max_tokens"
+    raise ConfigurationError(
+        f"{where}: must be an integer, or ('fraction', f) with 0 < f <= 1 (a share of the "
+        f"chat model's input window), got {value!r}",
+        field="max_tokens",
+        value=value,
+    )
+
+
+def check_policy(value: object) -> Any:
+    """A preset name, a :class:`~cupel.policy.Policy` or a policy's dict form (what
+    serialization writes), as a name or a ``Policy``."""
+    if isinstance(value, Mapping):
+        return Policy.from_dict(value)
+    return value
