@@ -47,6 +47,7 @@ from cupel.conversation import (
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     WindowFields,
+    built_report,
     dispatcher,
     emit_selection,
     raise_configuration_error,
@@ -371,8 +372,7 @@ class CupelMemory(WindowFields, Memory):
         used = sum(item.tokens for item in window.items)
         left = limit - used
         chosen = _BLOCKS.dry_run(items, ContextBudget(max_tokens=left, target_tokens=left))
-        assert window.report is not None and chosen.report is not None
-        report = _combined(window.report, chosen.report)
+        report = _combined(built_report(_OWNER, window.report), built_report(_OWNER, chosen.report))
         self._last_report = report
         names = {item.metadata[MEMORY_BLOCK_KEY] for item in chosen.items}
         messages = [mapping.messages[i] for i in window.messages]

@@ -26,6 +26,7 @@ from pydantic import (
 from cupel import (
     ConfigurationError,
     ContextItem,
+    CupelError,
     ExcludedItem,
     Filtered,
     Pipeline,
@@ -40,6 +41,7 @@ __all__ = [
     "CupelSelectionEvent",
     "PolicyLike",
     "WindowFields",
+    "built_report",
     "check_cache_stable_field",
     "check_callable",
     "check_int",
@@ -221,6 +223,14 @@ class WindowFields(CupelFields):
             "only grows by appending until it overflows, then is cut back to m of the budget."
         ),
     )
+
+
+def built_report(owner: str, report: SelectionReport | None) -> SelectionReport:
+    """The report of a dry run, which always builds one (a check that, unlike
+    ``assert``, survives ``python -O``)."""
+    if report is None:
+        raise CupelError(f"{owner}: a dry run built no SelectionReport")
+    return report
 
 
 def check_cache_stable_field(owner: str, value: Any) -> Any:

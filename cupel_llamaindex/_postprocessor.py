@@ -21,6 +21,7 @@ from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     CupelFields,
+    built_report,
     check_int,
     emit_selection,
     raise_configuration_error,
@@ -210,8 +211,7 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
             dedup_on=self.dedup_on,
         )
         result = self._current_pipeline().dry_run(mapping.items, budget)
-        report = result.report
-        assert report is not None  # dry_run always builds one
+        report = built_report(_OWNER, result.report)
         selected = mapping.to_nodes(result.items)
         self._last_report = report
         emit_selection(
