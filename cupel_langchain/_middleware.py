@@ -308,7 +308,7 @@ def _emit(event: ReportEventData | None, runtime: object) -> None:
     _write(event, runtime)
     manager = get_callback_manager_for_config(ensure_config())
     if manager.handlers and manager.parent_run_id is not None:
-        manager.on_custom_event(REPORT_EVENT, event, run_id=manager.parent_run_id)
+        manager.on_custom_event(REPORT_EVENT, event.complete(), run_id=manager.parent_run_id)
 
 
 async def _aemit(event: ReportEventData | None, runtime: object) -> None:
@@ -317,13 +317,13 @@ async def _aemit(event: ReportEventData | None, runtime: object) -> None:
     _write(event, runtime)
     manager = get_async_callback_manager_for_config(ensure_config())
     if manager.handlers and manager.parent_run_id is not None:
-        await manager.on_custom_event(REPORT_EVENT, event, run_id=manager.parent_run_id)
+        await manager.on_custom_event(REPORT_EVENT, event.complete(), run_id=manager.parent_run_id)
 
 
 def _write(event: ReportEventData, runtime: object) -> None:
     """``{"type": "cupel_selection", ...event}`` to the custom stream (when streaming)."""
     writer = getattr(runtime, "stream_writer", None)
     if writer is not None:
-        chunk = ReportEventData(type=REPORT_EVENT, **event)
+        chunk = ReportEventData(type=REPORT_EVENT, **event.complete())
         chunk.selection_report = event.selection_report
         writer(chunk)

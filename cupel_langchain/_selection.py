@@ -58,6 +58,7 @@ __all__ = [
     "ReportEventData",
     "SettingsCache",
     "adispatch_report",
+    "complete_event",
     "dispatch_report",
     "last_report_of",
     "make_budget",
@@ -283,13 +284,28 @@ class ReportEventData(dict[str, Any]):
     """The payload of the :data:`REPORT_EVENT` custom event: plain JSON-ready data (the
     report in its wire form under ``"report"``, plus a summary: ``component``,
     ``included``, ``excluded``, ``included_tokens``, ``max_tokens``; with
-    ``cache_stable`` on also ``stable_prefix``, ``cut_moved`` and ``cut``), so ``json.dumps`` works
-    wherever events are forwarded (SSE, log pipelines). In-process callers get the
-    :class:`~cupel.SelectionReport` object itself as :attr:`selection_report` (not part
-    of the data; :func:`report_from_event` rebuilds it from the data after a JSON hop).
+    ``cache_stable`` on also ``stable_prefix``, ``cut_moved`` and ``cut``), so
+    ``json.dumps`` works wherever events are forwarded (SSE, log pipelines). In-process
+    callers get the :class:`~cupel.SelectionReport` object itself as
+    :attr:`selection_report` (not part of the data; :func:`report_from_event` rebuilds it
+    from the data after a JSON hop).
+
+    The wire form is made when the event is sent to someone (:meth:`complete`): a
+    selection nobody listens to does not pay for it.
     """
 
     selection_report: SelectionReport | None = None
+
+    def complete(self) -> ReportEventData:
+        """This payload with ``"report"`` filled in (once)."""
+        if "report" not in self and self.selection_report is not None:
+            self["report"] = self.selection_report.to_dict()
+        return self
+
+
+def complete_event(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``data`` with its report's wire form, when it is a :class:`ReportEventData`."""
+    return data.complete() if isinstance(data, ReportEventData) else data
 
 
 def report_event_data(
@@ -305,13 +321,12 @@ def report_event_data(
     >>> budget = ContextBudget(max_tokens=10, target_tokens=10)
     >>> report = Pipeline(RecencyScorer()).dry_run([ContextItem(content="a", tokens=3)],
     ...                                            budget).report
-    >>> data = report_event_data("CupelMessageSelector", report, budget)
+    >>> data = report_event_data("CupelMessageSelector", report, budget).complete()
     >>> json.loads(json.dumps(data))["included_tokens"], data.selection_report is report
     (3, True)
     """
     data = ReportEventData(
         component=component,
-        report=report.to_dict(),
         included=len(report.included),
         excluded=len(report.excluded),
         included_tokens=report.included_tokens,
@@ -352,7 +367,7 @@ def dispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
         else CallbackManager.configure(inheritable_callbacks=callbacks)
     )
     if manager.handlers:
-        manager.on_custom_event(REPORT_EVENT, data, run_id=manager.parent_run_id)
+        manager.on_custom_event(REPORT_EVENT, complete_event(data), run_id=manager.parent_run_id)
 
 
 async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
@@ -367,7 +382,9 @@ async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> Non
             inherited = callbacks.handlers
         manager = AsyncCallbackManager.configure(inheritable_callbacks=inherited)
     if manager.handlers:
-        await manager.on_custom_event(REPORT_EVENT, data, run_id=manager.parent_run_id)
+        await manager.on_custom_event(
+            REPORT_EVENT, complete_event(data), run_id=manager.parent_run_id
+        )
 
 
 class MessageSelection:
