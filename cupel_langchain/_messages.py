@@ -452,14 +452,9 @@ def map_messages(
     keep_last: int,
     kinds: Mapping[str, ContextKind],
     timestamp_key: str | None,
-    with_metadata: bool = True,
 ) -> MessageItems:
-    """Read the messages, let the conversation layer group and check them, and build one
-    item per unit (see the module docstring).
-
-    ``with_metadata=False`` leaves out the per-unit ``langchain.*`` metadata (the items
-    keep ``cupel:turn``): for selections whose items nobody but a pipeline that reads no
-    metadata will see (:func:`cupel.conversation.reads_unit_metadata`)."""
+    """Read the messages and let the conversation layer group and check them; it builds
+    one item per unit when they are needed (see the module docstring)."""
     additive = is_additive(count)
     record = read_messages(messages, None if additive else count)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
@@ -469,21 +464,21 @@ def map_messages(
         if any(stamp is not None for stamp in carried):
             timestamps = carried
     types = record.types
+    ids = [message.id for message in messages]  # as they are now: items may be built later
 
     def metadata(k: int) -> dict[str, Any]:
         members = conversation.messages_of(k)
         first = members[0]
         if len(members) == 1:
-            message = messages[first]
             meta: dict[str, Any] = {"langchain.index": first, "langchain.type": types[first]}
-            if message.id is not None:
-                meta["langchain.id"] = message.id
+            if ids[first] is not None:
+                meta["langchain.id"] = ids[first]
             return meta
         return {
             "langchain.index": first,
             "langchain.type": "tool_group",
             "langchain.indices": members,
-            "langchain.ids": tuple(messages[i].id for i in members),
+            "langchain.ids": tuple(ids[i] for i in members),
         }
 
     def unit_tokens(members: tuple[int, ...]) -> int:
@@ -496,7 +491,7 @@ def map_messages(
         unit_tokens=None if record.tokens is not None else unit_tokens,
         timestamps=timestamps,
         kinds=kinds,
-        metadata=metadata if with_metadata else None,
+        metadata=metadata,
         keep_system=keep_system,
         keep_latest_user=keep_last_human,
         keep_last=keep_last,

@@ -29,7 +29,6 @@ from cupel.conversation import (
     PinnedOptions,
     cache_stable_pipeline,
     check_cache_stable,
-    reads_unit_metadata,
 )
 from cupel.policy import Policy, PolicyError
 from cupel_langchain._messages import (
@@ -413,7 +412,6 @@ class MessageSelection:
         "kinds",
         "options",
         "pipeline",
-        "reads_metadata",
         "start_on",
         "timestamp_key",
     )
@@ -442,7 +440,6 @@ class MessageSelection:
         self.pipeline = cache_stable_pipeline(
             resolve_pipeline(get("policy"), get("pipeline"), get("deduplicate")), low_water
         )
-        self.reads_metadata = reads_unit_metadata(self.pipeline)
         self.count = resolve_message_counter(token_counter, get("token_counter_input"))
         for name in ("keep_system", "keep_last_human"):
             if not isinstance(get(name), bool):
@@ -464,7 +461,7 @@ class MessageSelection:
         self.timestamp_key: str | None = timestamp_key
         self.options = options
 
-    def map(self, messages: MessagesInput, *, with_metadata: bool = True) -> MessageItems:
+    def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
         return map_messages(
             as_messages(messages),
@@ -474,7 +471,6 @@ class MessageSelection:
             keep_last=self.keep_last,
             kinds=self.kinds,
             timestamp_key=self.timestamp_key,
-            with_metadata=with_metadata,
         )
 
     def select(
@@ -495,9 +491,7 @@ class MessageSelection:
         """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
         selected from them; ``previous`` (indices of the previous window in these
         messages) makes the selection cache-stable."""
-        # Without a report the items never leave the selection: a pipeline that reads no
-        # metadata needs none of the per-message kind (a property test checks both agree).
-        mapping = self.map(messages, with_metadata=with_report or self.reads_metadata)
+        mapping = self.map(messages)
         window = mapping.history.select(
             self.pipeline,
             self.budget,

@@ -369,7 +369,7 @@ class CupelMemory(WindowFields, Memory):
         with self._lock:
             session.remember(history, window, len(system))
         self._last_window = window if stable else None
-        used = sum(item.tokens for item in window.items)
+        used = window.tokens
         left = limit - used
         chosen = _BLOCKS.dry_run(items, ContextBudget(max_tokens=left, target_tokens=left))
         report = _combined(built_report(_OWNER, window.report), built_report(_OWNER, chosen.report))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
-from typing import Any, NamedTuple
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
@@ -24,7 +24,6 @@ from pydantic import (
 from cupel import (
     ConfigurationError,
     ContextBudget,
-    CupelError,
     Pipeline,
     SelectionReport,
 )
@@ -49,7 +48,7 @@ from cupel_llamaindex._common import (
     stable_fields,
     state_without_caches,
 )
-from cupel_llamaindex._mapping import MessageMapping, TokenCache, messages_to_items
+from cupel_llamaindex._mapping import TokenCache, messages_to_items
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -69,37 +68,6 @@ exceed the budget."""
 
 def _ignore(event: object) -> None:
     return None
-
-
-class _PendingReport(NamedTuple):
-    """What a ``get()`` that skipped its report needs to build it later."""
-
-    mapping: MessageMapping
-    pipeline: Pipeline
-    budget: ContextBudget
-    start_on: frozenset[str]
-    messages: list[int]  # the window get() returned (message positions)
-    previous: list[int] | None  # the previous window it was selected after (cache-stable)
-
-    def build(self) -> SelectionReport:
-        """Select again with a diagnostic collector and check it is the same window.
-        (The pipeline's ``on_overflow`` callback already ran during ``get()``.)"""
-        window = self.mapping.history.select(
-            self.pipeline,
-            self.budget,
-            with_report=True,
-            start_on=self.start_on,
-            options=PINNED_OPTIONS,
-            on_overflow=_ignore,
-            previous=self.previous,
-        )
-        if window.messages != self.messages or window.report is None:
-            raise CupelError(
-                f"{_OWNER}.last_report: the pipeline selected a different window when run "
-                "again to build the report; its scorer, slicer and placer must be "
-                "deterministic (same items and budget -> same selection)"
-            )
-        return window.report
 
 
 class CupelChatMemory(WindowFields, BaseChatStoreMemory):
@@ -171,7 +139,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _built_from: tuple[object, object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
-    _pending_report: _PendingReport | None = PrivateAttr(default=None)
+    _pending_report: HistoryWindow | None = PrivateAttr(default=None)
     _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
 
     def __init__(self, **data: Any) -> None:
@@ -367,7 +335,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         """
         pending = self._pending_report
         if pending is not None:
-            self._last_report = pending.build()
+            self._last_report = pending.explain()
             self._pending_report = None
         return self._last_report
 
@@ -498,9 +466,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         messages = [mapping.messages[i] for i in window.messages]
         if window.report is None:
             self._last_report = None
-            self._pending_report = _PendingReport(
-                mapping, pipeline, budget, start_on, window.messages, previous
-            )
+            self._pending_report = window
             return messages
         self._last_report = window.report
         self._pending_report = None
@@ -511,7 +477,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             target_tokens=limit,
             candidates=len(history),
             selected=len(messages),
-            selected_tokens=sum(item.tokens for item in window.items),
+            selected_tokens=window.tokens,
             query=input,
             stable=stable_fields(self._last_window),
         )

@@ -34,13 +34,9 @@ message (an agent's task) and the recent tool rounds kept after it.
 
 from cupel.conversation._history import (
     DEFAULT_UNIT_KINDS,
-    STABLE_CUT_FILTER,
-    START_ON_FILTER,
     UNIT_TYPES,
     HistoryItems,
-    HistoryWindow,
     PinnedOptions,
-    reads_unit_metadata,
     synthetic_timestamps,
 )
 from cupel.conversation._stable import (
@@ -60,6 +56,12 @@ from cupel.conversation._structure import (
     Conversation,
     Unit,
     WindowCheck,
+)
+from cupel.conversation._window import (
+    STABLE_CUT_FILTER,
+    START_ON_FILTER,
+    HistoryWindow,
+    reads_unit_metadata,
 )
 
 __all__ = [

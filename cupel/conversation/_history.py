@@ -1,4 +1,4 @@
-"""A conversation as context items, and the window a pipeline selects from them."""
+"""A conversation as context items: the selection columns now, the items on first use."""
 
 from __future__ import annotations
 
@@ -12,20 +12,16 @@ from cupel._errors import ConfigurationError, PinnedBudgetError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource, freeze_metadata
 from cupel._pipeline import Pipeline
 from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Conversation
+from cupel.conversation._window import HistoryWindow, identity_positions, select_window
 from cupel.diagnostics._events import OverflowEvent
-from cupel.diagnostics._reasons import Filtered, InvalidToolCall
-from cupel.diagnostics._report import SelectionReport
+from cupel.diagnostics._reasons import InvalidToolCall
 from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY
 
 __all__ = [
     "DEFAULT_UNIT_KINDS",
-    "STABLE_CUT_FILTER",
-    "START_ON_FILTER",
     "UNIT_TYPES",
     "HistoryItems",
-    "HistoryWindow",
     "PinnedOptions",
-    "reads_unit_metadata",
     "synthetic_timestamps",
 ]
 
@@ -42,11 +38,6 @@ DEFAULT_UNIT_KINDS: Mapping[str, ContextKind] = {
     "other": ContextKind.MESSAGE,
 }
 """The kind of each unit type's item."""
-
-START_ON_FILTER = "start_on"
-"""The ``Filtered`` name of units dropped so that the window starts on a given role."""
-STABLE_CUT_FILTER = "before_stable_cut"
-"""The ``Filtered`` name of units before a cache-stable window's cut."""
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _STEP = timedelta(microseconds=1)
@@ -97,70 +88,108 @@ class PinnedOptions:
     last: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryWindow:
-    """A selected window: ``messages`` (indices into the history, ascending), ``items``
-    (the selected units' items in history order) and the ``report`` (when asked for).
-
-    For a cache-stable selection (``previous`` given): ``stable_prefix`` is how many of
-    its leading messages are those of the previous window, in the same order — the prefix a
-    provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
-    is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
-    is where the window's stretch of the conversation starts (see ``HistoryItems.select``).
-    """
-
-    messages: list[int]
-    items: list[ContextItem]
-    report: SelectionReport | None
-    cut: int = 0
-    stable_prefix: int = 0
-    cut_moved: bool = True
-
-
 class HistoryItems:
     """A :class:`Conversation` mapped to context items: one item per unit.
 
-    ``items`` are the units that can be sent (history order) — what a pipeline selects
-    from; ``invalid`` pairs each unit providers would reject with its
-    :class:`~cupel.InvalidToolCall` reason. :meth:`select` runs a pipeline and maps the
-    window back to message indices. Build it with :meth:`from_conversation`.
+    The selection columns are computed up front — ``units`` (the unit behind each
+    position: the units that can be sent, in history order), ``tokens``, ``blocks`` (the
+    turn a unit's block is, ``None``: a block of its own) and the pinned positions — and
+    the :class:`~cupel.ContextItem` s themselves on first use: :attr:`items` (what a
+    pipeline selects from) and :attr:`invalid` (each unit providers would reject with its
+    :class:`~cupel.InvalidToolCall` reason). :meth:`select` maps a window back to message
+    indices; a plain recency window selected without a report never builds the items.
+    Build it with :meth:`from_conversation`.
     """
 
     __slots__ = (
+        "_bad",
+        "_bare",
+        "_flags",
+        "_invalid",
+        "_items",
         "_position",
+        "_source",
+        "block_key",
+        "blocks",
         "conversation",
-        "invalid",
-        "items",
         "pinned",
         "pinned_tokens",
+        "tokens",
         "units",
     )
 
     def __init__(
         self,
         conversation: Conversation,
-        items: list[ContextItem],
         units: list[int],
-        invalid: list[tuple[ContextItem, InvalidToolCall]],
+        tokens: list[int],
+        blocks: list[int | None],
         pinned: list[int],
         pinned_tokens: Mapping[str, int],
+        bad: list[tuple[int, int]],
+        source: _Source,
     ) -> None:
         self.conversation = conversation
-        self.items = items
         self.units = units
-        """The unit of each item."""
-        self.invalid = invalid
+        """The unit of each position."""
+        self.tokens = tokens
+        """The tokens of each position's unit."""
+        self.blocks = blocks
+        """The block of each position (its turn) under ``block_key``; ``None``: alone."""
+        self.block_key = source.block_key
         self.pinned = pinned
-        """Positions (in ``items``) of the pinned items."""
+        """The pinned positions (ascending)."""
         self.pinned_tokens = pinned_tokens
         """Pinned tokens by cause: ``system``, ``latest_user``, ``last``."""
+        self._flags = [False] * len(units)
+        for position in pinned:
+            self._flags[position] = True
+        self._bad = bad  # (unit, tokens) of the units providers would reject
+        self._source = source
+        self._items: list[ContextItem] | None = None
+        self._bare: list[ContextItem] | None = None
+        self._invalid: list[tuple[ContextItem, InvalidToolCall]] | None = None
         self._position: dict[int, int] | None = None
 
     def __repr__(self) -> str:
         return (
-            f"HistoryItems({len(self.items)} items, {len(self.invalid)} invalid, "
+            f"HistoryItems({len(self.units)} items, {len(self._bad)} invalid, "
             f"{len(self.pinned)} pinned)"
         )
+
+    def is_pinned(self, position: int) -> bool:
+        """Whether the item at ``position`` is pinned."""
+        return self._flags[position]
+
+    @property
+    def items(self) -> list[ContextItem]:
+        """One item per position (built on first use, then the same objects)."""
+        items = self._items
+        if items is None:
+            items, bad = self._source.build(self, with_metadata=True)
+            problems = self.conversation._problems
+            reasons = [InvalidToolCall(*problems[k]) for k, _ in self._bad]
+            self._invalid = list(zip(bad, reasons, strict=True))
+            self._items = items
+        return items
+
+    @property
+    def invalid(self) -> list[tuple[ContextItem, InvalidToolCall]]:
+        """The units providers would reject, as items with why (built on first use)."""
+        if self._invalid is None:
+            self.items  # noqa: B018 - builds both
+        return self._invalid  # type: ignore[return-value]
+
+    def bare_items(self) -> list[ContextItem]:
+        """Like :attr:`items` but without the caller's per-unit metadata (the block key
+        stays): for a pipeline that reads no metadata and builds no report, whose items
+        never leave the selection (:func:`reads_unit_metadata`)."""
+        if self._source.metadata is None:
+            return self.items
+        bare = self._bare
+        if bare is None:
+            bare = self._bare = self._source.build(self, with_metadata=False)[0]
+        return bare
 
     @classmethod
     def from_conversation(
@@ -189,13 +218,18 @@ class HistoryItems:
           a microsecond); without them the timestamps are synthetic, a microsecond apart.
           A unit takes its first message's.
         - ``kinds`` override :data:`DEFAULT_UNIT_KINDS` per unit type (:data:`UNIT_TYPES`).
-        - ``metadata(k)`` gives unit ``k``'s metadata (copied); units of earlier turns than
-          the latest user message's also get ``block_key``: their turn number, so a
-          :class:`~cupel.RecencyWindowSlice` keeps each earlier turn whole. The latest
-          turn's units stand alone (an agent's tool rounds are taken newest first).
+        - ``metadata(k)`` gives unit ``k``'s metadata (copied); ``block_key`` in it is
+          the layer's own: units of earlier turns than the latest user message's get
+          their turn number there, so a :class:`~cupel.RecencyWindowSlice` keeps each
+          earlier turn whole, and the latest turn's units stand alone (an agent's tool
+          rounds are taken newest first) — a ``block_key`` entry from ``metadata`` is
+          dropped.
         - Pinned: system units (``keep_system``), the latest user message
           (``keep_latest_user``: the question, or an agent's task) and the latest
           ``keep_last`` valid units.
+
+        Texts, timestamps, kinds and metadata are read when the items are first built
+        (:attr:`items`); pass values that do not change until then.
 
         >>> from cupel.conversation import Conversation
         >>> conversation = Conversation(["system", "user", "assistant", "user"])
@@ -204,6 +238,8 @@ class HistoryItems:
         >>> [(i.content, i.pinned, dict(i.metadata)) for i in mapped.items]
         [('Be brief.', True, {'cupel:turn': 0}), ('Hi', False, {'cupel:turn': 1}), \
 ('Hello!', False, {'cupel:turn': 1}), ('Bye', True, {})]
+        >>> mapped.tokens, mapped.blocks, mapped.pinned
+        ([3, 1, 2, 1], [0, 1, 1, None], [0, 3])
         """
         n = conversation.n_messages
         if len(texts) != n:
@@ -212,8 +248,6 @@ class HistoryItems:
                 field="texts",
                 value=len(texts),
             )
-        per_message = tokens if unit_tokens is None else None
-        count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
         if tokens is None and unit_tokens is None:
             raise ConfigurationError(
                 "to_items needs tokens (one count per message) or unit_tokens (a counter of "
@@ -235,7 +269,6 @@ class HistoryItems:
                 value=keep_last,
             )
         table = dict(DEFAULT_UNIT_KINDS) if kinds is None else {**DEFAULT_UNIT_KINDS, **kinds}
-        stamps = synthetic_timestamps(n) if timestamps is None else _ordered(timestamps)
         latest_user = conversation.latest_user
         latest_turn = conversation.turn(latest_user) if latest_user >= 0 else 0
         pins: dict[int, str] = {}  # unit -> why it is pinned
@@ -253,90 +286,43 @@ class HistoryItems:
             for k, role in enumerate(roles):
                 if role == SYSTEM:
                     pins[k] = "system"
-        # Per unit type: its kind and whether its source is Tool; other roles are "other".
-        kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
-        exchange_kind = table["exchange"]
-        other_kind = table["other"]
-        tool_source = ContextSource.TOOL
-        # Without adapter metadata, the units of one turn share one read-only block dict.
-        shared: dict[int, Mapping[str, Any]] = {}
-        template = item_row("", 0)
-        rows: list[dict[str, Any]] = []
+        per_message = tokens if unit_tokens is None else None
+        count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
         units: list[int] = []
-        bad_rows: list[dict[str, Any]] = []
-        bad: list[InvalidToolCall] = []
+        unit_counts: list[int] = []
+        blocks: list[int | None] = []
         pinned: list[int] = []
         pinned_tokens = {"system": 0, "latest_user": 0, "last": 0}
+        bad: list[tuple[int, int]] = []
+        blocking = block_key is not None
         for k, first in enumerate(firsts):
-            role = roles[k]
             group = groups.get(k)
-            row = template.copy()
-            if group is None:
-                text = texts[first]
-                row["content"] = text if text else f"[{role} message]"
-                row["tokens"] = per_message[first] if per_message is not None else count((first,))
-                kind = kind_of.get(role)
-                if kind is None:
-                    row["kind"] = other_kind
-                else:
-                    row["kind"] = kind
-                    if role == TOOL:
-                        row["source"] = tool_source
+            if per_message is not None:
+                need = per_message[first] if group is None else sum(per_message[i] for i in group)
             else:
-                row["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
-                row["tokens"] = (
-                    sum(per_message[i] for i in group) if per_message is not None else count(group)
-                )
-                row["kind"] = exchange_kind
-                row["source"] = tool_source
-            row["timestamp"] = stamps[first]
-            turn = turns[k]
-            blocked = block_key is not None and turn < latest_turn
-            if metadata is not None:
-                meta = dict(metadata(k))
-                if blocked:
-                    meta[block_key] = turn  # type: ignore[index]
-                row["metadata"] = meta
-            elif blocked:
-                block = shared.get(turn)
-                if block is None:
-                    block = shared[turn] = freeze_metadata({block_key: turn})  # type: ignore[dict-item]
-                row["metadata"] = block
-            problem = problems.get(k)
-            if problem is not None:
-                bad_rows.append(row)
-                bad.append(InvalidToolCall(problem[0], problem[1]))
+                need = count((first,) if group is None else group)
+            if k in problems:
+                bad.append((k, need))
                 continue
             cause = pins.get(k)
             if cause is not None:
-                row["pinned"] = True
-                pinned.append(len(rows))
-                pinned_tokens[cause] += row["tokens"]
-            rows.append(row)
+                pinned.append(len(units))
+                pinned_tokens[cause] += need
             units.append(k)
-        items = trusted_items(rows)
-        invalid = list(zip(trusted_items(bad_rows), bad, strict=True))
-        return cls(conversation, items, units, invalid, pinned, pinned_tokens)
+            unit_counts.append(need)
+            turn = turns[k]
+            blocks.append(turn if blocking and turn < latest_turn else None)
+        source = _Source(texts, timestamps, table, metadata, block_key)
+        return cls(conversation, units, unit_counts, blocks, pinned, pinned_tokens, bad, source)
 
     def positions(self, selected: Sequence[ContextItem]) -> list[int]:
-        """The positions (in ``items``) of ``selected``, ascending, found by identity.
+        """The positions (in :attr:`items`) of ``selected``, ascending, found by identity.
 
         Raises :class:`~cupel.ConfigurationError` for an item not built here."""
         position = self._position
         if position is None:
             position = self._position = {id(item): k for k, item in enumerate(self.items)}
-        try:
-            out = [position[id(item)] for item in selected]
-        except KeyError:
-            stranger = next(item for item in selected if id(item) not in position)
-            raise ConfigurationError(
-                f"item {getattr(stranger, 'content', stranger)!r:.60} was not built from "
-                f"this history",
-                field="items",
-                value=stranger,
-            ) from None
-        out.sort()
-        return out
+        return identity_positions(position, selected)
 
     def messages_at(self, positions: Sequence[int]) -> list[int]:
         """The message indices of the items at ``positions`` (ascending)."""
@@ -393,8 +379,9 @@ class HistoryItems:
         ``{"user"}``); selected units before the first such unit are dropped (reported
         as ``Filtered("start_on")``) — unless the window holds no such unit, then it is
         kept as it is. The report (``with_report``) also lists every invalid unit with
-        its :class:`~cupel.InvalidToolCall` reason. ``on_overflow`` is passed to the
-        pipeline's run.
+        its :class:`~cupel.InvalidToolCall` reason; without it,
+        :meth:`HistoryWindow.explain` builds the same report when first asked.
+        ``on_overflow`` is passed to the pipeline's run.
 
         ``previous``: the message indices of the previous window of the same
         conversation (the history may only have grown since: the caller checks that). The
@@ -404,122 +391,122 @@ class HistoryItems:
         reported as ``Filtered("before_stable_cut")``. With a
         :class:`~cupel.RecencyWindowSlice` that has a ``low_water`` mark, the window then
         grows by appending until it overflows and is cut back once, to the mark.
+
+        A plain recency window (a :class:`~cupel.RecencyWindowSlice` without
+        ``scored_share``, no deduplication, cupel's own scorers and placer) selected
+        without a report is computed from the token and block columns alone; it is the
+        pipeline's window exactly (property-tested), the items are never built.
         """
-        self.check_pinned(budget, options if options is not None else PinnedOptions())
-        items = self.items
-        offered = items
-        before_cut: list[int] = []
-        if previous is not None:
-            offered, before_cut = self._since(self._cut(self._unit_positions(previous)))
-        if with_report:
-            result = pipeline.dry_run(offered, budget, on_overflow=on_overflow)
-        else:
-            result = pipeline.run(offered, budget, on_overflow=on_overflow)
-        positions = self.positions(result.items)
-        dropped: list[int] = []
-        if start_on:
-            positions, dropped = self._start_on(positions, start_on)
-        report = result.report
-        if report is not None:
-            start_on_reason = Filtered(START_ON_FILTER)
-            cut_reason = Filtered(STABLE_CUT_FILTER)
-            report = report.with_excluded(
-                moved=[(items[p], start_on_reason) for p in dropped],
-                added=[*((items[p], cut_reason) for p in before_cut), *self.invalid],
-            )
-        messages = self.messages_at(positions)
-        prefix = 0
-        if previous is not None:
-            for before, now in zip(sorted(previous), messages, strict=False):
-                if before != now:
-                    break
-                prefix += 1
-        return HistoryWindow(
-            messages,
-            [items[p] for p in positions],
-            report,
-            self._cut(positions),
-            prefix,
-            previous is None or prefix < len(previous),
+        return select_window(
+            self,
+            pipeline,
+            budget,
+            with_report=with_report,
+            start_on=start_on,
+            options=options if options is not None else PinnedOptions(),
+            on_overflow=on_overflow,
+            previous=previous,
         )
 
-    def _unit_positions(self, messages: Collection[int]) -> list[int]:
-        """The positions (in ``items``) of the valid units holding any of ``messages``."""
-        conversation = self.conversation
-        unit_of: dict[int, int] = {}
-        for position, k in enumerate(self.units):
-            for index in conversation.messages_of(k):
-                unit_of[index] = position
-        return sorted({unit_of[m] for m in messages if m in unit_of})
 
-    def _since(self, since: int) -> tuple[list[ContextItem], list[int]]:
-        """The items offered after a previous cut, and the positions left before it.
+class _Source:
+    """What the items are made of, kept until they are first built."""
 
-        Offered: pinned units, units starting at or after ``since``, and — so that no
-        earlier turn is ever split — every unit of an earlier turn than the latest from
-        the turn holding ``since`` on."""
-        conversation = self.conversation
+    __slots__ = ("block_key", "kinds", "metadata", "texts", "timestamps")
+
+    def __init__(
+        self,
+        texts: Sequence[str],
+        timestamps: Sequence[datetime | None] | None,
+        kinds: Mapping[str, ContextKind],
+        metadata: Callable[[int], Mapping[str, Any]] | None,
+        block_key: str | None,
+    ) -> None:
+        self.texts = texts
+        self.timestamps = timestamps
+        self.kinds = kinds
+        self.metadata = metadata
+        self.block_key = block_key
+
+    def build(
+        self, history: HistoryItems, *, with_metadata: bool
+    ) -> tuple[list[ContextItem], list[ContextItem]]:
+        """The items of ``history``'s positions, and (``with_metadata``) of its invalid
+        units."""
+        conversation = history.conversation
+        texts = self.texts
+        n = conversation.n_messages
+        stamps = synthetic_timestamps(n) if self.timestamps is None else _ordered(self.timestamps)
         firsts = conversation._firsts
-        turns = conversation._turns
-        latest = conversation.latest_user
-        latest_turn = turns[latest] if latest >= 0 else 0
-        cut_turn = next((turns[k] for k, first in enumerate(firsts) if first >= since), None)
-        units = self.units
-        offered: list[ContextItem] = []
-        before: list[int] = []
-        for position, item in enumerate(self.items):
-            k = units[position]
-            if (
-                item.pinned
-                or firsts[k] >= since
-                or (cut_turn is not None and cut_turn <= turns[k] < latest_turn)
-            ):
-                offered.append(item)
-            else:
-                before.append(position)
-        return offered, before
-
-    def _cut(self, positions: list[int]) -> int:
-        """Where the window's stretch starts: the first message of its oldest non-system
-        unit — the pinned latest user message included only when no unit between it and
-        the window's newest unit is left out (no gap after it; units newer than the
-        window, such as those added since it was selected, are not a gap) — or the
-        history's length when no non-system message is kept."""
-        conversation = self.conversation
-        firsts = conversation._firsts
+        groups = conversation._members
         roles = conversation._roles
-        units = self.units
-        stretch = [p for p in positions if roles[units[p]] != SYSTEM]
-        if not stretch:
-            return conversation.n_messages
-        head = stretch[0]
-        if units[head] == conversation.latest_user and self.items[head].pinned:
-            kept = set(stretch)
-            after = [p for p in range(head + 1, stretch[-1]) if roles[units[p]] != SYSTEM]
-            if any(p not in kept for p in after):  # a gap after the task: not the stretch
-                rest = stretch[1:]
-                return firsts[units[rest[0]]] if rest else conversation.n_messages
-        return firsts[units[head]]
+        turns = conversation._turns
+        table = self.kinds
+        # Per unit type: its kind and whether its source is Tool; other roles are "other".
+        kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
+        exchange_kind = table["exchange"]
+        other_kind = table["other"]
+        tool_source = ContextSource.TOOL
+        block_key = self.block_key
+        metadata = self.metadata if with_metadata else None
+        # Without adapter metadata, the units of one turn share one read-only block dict.
+        shared: dict[int, Mapping[str, Any]] = {}
+        template = item_row("", 0)
 
-    def _start_on(
-        self, positions: list[int], start_on: Collection[str]
-    ) -> tuple[list[int], list[int]]:
-        conversation = self.conversation
-        units = self.units
-        leading: list[int] = []
-        for position in positions:
-            role = conversation.role(units[position])
-            if role == SYSTEM:
-                continue
-            if role in start_on:
-                break
-            leading.append(position)
-        else:
-            return positions, []  # nothing to start on: the window stays as it is
-        if not leading:
-            return positions, []
-        gone = set(leading)
-        return [p for p in positions if p not in gone], leading
+        def row(k: int, need: int, pinned: bool, block: int | None) -> dict[str, Any]:
+            role = roles[k]
+            first = firsts[k]
+            group = groups.get(k)
+            out = template.copy()
+            if group is None:
+                text = texts[first]
+                out["content"] = text if text else f"[{role} message]"
+                kind = kind_of.get(role)
+                if kind is None:
+                    out["kind"] = other_kind
+                else:
+                    out["kind"] = kind
+                    if role == TOOL:
+                        out["source"] = tool_source
+            else:
+                out["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
+                out["kind"] = exchange_kind
+                out["source"] = tool_source
+            out["tokens"] = need
+            out["timestamp"] = stamps[first]
+            if pinned:
+                out["pinned"] = True
+            if metadata is not None:
+                meta = dict(metadata(k))
+                if block_key is not None:
+                    if block is None:
+                        meta.pop(block_key, None)
+                    else:
+                        meta[block_key] = block
+                out["metadata"] = meta
+            elif block is not None:
+                frozen = shared.get(block)
+                if frozen is None:
+                    frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
+                out["metadata"] = frozen
+            return out
+
+        flags = history._flags
+        rows = [
+            row(k, need, flags[p], block)
+            for p, (k, need, block) in enumerate(
+                zip(history.units, history.tokens, history.blocks, strict=True)
+            )
+        ]
+        bad_rows: list[dict[str, Any]] = []
+        if with_metadata:
+            latest_user = conversation.latest_user
+            latest_turn = turns[latest_user] if latest_user >= 0 else 0
+            for k, need in history._bad:
+                turn = turns[k]
+                blocked = block_key is not None and turn < latest_turn
+                bad_rows.append(row(k, need, False, turn if blocked else None))
+        return trusted_items(rows), trusted_items(bad_rows)
 
 
 def _last_units(conversation: Conversation, count: int) -> set[int]:
@@ -531,60 +518,3 @@ def _last_units(conversation: Conversation, count: int) -> set[int]:
             out.add(k)
         k -= 1
     return out
-
-
-def reads_unit_metadata(pipeline: Pipeline) -> bool:
-    """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
-    block key (which :class:`HistoryItems` always sets): ``False`` only when its scorer
-    tree, slicer and placer are all cupel's own components that look at other fields
-    (exact classes: a subclass could read anything; the metadata scorers do read it) and
-    no overflow callback receives the items. A history selection that builds no report
-    can then leave the adapter's per-unit metadata out: its items never leave the
-    selection.
-
-    >>> from cupel import MetadataKeyScorer
-    >>> reads_unit_metadata(Pipeline.from_policy("chat"))
-    False
-    >>> reads_unit_metadata(Pipeline(MetadataKeyScorer("role", "user", 2.0)))
-    True
-    """
-    from cupel.placers import ChronologicalPlacer, UShapedPlacer
-    from cupel.scorers import (
-        CompositeScorer,
-        DecayScorer,
-        FrequencyScorer,
-        KindScorer,
-        PriorityScorer,
-        RecencyScorer,
-        ReflexiveScorer,
-        ScaledScorer,
-        TagScorer,
-    )
-    from cupel.slicers import GreedySlice, KnapsackSlice, RecencyWindowSlice
-
-    blind_scorers = {
-        CompositeScorer,
-        DecayScorer,
-        FrequencyScorer,
-        KindScorer,
-        PriorityScorer,
-        RecencyScorer,
-        ReflexiveScorer,
-        ScaledScorer,
-        TagScorer,
-    }
-    slicer = pipeline.slicer
-    if (
-        pipeline.on_overflow is not None
-        or type(pipeline.placer) not in (ChronologicalPlacer, UShapedPlacer)
-        or type(slicer) not in (GreedySlice, KnapsackSlice, RecencyWindowSlice)
-        or (type(slicer) is RecencyWindowSlice and slicer.block_key != DEFAULT_BLOCK_KEY)
-    ):
-        return True
-    pending: list[object] = [pipeline.scorer]
-    while pending:
-        scorer = pending.pop()
-        if type(scorer) not in blind_scorers:
-            return True
-        pending.extend(scorer.children())  # type: ignore[attr-defined]
-    return False

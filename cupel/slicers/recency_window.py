@@ -66,7 +66,7 @@ from cupel.diagnostics._reasons import ExclusionReason, OutsideWindow
 from cupel.slicers._base import BaseSlicer, Candidates, IntArray
 from cupel.slicers.greedy import GreedySlice
 
-__all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice"]
+__all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice", "plain_window"]
 
 DEFAULT_BLOCK_KEY = "cupel:turn"
 """The metadata key whose value groups items into blocks (a chat turn)."""
@@ -256,6 +256,50 @@ class RecencyWindowSlice(BaseSlicer):
         return target
 
 
+def plain_window(
+    slicer: RecencyWindowSlice,
+    tokens: Sequence[int],
+    blocks: Sequence[int | str | None],
+    target: int,
+) -> list[int]:
+    """The window ``slicer`` (with ``scored_share == 0``) takes from candidates given
+    newest first, as columns: ``tokens[i]`` and ``blocks[i]`` (the candidate's block
+    value, ``None``: a block of its own); ``target`` is the slicer's budget's target.
+    Returns the indices taken, in walk order — the same rule, run by the same walk, as
+    :meth:`RecencyWindowSlice.slice` (for callers that hold the columns, not the items:
+    the conversation layer's window without a report).
+
+    >>> plain_window(RecencyWindowSlice(), [5, 30, 10], [2, 1, 1], 40)  # block 1 needs 40
+    [0]
+    """
+    if slicer.scored_share:
+        raise SlicerConfigError(
+            "plain_window: the slicer picks older items by score (scored_share > 0)",
+            field="scored_share",
+            value=slicer.scored_share,
+        )
+    if not tokens or target <= 0:
+        return []
+    key = _NO_BLOCK if slicer.block_key is None else None
+    values = [_NO_BLOCK if key is _NO_BLOCK or b is None else (type(b), b) for b in blocks]
+    chosen, _, _ = _walk(
+        range(len(tokens)), 0, slicer._target(tokens, target), tokens, _Given(values), frozenset()
+    )
+    return chosen
+
+
+class _Given:
+    """Block values given as a column (``_Blocks`` reads them from the items)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Sequence[object]) -> None:
+        self._values = values
+
+    def of(self, position: int) -> object:
+        return self._values[position]
+
+
 def _rebuild(
     block_key: str | None, scored_share: float, low_water: float | None = None
 ) -> RecencyWindowSlice:
@@ -300,7 +344,7 @@ def _walk(
     start: int,
     budget: int,
     tokens: Sequence[int],
-    blocks: _Blocks,
+    blocks: _Blocks | _Given,
     skip: frozenset[int],
 ) -> tuple[list[int], int, int]:
     """Walk ``order`` from ``start``, taking each block while it fits ``budget`` (items in

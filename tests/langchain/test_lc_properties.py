@@ -23,7 +23,7 @@ from benchmarks.window_metrics import (
     task_message,
 )
 from cupel import ConfigurationError, ContextItem, PinnedBudgetError
-from cupel.conversation import Conversation
+from cupel.conversation import Conversation, reads_unit_metadata
 from cupel.presets import PRESET_NAMES
 from cupel_langchain import (
     MessageItems,
@@ -322,10 +322,10 @@ def test_selections_without_metadata_equal_the_full_ones(
     messages: list[BaseMessage], budget: int, policy: str, start_on: str | None
 ) -> None:
     """Without a report, a preset's selection leaves the per-message metadata out (its
-    pipeline reads none); with a report it builds everything. The messages must not
-    differ."""
+    pipeline reads none) or, for a plain recency window, builds no items at all; with a
+    report it builds everything. The messages must not differ."""
     selection = MessageSelection({"max_tokens": budget, "policy": policy, "start_on": start_on})
-    assert not selection.reads_metadata
+    assert not reads_unit_metadata(selection.pipeline)
     try:
         lean, none = selection.select(messages, with_report=False)
     except PinnedBudgetError:

@@ -1,0 +1,400 @@
+"""The window a pipeline selects from a history's items, mapped back to messages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cupel._errors import ConfigurationError, CupelError
+from cupel._model import ContextBudget, ContextItem
+from cupel._pipeline import Pipeline, effective_budget
+from cupel.conversation._structure import SYSTEM
+from cupel.diagnostics._events import OverflowEvent
+from cupel.diagnostics._reasons import Filtered
+from cupel.diagnostics._report import SelectionReport
+from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
+
+if TYPE_CHECKING:
+    from cupel.conversation._history import HistoryItems, PinnedOptions
+
+__all__ = [
+    "STABLE_CUT_FILTER",
+    "START_ON_FILTER",
+    "HistoryWindow",
+    "identity_positions",
+    "reads_unit_metadata",
+    "select_window",
+]
+
+START_ON_FILTER = "start_on"
+"""The ``Filtered`` name of units dropped so that the window starts on a given role."""
+STABLE_CUT_FILTER = "before_stable_cut"
+"""The ``Filtered`` name of units before a cache-stable window's cut."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HistoryWindow:
+    """A selected window: ``messages`` (indices into the history, ascending),
+    ``positions`` (of the selected units in :attr:`HistoryItems.items`, ascending),
+    their ``tokens``, and the ``report`` when the selection built one (else
+    :meth:`explain` builds it on demand).
+
+    For a cache-stable selection (``previous`` given): ``stable_prefix`` is how many of
+    its leading messages are those of the previous window, in the same order — the prefix a
+    provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
+    is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
+    is where the window's stretch of the conversation starts (see ``HistoryItems.select``).
+    """
+
+    messages: list[int]
+    positions: list[int]
+    tokens: int
+    report: SelectionReport | None
+    cut: int = 0
+    stable_prefix: int = 0
+    cut_moved: bool = True
+    history: HistoryItems | None = field(default=None, repr=False)
+    _rerun: _Rerun | None = field(default=None, repr=False)
+
+    @property
+    def items(self) -> list[ContextItem]:
+        """The selected units' items, in history order."""
+        if self.history is None:
+            return []
+        items = self.history.items
+        return [items[p] for p in self.positions]
+
+    def explain(self) -> SelectionReport:
+        """The selection's report: the one built with it, or — for a selection made
+        without — the report of the same selection made again with a trace (once; the
+        pipeline's overflow callback does not run again). Raises
+        :class:`~cupel.CupelError` if the pipeline then picks a different window (a
+        scorer, slicer or placer that is not deterministic)."""
+        if self.report is not None:
+            return self.report
+        rerun = self._rerun
+        if rerun is None or self.history is None:
+            raise CupelError("this window was not selected by HistoryItems.select")
+        if rerun.report is None:
+            again = select_window(
+                self.history,
+                rerun.pipeline,
+                rerun.budget,
+                with_report=True,
+                start_on=rerun.start_on,
+                options=rerun.options,
+                on_overflow=_ignore,
+                previous=rerun.previous,
+            )
+            if again.messages != self.messages or again.report is None:
+                raise CupelError(
+                    "the pipeline selected a different window when run again to build the "
+                    "report; its scorer, slicer and placer must be deterministic (same "
+                    "items and budget -> same selection)"
+                )
+            rerun.report = again.report
+        return rerun.report
+
+
+class _Rerun:
+    """A report-less selection's arguments, to make it again with a trace."""
+
+    __slots__ = ("budget", "options", "pipeline", "previous", "report", "start_on")
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        budget: ContextBudget,
+        start_on: Collection[str],
+        options: PinnedOptions,
+        previous: Collection[int] | None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.budget = budget
+        self.start_on = start_on
+        self.options = options
+        self.previous = previous
+        self.report: SelectionReport | None = None
+
+
+def _ignore(event: OverflowEvent) -> None:
+    return None
+
+
+def select_window(
+    history: HistoryItems,
+    pipeline: Pipeline,
+    budget: ContextBudget,
+    *,
+    with_report: bool,
+    start_on: Collection[str],
+    options: PinnedOptions,
+    on_overflow: Callable[[OverflowEvent], Any] | None,
+    previous: Collection[int] | None,
+) -> HistoryWindow:
+    """:meth:`HistoryItems.select` (see there)."""
+    history.check_pinned(budget, options)
+    offered: list[int] | None = None  # positions offered to the pipeline (None: all)
+    before_cut: list[int] = []
+    if previous is not None:
+        offered, before_cut = _since(history, _cut(history, _unit_positions(history, previous)))
+    positions = None if with_report else _plain(history, pipeline, budget, offered)
+    report: SelectionReport | None = None
+    if positions is None:
+        items = (
+            history.items
+            if with_report or on_overflow is not None or reads_unit_metadata(pipeline)
+            else history.bare_items()
+        )
+        candidates = items if offered is None else [items[p] for p in offered]
+        if with_report:
+            result = pipeline.dry_run(candidates, budget, on_overflow=on_overflow)
+        else:
+            result = pipeline.run(candidates, budget, on_overflow=on_overflow)
+        if items is history.items:
+            positions = history.positions(result.items)
+        else:
+            positions = identity_positions(
+                {id(item): k for k, item in enumerate(items)}, result.items
+            )
+        report = result.report
+    dropped: list[int] = []
+    if start_on:
+        positions, dropped = _start_on(history, positions, start_on)
+    if report is not None:
+        items = history.items
+        start_on_reason = Filtered(START_ON_FILTER)
+        cut_reason = Filtered(STABLE_CUT_FILTER)
+        report = report.with_excluded(
+            moved=[(items[p], start_on_reason) for p in dropped],
+            added=[*((items[p], cut_reason) for p in before_cut), *history.invalid],
+        )
+    messages = history.messages_at(positions)
+    prefix = 0
+    if previous is not None:
+        for before, now in zip(sorted(previous), messages, strict=False):
+            if before != now:
+                break
+            prefix += 1
+    tokens = history.tokens
+    return HistoryWindow(
+        messages,
+        positions,
+        sum(tokens[p] for p in positions),
+        report,
+        _cut(history, positions),
+        prefix,
+        previous is None or prefix < len(previous),
+        history,
+        None if report is not None else _Rerun(pipeline, budget, start_on, options, previous),
+    )
+
+
+def identity_positions(position: Mapping[int, int], selected: Sequence[ContextItem]) -> list[int]:
+    """The positions of ``selected`` by ``position`` (``id(item)`` → position), ascending;
+    an item not in it is a :class:`~cupel.ConfigurationError`."""
+    try:
+        out = [position[id(item)] for item in selected]
+    except KeyError:
+        stranger = next(item for item in selected if id(item) not in position)
+        raise ConfigurationError(
+            f"item {getattr(stranger, 'content', stranger)!r:.60} was not built from this history",
+            field="items",
+            value=stranger,
+        ) from None
+    out.sort()
+    return out
+
+
+def _plain(
+    history: HistoryItems,
+    pipeline: Pipeline,
+    budget: ContextBudget,
+    offered: list[int] | None,
+) -> list[int] | None:
+    """The window of a plain recency window, from the columns (no items), or ``None``
+    when the pipeline is not one or its window could overflow (then the pipeline runs).
+
+    A plain window: a :class:`~cupel.RecencyWindowSlice` without ``scored_share`` whose
+    blocks are the history's, no deduplication, cupel's own scorers (their scores only
+    order equal timestamps, and a history's are all distinct) and placer (the window is
+    mapped back in history order). Pinned units are always in; when they fit the target
+    the walk cannot overflow it."""
+    slicer = pipeline.slicer
+    if (
+        type(pipeline) is not Pipeline
+        or type(slicer) is not RecencyWindowSlice
+        or slicer.scored_share
+        or pipeline.deduplication
+        or (slicer.block_key is not None and slicer.block_key != history.block_key)
+        or not _own_components(pipeline)
+    ):
+        return None
+    pinned_tokens = sum(history.pinned_tokens.values())
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        return None
+    target = effective_budget(budget, pinned_tokens).target_tokens
+    flags = history._flags
+    tokens = history.tokens
+    blocks = history.blocks
+    walk = [p for p in (range(len(flags)) if offered is None else offered) if not flags[p]]
+    walk.reverse()  # newest first
+    taken = plain_window(slicer, [tokens[p] for p in walk], [blocks[p] for p in walk], target)
+    chosen = [walk[i] for i in taken]
+    chosen.extend(history.pinned)
+    chosen.sort()
+    return chosen
+
+
+def _unit_positions(history: HistoryItems, messages: Collection[int]) -> list[int]:
+    """The positions of the valid units holding any of ``messages``."""
+    conversation = history.conversation
+    unit_of: dict[int, int] = {}
+    for position, k in enumerate(history.units):
+        for index in conversation.messages_of(k):
+            unit_of[index] = position
+    return sorted({unit_of[m] for m in messages if m in unit_of})
+
+
+def _since(history: HistoryItems, since: int) -> tuple[list[int], list[int]]:
+    """The positions offered after a previous cut, and those left before it.
+
+    Offered: pinned units, units starting at or after ``since``, and — so that no
+    earlier turn is ever split — every unit of an earlier turn than the latest from
+    the turn holding ``since`` on."""
+    conversation = history.conversation
+    firsts = conversation._firsts
+    turns = conversation._turns
+    latest = conversation.latest_user
+    latest_turn = turns[latest] if latest >= 0 else 0
+    cut_turn = next((turns[k] for k, first in enumerate(firsts) if first >= since), None)
+    flags = history._flags
+    offered: list[int] = []
+    before: list[int] = []
+    for position, k in enumerate(history.units):
+        if (
+            flags[position]
+            or firsts[k] >= since
+            or (cut_turn is not None and cut_turn <= turns[k] < latest_turn)
+        ):
+            offered.append(position)
+        else:
+            before.append(position)
+    return offered, before
+
+
+def _cut(history: HistoryItems, positions: list[int]) -> int:
+    """Where the window's stretch starts: the first message of its oldest non-system
+    unit — the pinned latest user message included only when no unit between it and
+    the window's newest unit is left out (no gap after it; units newer than the
+    window, such as those added since it was selected, are not a gap) — or the
+    history's length when no non-system message is kept."""
+    conversation = history.conversation
+    firsts = conversation._firsts
+    roles = conversation._roles
+    units = history.units
+    stretch = [p for p in positions if roles[units[p]] != SYSTEM]
+    if not stretch:
+        return conversation.n_messages
+    head = stretch[0]
+    if units[head] == conversation.latest_user and history.is_pinned(head):
+        kept = set(stretch)
+        after = [p for p in range(head + 1, stretch[-1]) if roles[units[p]] != SYSTEM]
+        if any(p not in kept for p in after):  # a gap after the task: not the stretch
+            rest = stretch[1:]
+            return firsts[units[rest[0]]] if rest else conversation.n_messages
+    return firsts[units[head]]
+
+
+def _start_on(
+    history: HistoryItems, positions: list[int], start_on: Collection[str]
+) -> tuple[list[int], list[int]]:
+    conversation = history.conversation
+    units = history.units
+    leading: list[int] = []
+    for position in positions:
+        role = conversation.role(units[position])
+        if role == SYSTEM:
+            continue
+        if role in start_on:
+            break
+        leading.append(position)
+    else:
+        return positions, []  # nothing to start on: the window stays as it is
+    if not leading:
+        return positions, []
+    gone = set(leading)
+    return [p for p in positions if p not in gone], leading
+
+
+def _own_components(pipeline: Pipeline) -> bool:
+    """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
+    that read no item metadata (a subclass could read anything)."""
+    from cupel.placers import ChronologicalPlacer, UShapedPlacer
+
+    if type(pipeline.placer) not in (ChronologicalPlacer, UShapedPlacer):
+        return False
+    blind = _blind_scorers()
+    pending: list[object] = [pipeline.scorer]
+    while pending:
+        scorer = pending.pop()
+        if type(scorer) not in blind:
+            return False
+        pending.extend(scorer.children())  # type: ignore[attr-defined]
+    return True
+
+
+def _blind_scorers() -> frozenset[type]:
+    """cupel's scorers that read no item metadata."""
+    from cupel.scorers import (
+        CompositeScorer,
+        DecayScorer,
+        FrequencyScorer,
+        KindScorer,
+        PriorityScorer,
+        RecencyScorer,
+        ReflexiveScorer,
+        ScaledScorer,
+        TagScorer,
+    )
+
+    return frozenset(
+        {
+            CompositeScorer,
+            DecayScorer,
+            FrequencyScorer,
+            KindScorer,
+            PriorityScorer,
+            RecencyScorer,
+            ReflexiveScorer,
+            ScaledScorer,
+            TagScorer,
+        }
+    )
+
+
+def reads_unit_metadata(pipeline: Pipeline) -> bool:
+    """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
+    block key (which :class:`HistoryItems` always sets): ``False`` only when its scorer
+    tree, slicer and placer are all cupel's own components that look at other fields
+    (exact classes: a subclass could read anything; the metadata scorers do read it) and
+    no overflow callback receives the items. A history selection that builds no report
+    can then leave the adapter's per-unit metadata out: its items never leave the
+    selection.
+
+    >>> from cupel import MetadataKeyScorer
+    >>> reads_unit_metadata(Pipeline.from_policy("chat"))
+    False
+    >>> reads_unit_metadata(Pipeline(MetadataKeyScorer("role", "user", 2.0)))
+    True
+    """
+    from cupel.slicers import GreedySlice, KnapsackSlice
+
+    slicer = pipeline.slicer
+    return (
+        pipeline.on_overflow is not None
+        or type(slicer) not in (GreedySlice, KnapsackSlice, RecencyWindowSlice)
+        or (type(slicer) is RecencyWindowSlice and slicer.block_key != DEFAULT_BLOCK_KEY)
+        or not _own_components(pipeline)
+    )
