@@ -9,7 +9,8 @@ AI turn carries a tool call answered by a ToolMessage. Budget B = 25% of the
   token_counter=count_tokens_approximately)``
 - cupel:     ``select_messages(history, max_tokens=B,
   token_counter=count_tokens_approximately)`` (chat preset), and the Runnable
-  ``CupelMessageSelector(...).invoke(history)``, which also builds the SelectionReport.
+  ``CupelMessageSelector(...).invoke(history)`` (its report is built when read, or
+  at once when a callback listens for it).
 
 Both outputs are checked: within budget, and a valid tool-call sequence (no tool result
 without its call, no call without its results).
@@ -17,6 +18,7 @@ without its call, no call without its results).
     python benchmarks/bench_langchain.py                      # N = 1,000 and 10,000
     python benchmarks/bench_langchain.py --sizes 10000 --runs 11
     python benchmarks/bench_langchain.py --sizes 10000 --breakdown   # where cupel's time goes
+    python benchmarks/bench_langchain.py --small     # W8: 10 ... 10,000 messages, in µs
 """
 
 from __future__ import annotations
@@ -148,33 +150,111 @@ def run(n: int, runs: int = 7, warmups: int = 2) -> Row:
 
 
 def breakdown(n: int, runs: int = 11) -> dict[str, float]:
-    """Median ms of each phase of one ``select_messages`` call on the W5 data: mapping the
-    messages to items, the pipeline, mapping back, and freeing what the call built."""
+    """Median ms of each phase of one ``select_messages`` call on the W5 data: checking
+    the settings, mapping the messages to the conversation's columns, selecting the
+    window, mapping back; and, for comparison, building the report as the Runnable does
+    when someone listens (the same selection with a trace)."""
     from cupel_langchain._selection import MessageSelection
 
     history = make_history(n)
     budget = count_tokens_approximately(history) // 4
-    selection = MessageSelection(max_tokens=budget, token_counter=count_tokens_approximately)
-    phases: dict[str, list[float]] = {"map": [], "pipeline": [], "map back": [], "free": []}
+    settings = {"max_tokens": budget, "token_counter": count_tokens_approximately}
+    phases: dict[str, list[float]] = {
+        "settings": [],
+        "map": [],
+        "select": [],
+        "map back": [],
+        "select with report": [],
+    }
     for _ in range(runs + 2):
         gc.collect()
-        gc.disable()
         start = time.perf_counter()
-        mapping = selection.map(history, with_metadata=not selection.metadata_unread)
+        selection = MessageSelection(settings)
+        checked = time.perf_counter()
+        mapping = selection.map(history)
         mapped = time.perf_counter()
-        result = selection.pipeline.run(mapping.items, selection.budget)
-        ran = time.perf_counter()
-        selected = mapping.messages_at(mapping.unit_positions(result.items))
+        window = mapping.history.select(selection.pipeline, selection.budget, with_report=False)
+        selected_at = time.perf_counter()
+        selected = [mapping.messages[i] for i in window.messages]
         back = time.perf_counter()
-        del mapping, result
-        freed = time.perf_counter()
-        gc.enable()
-        assert selected
-        for name, (a, b) in zip(
-            phases, ((start, mapped), (mapped, ran), (ran, back), (back, freed)), strict=True
-        ):
+        traced = selection.map(history).history.select(
+            selection.pipeline, selection.budget, with_report=True
+        )
+        reported = time.perf_counter()
+        assert selected and traced.messages == window.messages
+        bounds = ((start, checked), (checked, mapped), (mapped, selected_at), (selected_at, back))
+        for name, (a, b) in zip(phases, bounds, strict=False):
             phases[name].append((b - a) * 1000.0)
+        phases["select with report"].append((reported - back) * 1000.0)
     return {name: statistics.median(times[2:]) for name, times in phases.items()}
+
+
+@dataclass
+class SmallRow:
+    n: int
+    trim_runnable_us: float
+    runnable_us: float
+    runnable_report_us: float
+    trim_function_us: float
+    function_us: float
+
+
+def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
+    """W8 (small histories): the W5 conversation at ``n`` messages, budget B = 25% of its
+    approximate total. ``CupelMessageSelector(max_tokens=B)`` with its defaults invoked,
+    alone and followed by reading ``last_report`` (the report is built when read if no
+    callback listens), against ``trim_messages(...)`` built as a Runnable and invoked; and
+    ``select_messages`` against the ``trim_messages`` function."""
+    history = make_history(n)
+    budget = count_tokens_approximately(history) // 4
+    trimmer = trim_messages(
+        strategy="last", max_tokens=budget, token_counter=count_tokens_approximately
+    )
+    selector = CupelMessageSelector(max_tokens=budget)
+
+    def with_report() -> Any:
+        selector.invoke(history)
+        return selector.last_report
+
+    def trim_function() -> Any:
+        return trim_messages(
+            history, strategy="last", max_tokens=budget, token_counter=count_tokens_approximately
+        )
+
+    def function() -> Any:
+        return select_messages(history, max_tokens=budget)
+
+    assert [m.id for m in selector.invoke(history)] == [m.id for m in function()]
+    report = with_report()
+    assert report is not None and report.included_tokens <= budget
+
+    def us(func: Callable[[], Any]) -> float:
+        return _median_ms(func, runs, warmups)[0] * 1000.0
+
+    return SmallRow(
+        n=n,
+        trim_runnable_us=us(lambda: trimmer.invoke(history)),
+        runnable_us=us(lambda: selector.invoke(history)),
+        runnable_report_us=us(with_report),
+        trim_function_us=us(trim_function),
+        function_us=us(function),
+    )
+
+
+def print_small(sizes: list[int], runs: int) -> None:
+    print(
+        f"{'N':>6} {'trim Runnable':>14} {'selector':>10} {'ratio':>6} {'+report':>10} "
+        f"{'ratio':>6} {'trim fn':>10} {'select_messages':>16} {'ratio':>6}"
+    )
+    for n in sizes:
+        row = small(n, max(runs, 21))
+        t = row.trim_runnable_us
+        print(
+            f"{n:>6} {t:>11.0f} us {row.runnable_us:>7.0f} us {row.runnable_us / t:>6.2f} "
+            f"{row.runnable_report_us:>7.0f} us {row.runnable_report_us / t:>6.2f} "
+            f"{row.trim_function_us:>7.0f} us {row.function_us:>13.0f} us "
+            f"{row.function_us / row.trim_function_us:>6.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -185,7 +265,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--breakdown", action="store_true", help="time the phases of cupel's selection instead"
     )
+    parser.add_argument(
+        "--small",
+        action="store_true",
+        help="W8: the Runnable and the function against trim_messages at small sizes "
+        "(default sizes 10,50,200,1000,10000)",
+    )
     args = parser.parse_args(argv)
+    if args.small:
+        sizes = args.sizes if args.sizes != "1000,10000" else "10,50,200,1000,10000"
+        print_small([int(s) for s in sizes.split(",")], args.runs)
+        return
     if args.breakdown:
         for n in (int(s) for s in args.sizes.split(",")):
             phases = breakdown(n, args.runs)

@@ -43,11 +43,12 @@ Chat turns are not deduplicated by default: two identical "ok" turns are two mes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
+    BaseCallbackManager,
     CallbackManagerForChainRun,
 )
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
@@ -59,6 +60,7 @@ from typing_extensions import Unpack
 from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
 from cupel.conversation import (
     DEFAULT_MAX_CONVERSATIONS,
+    HistoryWindow,
     StableWindow,
     StableWindows,
     check_cache_stable,
@@ -73,12 +75,15 @@ from cupel_langchain._options import (
 )
 from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
 from cupel_langchain._selection import (
+    Explainable,
     MessageSelection,
     ReportEventData,
+    SelectionCache,
     SettingsCache,
     adispatch_report,
     dispatch_report,
     last_report_of,
+    listens,
     remember_report,
     report_event_data,
     settings_key,
@@ -99,6 +104,10 @@ StrictBool = Annotated[bool, Strict()]
 Fraction = tuple[Literal["fraction"], float]
 
 _FUNCTION_NAMES = option_names(FunctionOptions)
+_SELECTIONS = SelectionCache()
+_SINK: ContextVar[list[Explainable]] = ContextVar("cupel_langchain_report_sink")
+"""Where a run puts its report for the ``invoke`` that started it (the run happens in a
+copy of the caller's context, which shares this list)."""
 
 
 def _select(
@@ -111,7 +120,9 @@ def _select(
     previous = options.get("previous")
     cache_breakpoint = options.get("cache_breakpoint", False)
     check_flag(owner, "cache_breakpoint", cache_breakpoint)
-    selection = MessageSelection(options)
+    selection = _SELECTIONS.get(
+        {name: value for name, value in options.items() if name in SELECTION_NAMES}
+    )
     positions: list[int] | None = None
     listed = as_messages(messages)
     if previous is not None:
@@ -321,9 +332,13 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self, input: MessagesInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Select from ``input`` (a prompt value or message-likes)."""
-        sink: list[SelectionReport] = []
-        selected = self._call_with_config(partial(self._run, sink=sink), input, config, **kwargs)
-        if sink:  # the run itself happens in a copy of this context
+        sink: list[Explainable] = []
+        token = _SINK.set(sink)  # the run itself happens in a copy of this context
+        try:
+            selected = self._call_with_config(self._run, input, config, **kwargs)
+        finally:
+            _SINK.reset(token)
+        if sink:
             remember_report(self, sink[0])
         return selected
 
@@ -331,17 +346,19 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self, input: MessagesInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Async :meth:`invoke` (the selection itself is CPU-only)."""
-        sink: list[SelectionReport] = []
-        selected = await self._acall_with_config(
-            partial(self._arun, sink=sink), input, config, **kwargs
-        )
+        sink: list[Explainable] = []
+        token = _SINK.set(sink)
+        try:
+            selected = await self._acall_with_config(self._arun, input, config, **kwargs)
+        finally:
+            _SINK.reset(token)
         if sink:
             remember_report(self, sink[0])
         return selected
 
     def _select(
-        self, input: MessagesInput, config: RunnableConfig | None
-    ) -> tuple[list[BaseMessage], ReportEventData | None]:
+        self, input: MessagesInput, config: RunnableConfig | None, *, with_report: bool
+    ) -> tuple[list[BaseMessage], HistoryWindow, MessageSelection]:
         selection = self._selection()
         if selection.cache_stable:
             states = self._states
@@ -351,31 +368,40 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
             state = states.get(key)
             previous = state.previous_for(listed) if state is not None else None
             history, window = selection.select_window(
-                listed, with_report=self.report, previous=previous
+                listed, with_report=with_report, previous=previous
             )
             states.put(key, StableWindow(tuple(history), tuple(window.messages), window.cut))
         else:
-            history, window = selection.select_window(input, with_report=self.report)
+            history, window = selection.select_window(input, with_report=with_report)
         selected = [history[i] for i in window.messages]
         if self.cache_breakpoint and selected:
             selected[-1] = mark_cache_breakpoint(selected[-1])
-        if window.report is None:
+        return selected, window, selection
+
+    def _selected(
+        self,
+        input: MessagesInput,
+        config: RunnableConfig,
+        manager: BaseCallbackManager,
+        sink: list[Explainable],
+    ) -> tuple[list[BaseMessage], ReportEventData | None]:
+        """:meth:`_select` and the report event when a handler of ``manager`` listens;
+        with ``report`` on, the report (or, when nobody listens, the window that builds
+        it on first read) goes in ``sink`` for the caller's context."""
+        listening = self.report and listens(manager)
+        selected, window, selection = self._select(input, config, with_report=listening)
+        if not self.report:
             return selected, None
+        if window.report is None:
+            sink.append(window)
+            return selected, None
+        sink.append(window.report)
         return selected, report_event_data(
             type(self).__name__,
             window.report,
             selection.budget,
             stable_fields(window, selection.cache_stable),
         )
-
-    def _selected(
-        self, input: MessagesInput, config: RunnableConfig, sink: list[SelectionReport]
-    ) -> tuple[list[BaseMessage], ReportEventData | None]:
-        """:meth:`_select`, its report put in ``sink`` for the caller's context."""
-        selected, event = self._select(input, config)
-        if event is not None:
-            sink.append(_report_of(event))
-        return selected, event
 
     def forget(self, config: RunnableConfig | None = None) -> None:
         """Drop the previous window of the conversation of ``config`` (its ``thread_id``
@@ -387,11 +413,11 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         input: MessagesInput,
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
-        sink: list[SelectionReport],
     ) -> list[BaseMessage]:
-        selected, event = self._selected(input, config, sink)
+        child = run_manager.get_child()
+        selected, event = self._selected(input, config, child, _SINK.get([]))
         if event is not None:
-            dispatch_report(run_manager.get_child(), event)
+            dispatch_report(child, event)
         return selected
 
     async def _arun(
@@ -399,16 +425,9 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         input: MessagesInput,
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
-        sink: list[SelectionReport],
     ) -> list[BaseMessage]:
-        selected, event = self._selected(input, config, sink)
+        child = run_manager.get_child()
+        selected, event = self._selected(input, config, child, _SINK.get([]))
         if event is not None:
-            await adispatch_report(run_manager.get_child(), event)
+            await adispatch_report(child, event)
         return selected
-
-
-def _report_of(event: ReportEventData) -> SelectionReport:
-    """The report object an event carries (always set for the events built here)."""
-    if event.selection_report is None:
-        raise CupelError("a selection event without its report")
-    return event.selection_report

@@ -53,13 +53,16 @@ __all__ = [
     "MIDDLEWARE_OPTIONS",
     "REPORT_EVENT",
     "SELECTOR_OPTIONS",
+    "Explainable",
     "MessageSelection",
     "ReportEventData",
+    "SelectionCache",
     "SettingsCache",
     "adispatch_report",
     "complete_event",
     "dispatch_report",
     "last_report_of",
+    "listens",
     "make_budget",
     "model_input_tokens",
     "remember_report",
@@ -146,6 +149,32 @@ class SettingsCache(Generic[_T]):
         return value
 
 
+class SelectionCache:
+    """The latest few :class:`MessageSelection` s the plain functions built, by their
+    settings (compared as :class:`SettingsCache` does: scalars, dicts and lists by value,
+    objects by identity), so a call with the settings of a recent one skips the checks
+    and the pipeline build. Thread-safe: the list is replaced, never edited."""
+
+    __slots__ = ("_entries", "maxsize")
+
+    def __init__(self, maxsize: int = 16) -> None:
+        self.maxsize = maxsize
+        self._entries: list[tuple[tuple[object, ...], MessageSelection]] = []
+
+    def get(self, settings: Mapping[str, object]) -> MessageSelection:
+        """The selection for ``settings`` (option name -> value)."""
+        key = tuple((name, settings_value(value)) for name, value in sorted(settings.items()))
+        entries = self._entries
+        for index, (known, selection) in enumerate(entries):
+            if _same(known, key):
+                if index:
+                    self._entries = [entries[index], *entries[:index], *entries[index + 1 :]]
+                return selection
+        selection = MessageSelection(settings)
+        self._entries = [(key, selection), *entries[: self.maxsize - 1]]
+        return selection
+
+
 def _same(known: tuple[object, ...], settings: tuple[object, ...]) -> bool:
     if len(known) != len(settings):
         return False
@@ -181,14 +210,18 @@ def settings_value(value: object) -> object:
 
 
 # -- per-thread / per-task latest reports ---------------------------------------------------
-_LATEST: ContextVar[Mapping[int, tuple[weakref.ref[Any], SelectionReport]]] = ContextVar(
+Explainable = SelectionReport | HistoryWindow
+"""A report, or a window whose report is built when first read (:meth:`HistoryWindow.explain`)."""
+
+_LATEST: ContextVar[Mapping[int, tuple[weakref.ref[Any], Explainable]]] = ContextVar(
     "cupel_langchain_latest_reports"
 )
 
 
-def remember_report(component: object, report: SelectionReport) -> None:
+def remember_report(component: object, report: Explainable) -> None:
     """Record ``report`` as ``component``'s latest in the current context (thread or
-    asyncio task): other threads and tasks do not see it."""
+    asyncio task): other threads and tasks do not see it. A window is explained when
+    the report is first read (:func:`last_report_of`)."""
     current = _LATEST.get({})
     latest = {key: entry for key, entry in current.items() if entry[0]() is not None}
     latest[id(component)] = (weakref.ref(component), report)
@@ -200,7 +233,13 @@ def last_report_of(component: object) -> SelectionReport | None:
     entry = _LATEST.get({}).get(id(component))
     if entry is None or entry[0]() is not component:
         return None
-    return entry[1]
+    report = entry[1]
+    return report.explain() if isinstance(report, HistoryWindow) else report
+
+
+def listens(manager: BaseCallbackManager) -> bool:
+    """Whether a handler of ``manager`` receives custom events (the report event)."""
+    return any(not handler.ignore_custom_event for handler in manager.handlers)
 
 
 def make_budget(max_tokens: int, target_tokens: int | None, output_reserve: int) -> ContextBudget:

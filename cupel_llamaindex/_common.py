@@ -11,6 +11,7 @@ from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # 
 )
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.span_handlers import NullSpanHandler
 from llama_index.core.utils import get_tokenizer
 from pydantic import (
     BaseModel,
@@ -49,6 +50,7 @@ __all__ = [
     "dispatcher",
     "emit_selection",
     "has_listeners",
+    "is_observed",
     "raise_configuration_error",
     "resolve_pipeline",
     "stable_fields",
@@ -106,10 +108,22 @@ def has_listeners() -> bool:
     """Whether an event dispatched through :data:`dispatcher` reaches any handler other
     than LlamaIndex's default ``NullEventHandler`` (walking up the propagation chain the
     way ``Dispatcher.event`` does)."""
+    return _reaches("event_handlers", NullEventHandler)
+
+
+def is_observed() -> bool:
+    """Whether a span or an event of :data:`dispatcher` reaches a handler other than
+    LlamaIndex's defaults (then a selection runs inside a span: events carry its id)."""
+    return _reaches("event_handlers", NullEventHandler) or _reaches(
+        "span_handlers", NullSpanHandler
+    )
+
+
+def _reaches(handlers: str, default: type) -> bool:
     current: Any = dispatcher
     while current is not None:
-        for handler in current.event_handlers:
-            if type(handler) is not NullEventHandler:
+        for handler in getattr(current, handlers):
+            if type(handler) is not default:
                 return True
         if not current.propagate or current.manager is None or not current.parent_name:
             return False

@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -537,7 +537,7 @@ def messages_to_items(
     counts = _counts(messages, texts, tokenizer_fn, message_token_counter, known)
     conversation = Conversation(roles, calls=calls, answers=answers)
     raw_roles = [str.__str__(m.role) for m in messages]
-    labelled = [f"[{i}] {raw_roles[i]}: {text}" for i, text in enumerate(texts)]
+    labelled = _Labelled(raw_roles, texts)
 
     def metadata(k: int) -> dict[str, Any]:
         return {"role": raw_roles[conversation.first_message(k)]}
@@ -551,6 +551,31 @@ def messages_to_items(
         keep_latest_user=pin_last_user,
     )
     return MessageMapping(messages, texts, counts, history)
+
+
+class _Labelled(Sequence[str]):
+    """Each message's ``"[position] role: text"``, made when read (the items are built
+    only when a report or a pipeline needs them)."""
+
+    __slots__ = ("_roles", "_texts")
+
+    def __init__(self, roles: list[str], texts: list[str]) -> None:
+        self._roles = roles
+        self._texts = texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self._texts)
+        return f"[{index}] {self._roles[index]}: {self._texts[index]}"
 
 
 def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:

@@ -43,6 +43,7 @@ from cupel_llamaindex._common import (
     dispatcher,
     emit_selection,
     has_listeners,
+    is_observed,
     raise_configuration_error,
     resolve_pipeline,
     stable_fields,
@@ -141,6 +142,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: HistoryWindow | None = PrivateAttr(default=None)
     _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
+    _budgets: dict[int, ContextBudget] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -368,13 +370,13 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     ) -> list[ChatMessage]:
         """The selected history: a valid, in-order window within
         ``token_limit - initial_token_count`` (the chat store is not modified)."""
-        return self._select(self.get_all(), input, initial_token_count)
+        return self._chosen(self.get_all(), input, initial_token_count)
 
     async def aget(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
         """Async :meth:`get` (the store is read asynchronously; selection is CPU-bound)."""
-        return self._select(await self.aget_all(), input, initial_token_count)
+        return self._chosen(await self.aget_all(), input, initial_token_count)
 
     def put(self, message: ChatMessage) -> None:
         """Append one message to the stored history."""
@@ -414,8 +416,22 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         for message in _checked_messages("aput_messages", messages):
             await super().aput(message)
 
-    @dispatcher.span  # a LlamaIndex span around every selection (sync and async)
+    def _chosen(
+        self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
+    ) -> list[ChatMessage]:
+        """The selection, inside a LlamaIndex span when a span or event handler listens
+        (the span costs more than a small history's selection)."""
+        if is_observed():
+            return self._select(history, input, initial_token_count)
+        return self._choose(history, input, initial_token_count)
+
+    @dispatcher.span
     def _select(
+        self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
+    ) -> list[ChatMessage]:
+        return self._choose(history, input, initial_token_count)
+
+    def _choose(
         self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
     ) -> list[ChatMessage]:
         if (
@@ -430,7 +446,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
                 value=initial_token_count,
             )
         limit = self.token_limit - initial_token_count
-        budget = ContextBudget(max_tokens=limit, target_tokens=limit)
+        budget = self._budgets.get(limit)
+        if budget is None:
+            budget = ContextBudget(max_tokens=limit, target_tokens=limit)
+            if len(self._budgets) > 64:
+                self._budgets.clear()
+            self._budgets[limit] = budget
         mapping = messages_to_items(
             history,
             tokenizer_fn=self.tokenizer_fn,

@@ -331,11 +331,9 @@ def _start_on(
 def _own_components(pipeline: Pipeline) -> bool:
     """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
     that read no item metadata (a subclass could read anything)."""
-    from cupel.placers import ChronologicalPlacer, UShapedPlacer
-
-    if type(pipeline.placer) not in (ChronologicalPlacer, UShapedPlacer):
+    placers, blind = _blind_classes()
+    if type(pipeline.placer) not in placers:
         return False
-    blind = _blind_scorers()
     pending: list[object] = [pipeline.scorer]
     while pending:
         scorer = pending.pop()
@@ -345,22 +343,16 @@ def _own_components(pipeline: Pipeline) -> bool:
     return True
 
 
-def _blind_scorers() -> frozenset[type]:
-    """cupel's scorers that read no item metadata."""
-    from cupel.scorers import (
-        CompositeScorer,
-        DecayScorer,
-        FrequencyScorer,
-        KindScorer,
-        PriorityScorer,
-        RecencyScorer,
-        ReflexiveScorer,
-        ScaledScorer,
-        TagScorer,
-    )
+_BLIND: tuple[frozenset[type], frozenset[type]] | None = None
 
-    return frozenset(
-        {
+
+def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
+    """cupel's placers, and its scorers that read no item metadata (imported on first
+    use: the component packages import this layer's neighbours)."""
+    global _BLIND
+    if _BLIND is None:
+        from cupel.placers import ChronologicalPlacer, UShapedPlacer
+        from cupel.scorers import (
             CompositeScorer,
             DecayScorer,
             FrequencyScorer,
@@ -370,8 +362,25 @@ def _blind_scorers() -> frozenset[type]:
             ReflexiveScorer,
             ScaledScorer,
             TagScorer,
-        }
-    )
+        )
+
+        _BLIND = (
+            frozenset({ChronologicalPlacer, UShapedPlacer}),
+            frozenset(
+                {
+                    CompositeScorer,
+                    DecayScorer,
+                    FrequencyScorer,
+                    KindScorer,
+                    PriorityScorer,
+                    RecencyScorer,
+                    ReflexiveScorer,
+                    ScaledScorer,
+                    TagScorer,
+                }
+            ),
+        )
+    return _BLIND
 
 
 def reads_unit_metadata(pipeline: Pipeline) -> bool:

@@ -456,6 +456,71 @@ def test_the_report_is_emitted_as_a_custom_callback_event() -> None:
     assert data["included_tokens"] == selector.last_report.included_tokens  # type: ignore[union-attr]
 
 
+def test_without_listeners_the_report_is_built_when_read_and_is_the_eager_one() -> None:
+    """Nobody listens to custom events: the selection runs without a trace and
+    ``last_report`` builds the report on first read; it is the report a listened-to
+    run sends."""
+    messages = conversation()
+    quiet = CupelMessageSelector(max_tokens=170)
+    listened = CupelMessageSelector(max_tokens=170)
+    recorder = Recorder()
+    assert quiet.invoke(messages) == listened.invoke(messages, config={"callbacks": [recorder]})
+    ((_, data),) = recorder.events
+    lazy = quiet.last_report
+    assert lazy is not None and lazy is quiet.last_report  # built once
+    eager = select_messages_with_report(messages, max_tokens=170)[1]
+    assert timeless(lazy) == timeless(data.selection_report) == timeless(eager)
+
+
+def timeless(report: SelectionReport) -> dict[str, Any]:
+    """The report's wire form without the stage timings."""
+    wire = report.to_dict()
+    wire["events"] = [{k: v for k, v in e.items() if k != "duration_ms"} for e in wire["events"]]
+    return wire
+
+
+class IgnoresCustomEvents(BaseCallbackHandler):
+    ignore_custom_event = True
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.events.append(name)  # pragma: no cover - never called
+
+
+def test_a_handler_that_ignores_custom_events_is_not_a_listener() -> None:
+    handler = IgnoresCustomEvents()
+    selector = CupelMessageSelector(max_tokens=170)
+    selector.invoke(conversation(), config={"callbacks": [handler]})
+    assert handler.events == []
+    report = selector.last_report
+    assert report is not None and report.included_tokens <= 170
+
+
+def test_the_functions_reuse_a_checked_selection_for_the_same_settings() -> None:
+    """``select_messages`` caches its checked configuration by settings; an edited
+    ``kinds`` dict or another counter is a new configuration."""
+    from cupel_langchain._runnable import _SELECTIONS
+
+    kinds = {"human": "message"}
+    first = _SELECTIONS.get({"max_tokens": 170, "kinds": kinds})
+    assert _SELECTIONS.get({"kinds": dict(kinds), "max_tokens": 170}) is first
+    kinds["ai"] = "message"
+    assert _SELECTIONS.get({"max_tokens": 170, "kinds": kinds}) is not first
+    assert _SELECTIONS.get({"max_tokens": 170, "token_counter": len}) is not first
+    messages = conversation()
+    assert select_messages(messages, max_tokens=170) == select_messages(messages, max_tokens=170)
+    assert [m.id for m in select_messages(messages, max_tokens=170)] == [
+        "sys",
+        "h2",
+        "a2",
+        "t1",
+        "a3",
+        "h3",
+    ]
+
+
 def test_the_report_event_shows_in_astream_events() -> None:
     chain = CupelMessageSelector(max_tokens=120) | GenericFakeChatModel(
         messages=iter([AIMessage("fine")])
