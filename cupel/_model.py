@@ -363,7 +363,7 @@ def utc_timestamp(value: datetime, *, where: str = "ContextItem.timestamp") -> d
     >>> utc_timestamp(datetime.fromisoformat("9999-12-31T23:59:59-05:00"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.ItemError: ContextItem.timestamp: 9999-12-31T23:59:59-05:00 is outside ...
+    cupel.ItemError: ContextItem.timestamp: 9999-12-31T23:59:59-05:00 is outside ...
     """
     if not isinstance(value, datetime):
         raise ItemError(
@@ -655,7 +655,7 @@ class ContextItem(BaseModel):
     >>> ContextItem(content="", tokens=1)
     Traceback (most recent call last):
     ...
-    cupel._errors.ItemError: ContextItem.content: String should have at least 1 character, got ''
+    cupel.ItemError: ContextItem.content: String should have at least 1 character, got ''
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
@@ -773,7 +773,7 @@ class ContextBudget(BaseModel):
     >>> ContextBudget(max_tokens=100, target_tokens=200)
     Traceback (most recent call last):
     ...
-    cupel._errors.BudgetError: ContextBudget.target_tokens: must be <= max_tokens (100), got 200
+    cupel.BudgetError: ContextBudget.target_tokens: must be <= max_tokens (100), got 200
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

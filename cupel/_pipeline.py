@@ -36,7 +36,9 @@ from cupel._errors import (
 from cupel._fastpath import MAX_EXACT_TOKENS, FloatArray, IntArray, float_column
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItem
 from cupel.diagnostics._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceCollector
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
+from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.diagnostics._reasons import (
     BudgetExceeded,
     CountCapExceeded,
@@ -46,12 +48,11 @@ from cupel.diagnostics._reasons import (
     NegativeTokens,
     PinnedOverride,
 )
-from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
+from cupel.diagnostics._report import SelectionReport
 from cupel.placers._base import Placer, fast_orderer
 from cupel.scorers._base import Scorer, batch_scores
 from cupel.slicers._base import (
     Candidates,
-    SliceOutcome,
     Slicer,
     fast_selector,
     floor_times,

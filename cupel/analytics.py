@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Literal
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
+from cupel.diagnostics._entries import IncludedItem
 from cupel.diagnostics._reasons import InclusionReason
-from cupel.diagnostics._report import IncludedItem, SelectionReport, require_report
+from cupel.diagnostics._report import SelectionReport, require_report
 from cupel.slicers import QuotaSlice
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ from importlib import resources
 from typing import Any, NoReturn
 
 from cupel import __version__
-from cupel._cli_io import CliError, parse_items, read_items, terminal_safe, write_json
+from cupel._cli_io import parse_items, read_items, terminal_safe, write_json
 from cupel._cli_progress import Progress, track
 from cupel._cli_render import (
     CompareRow,
@@ -55,7 +55,7 @@ from cupel._cli_render import (
     undated_note,
 )
 from cupel._cli_render import clip as _clip
-from cupel._errors import CupelError, PinnedBudgetError, TableTooLargeError
+from cupel._errors import CliError, CupelError, PinnedBudgetError, TableTooLargeError
 from cupel._html import render_html
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
 from cupel._pipeline import ContextResult, Pipeline

@@ -26,7 +26,7 @@ True
 ...     {"weight": -1, "scorer": "kind"}]}})
 Traceback (most recent call last):
 ...
-cupel.policy.PolicyError: scorer.scorers[0].weight: must be > 0, got -1
+cupel.PolicyError: scorer.scorers[0].weight: must be > 0, got -1
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from pydantic import (
     model_validator,
 )
 
-from cupel._errors import ConfigurationError
+from cupel._errors import ConfigurationError, PolicyError
 from cupel._model import (
     ContextBudget,
     ContextItem,
@@ -155,34 +155,9 @@ __all__ = [
 ]
 
 
-class PolicyError(ConfigurationError):
-    """A policy is invalid. ``field`` holds the path of the (first) offending value
-    (``"scorer.scorers[2].weight"``), ``value`` the value found there and ``problems``
-    every ``(path, message, value)`` found."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        field: str | None = None,
-        value: Any = None,
-        problems: Sequence[tuple[str, str, Any]] = (),
-    ) -> None:
-        super().__init__(message, field=field, value=value)
-        self.problems: tuple[tuple[str, str, Any], ...] = tuple(problems) or (
-            (field or "", message, value),
-        )
-
-    @classmethod
-    def _of(cls, problems: Sequence[tuple[str, str, Any]]) -> PolicyError:
-        message = "; ".join(f"{path or 'policy'}: {rule}" for path, rule, _ in problems)
-        path, _, value = problems[0]
-        return cls(message, field=path or None, value=value, problems=problems)
-
-
 def _fail(path: str, rule: str, value: Any) -> PolicyError:
     """One problem at ``path``: ``"<path>: <rule>"``."""
-    return PolicyError._of([(path, rule, value)])
+    return PolicyError.of([(path, rule, value)])
 
 
 def _join(outer: str, inner: str) -> str:
@@ -1141,7 +1116,7 @@ def _raise_policy_error(exc: ValidationError, root: type[_Spec]) -> NoReturn:
     problems: list[tuple[str, str, Any]] = []
     for err in exc.errors(include_url=False):
         problems.extend(_describe(err, root))
-    raise PolicyError._of(problems) from None
+    raise PolicyError.of(problems) from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -213,7 +213,7 @@ def preset(name: str) -> Policy:
     >>> preset("summary")
     Traceback (most recent call last):
     ...
-    cupel.policy.PolicyError: unknown preset 'summary'; presets: chat, code_review, rag, \
+    cupel.PolicyError: unknown preset 'summary'; presets: chat, code_review, rag, \
 document_qa, tool_use, long_running, debugging
     """
     key = (

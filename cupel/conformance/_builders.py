@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 
+from cupel._errors import VectorError
 from cupel._model import ContextBudget, ContextItem, ScoredItem, ascii_fold
 from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
 from cupel.scorers import (
@@ -86,10 +87,6 @@ _BUDGET_KEYS = (
     "reserved_slots",
     "estimation_safety_margin_percent",
 )
-
-
-class VectorError(Exception):
-    """The vector is malformed or names something the runner does not know."""
 
 
 # -- small helpers ------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def duration_from_seconds(owner: str, field: str, seconds: Any) -> timedelta:
     >>> duration_from_seconds("ExponentialDecay", "half_life", 1e300)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.ScorerConfigError: ExponentialDecay: half_life must be a finite number \
+    cupel.ScorerConfigError: ExponentialDecay: half_life must be a finite number \
 of seconds > 0 and <= 86400000000000.0 (datetime.timedelta.max), got 1e+300
     """
     value = number(owner, field, seconds)

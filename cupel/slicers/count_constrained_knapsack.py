@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ScoredItem
-from cupel.slicers._base import SliceOutcome
+from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers.count_quota import CountQuotaEntry, ScarcityBehavior, _CountQuotaSlicer
 from cupel.slicers.knapsack import KnapsackSlice
 

@@ -14,11 +14,9 @@ from typing import ClassVar
 
 from cupel._errors import CountRequirementError, SlicerConfigError
 from cupel._model import ChoiceEnum, ContextBudget, ContextItem, ContextKind, ScoredItem
+from cupel.diagnostics._outcomes import CapExclusion, CountRequirementShortfall, SliceOutcome
 from cupel.slicers._base import (
     BaseSlicer,
-    CapExclusion,
-    CountRequirementShortfall,
-    SliceOutcome,
     Slicer,
     entry_kind,
     index_by_kind,
@@ -61,7 +59,7 @@ class CountQuotaEntry:
     >>> CountQuotaEntry("ToolOutput", require_count=1, cap_count=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.SlicerConfigError: CountQuotaEntry: cap_count 0 with require_count 1 can ...
+    cupel.SlicerConfigError: CountQuotaEntry: cap_count 0 with require_count 1 can ...
     """
 
     kind: ContextKind

@@ -12,7 +12,8 @@ import numpy.typing as npt
 
 from cupel._errors import SlicerConfigError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.slicers._base import BaseSlicer, BucketRounding
+from cupel.diagnostics._outcomes import BucketRounding
+from cupel.slicers._base import BaseSlicer
 
 __all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "MAX_CELLS_LIMIT", "KnapsackSlice"]
 

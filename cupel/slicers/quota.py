@@ -10,14 +10,12 @@ from operator import attrgetter
 import numpy as np
 
 from cupel._errors import SlicerConfigError
+from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
+from cupel.diagnostics._outcomes import CapExclusion, CountRequirementShortfall, SliceOutcome
 from cupel.slicers._base import (
     BaseSlicer,
     Candidates,
-    CapExclusion,
-    CountRequirementShortfall,
-    IntArray,
-    SliceOutcome,
     Slicer,
     candidates_of,
     entry_kind,
@@ -44,7 +42,7 @@ class QuotaEntry:
     >>> QuotaEntry("Document", require=70, cap=60)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.SlicerConfigError: QuotaEntry: require (70.0) must be <= cap (60.0) for ...
+    cupel.SlicerConfigError: QuotaEntry: require (70.0) must be <= cap (60.0) for ...
     """
 
     kind: ContextKind

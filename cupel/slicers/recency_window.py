@@ -61,9 +61,10 @@ from typing import Any
 import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
+from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates, IntArray
+from cupel.slicers._base import BaseSlicer, Candidates
 from cupel.slicers.greedy import GreedySlice
 
 __all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice"]
