@@ -70,6 +70,7 @@ from cupel._model import (
     OverflowStrategy,
     ascii_fold,
 )
+from cupel._pipeline import set_policy_resolver
 from cupel.diagnostics._events import TraceDetailLevel
 from cupel.diagnostics._report import SelectionReport, require_report
 from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
@@ -1417,3 +1418,6 @@ def policy_sensitivity(
                 )
             )
     return PolicySensitivityReport(tuple(reports), tuple(diffs))
+
+
+set_policy_resolver(_pipeline_from_policy)

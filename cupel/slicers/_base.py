@@ -19,10 +19,15 @@ from operator import attrgetter, itemgetter
 from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
 from cupel._errors import ItemError, SlicerConfigError
-from cupel._fastpath import MAX_EXACT_TOKENS, FloatArray, IntArray, fast_method, float_column
+from cupel._fastpath import (
+    FloatArray,
+    IntArray,
+    TokenArray,
+    columns,
+    fast_method,
+)
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel.diagnostics._outcomes import SliceOutcome
 
@@ -135,7 +140,7 @@ class Candidates:
 
     items: Sequence[ContextItem]
     index: IntArray
-    tokens: npt.NDArray[np.int64]
+    tokens: TokenArray
     scores: FloatArray
 
     def __len__(self) -> int:
@@ -158,18 +163,15 @@ _TOKENS = attrgetter("tokens")
 
 
 def candidates_of(scored: Sequence[ScoredItem]) -> Candidates | None:
-    """``scored`` as :class:`Candidates`, or ``None`` when it breaks their invariants
-    (a score that is not a ``float`` or is NaN, a negative token count, a huge total):
-    then a slicer runs its per-item definition instead."""
-    score_array = float_column(list(map(_SCORE, scored)))
-    if score_array is None:
-        return None
+    """``scored`` as :class:`Candidates`, or ``None`` when the values may not live in
+    arrays (:func:`cupel._fastpath.columns`: a score that is not a ``float`` or is NaN, a
+    negative token count, a huge total): then a slicer runs its per-item definition."""
     items = list(map(_ITEM, scored))
-    tokens = list(map(_TOKENS, items))
-    if tokens and (min(tokens) < 0 or sum(tokens) >= MAX_EXACT_TOKENS):
+    found = columns(list(map(_SCORE, scored)), list(map(_TOKENS, items)))
+    if found is None:
         return None
     index = np.arange(len(items), dtype=np.intp)
-    return Candidates(items, index, np.array(tokens, dtype=np.int64), score_array)
+    return Candidates(items, index, found.tokens, found.scores)
 
 
 Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]
