@@ -21,7 +21,7 @@ offending value::
 True
 >>> pipeline = policy.build()
 >>> pipeline.slicer, pipeline.placer
-(KnapsackSlice(bucket_size=50, max_cells=50000000), UShapedPlacer())
+(KnapsackSlice(bucket_size=50), UShapedPlacer())
 >>> Policy.from_dict({"scorer": {"type": "composite", "scorers": [
 ...     {"weight": -1, "scorer": "kind"}]}})
 Traceback (most recent call last):
@@ -188,7 +188,7 @@ def register_scorer(name: str, factory: ScorerFactory, *, replace: bool = False)
     >>> register_scorer("doc-first", lambda boost=2.0: KindScorer({"Document": boost}))
     >>> Policy.from_dict({"scorer": {"type": "custom", "name": "doc-first",
     ...                              "params": {"boost": 5}}}).build().scorer
-    KindScorer({'Document': 5.0})
+    KindScorer(weights={'Document': 5.0})
     >>> unregister_scorer("doc-first")
     """
     if not isinstance(name, str) or not name.strip():

@@ -22,8 +22,7 @@ would open a hole). The others select by score and deduplicate. Every preset use
 (``preset("rag").replace(overflow_strategy="truncate")``).
 
 >>> preset("Code-Review").build().scorer
-CompositeScorer([(KindScorer({'SystemPrompt': 1.0, 'Memory': 0.8, 'ToolOutput': 0.6, \
-'Document': 0.4, 'Message': 0.2}), 0.4), (PriorityScorer(), 0.4), (RecencyScorer(), 0.2)])
+CompositeScorer([(KindScorer(), 0.4), (PriorityScorer(), 0.4), (RecencyScorer(), 0.2)])
 >>> PRESET_NAMES
 ('chat', 'code_review', 'rag', 'document_qa', 'tool_use', 'long_running', 'debugging')
 """

@@ -14,12 +14,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
+from cupel._params import Named, UnitInterval
 from cupel.scorers._base import ArrayScorer, FloatArray, as_score
 from cupel.scorers._validation import fail, finite_in_unit_interval, number
 
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 _ZERO = timedelta(0)
+
+StepWindow = tuple[Annotated[timedelta, Named("max_age")], Annotated[UnitInterval, Named("score")]]
+"""One step of a :class:`StepDecay`: ``(max_age, score)``."""
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -184,7 +188,7 @@ class StepDecay(DecayCurve):
     [0.9, 0.5, 0.5, 0.5, 0.5]
     """
 
-    windows: Sequence[tuple[timedelta, float]]
+    windows: Sequence[StepWindow]
 
     def __post_init__(self) -> None:
         raw = self.windows
@@ -309,7 +313,7 @@ class DecayScorer(ArrayScorer):
         time_provider: TimeProvider | Callable[[], datetime],
         curve: DecayCurve,
         *,
-        null_timestamp_score: float = 0.5,
+        null_timestamp_score: UnitInterval = 0.5,
     ) -> None:
         self._clock = _clock(time_provider)
         if not isinstance(curve, DecayCurve):
@@ -368,10 +372,4 @@ class DecayScorer(ArrayScorer):
         now = self._now()
         return np.fromiter(
             (self._score_at(item, now) for item in items), dtype=np.float64, count=len(items)
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"DecayScorer({self._provider!r}, {self._curve!r}, "
-            f"null_timestamp_score={self._null_score!r})"
         )

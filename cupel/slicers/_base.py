@@ -29,6 +29,7 @@ from cupel._fastpath import (
     fast_method,
 )
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
+from cupel._params import Configurable
 from cupel.diagnostics._outcomes import SliceOutcome
 
 # The package's public names; the helpers below (Candidates, candidates_of,
@@ -45,7 +46,7 @@ class Slicer(Protocol):
         ...
 
 
-class BaseSlicer(ABC):
+class BaseSlicer(Configurable, ABC):
     """Base class of the built-in slicers."""
 
     @abstractmethod

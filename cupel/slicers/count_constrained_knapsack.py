@@ -67,6 +67,3 @@ class CountConstrainedKnapsackSlice(_CountQuotaSlicer):
         # sorted() is stable: equal scores keep the knapsack's output order.
         picked.sort(key=lambda item: -scores[id(item)])
         return SliceOutcome(picked)
-
-    def __repr__(self) -> str:
-        return f"CountConstrainedKnapsackSlice(knapsack={self._knapsack!r}, {self._entries_repr()})"

@@ -74,9 +74,6 @@ class GreedySlice(BaseSlicer):
                 remaining -= size
         return np.concatenate((order[:fit], order[taken]))
 
-    def __repr__(self) -> str:
-        return "GreedySlice()"
-
 
 def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:
     """The spec's GREEDY-SLICE, item by item (for inputs the array path does not take)."""

@@ -131,16 +131,6 @@ class RecencyWindowSlice(BaseSlicer):
         self.scored_share = float(scored_share)
         self.low_water = None if low_water is None else float(low_water)
 
-    def __repr__(self) -> str:
-        parts = []
-        if self.block_key != DEFAULT_BLOCK_KEY:
-            parts.append(f"block_key={self.block_key!r}")
-        if self.scored_share:
-            parts.append(f"scored_share={self.scored_share!r}")
-        if self.low_water is not None:
-            parts.append(f"low_water={self.low_water!r}")
-        return f"RecencyWindowSlice({', '.join(parts)})"
-
     def _key(self) -> tuple[str | None, float, float | None]:
         return (self.block_key, self.scored_share, self.low_water)
 
