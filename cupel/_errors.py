@@ -203,3 +203,8 @@ class CliError(CupelError):
 class VectorError(CupelError):
     """A conformance vector is malformed or names something the runner does not know
     (the runner reports it as a failure, never a skip)."""
+
+
+for _name in __all__:  # the public path (every error is importable from cupel)
+    globals()[_name].__module__ = "cupel"
+del _name

@@ -182,12 +182,36 @@ class ChoiceEnum(str, Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> Any:
-        if isinstance(value, str):
-            folded = ascii_fold(value)
-            for member in cls:
-                if ascii_fold(member.value) == folded:
-                    return member
+        return cls._folded_member(ascii_fold(value)) if isinstance(value, str) else None
+
+    @classmethod
+    def _folded_member(cls, folded: str) -> Any:
+        for member in cls:
+            if ascii_fold(member.value) == folded:
+                return member
         return None
+
+    @classmethod
+    def lookup(cls, value: object) -> Any:
+        """The member ``value`` names (a member, or its name in any case, surrounding
+        spaces ignored), or ``None``.
+
+        >>> OverflowStrategy.lookup(" truncate "), OverflowStrategy.lookup("explode")
+        (<OverflowStrategy.TRUNCATE: 'Truncate'>, None)
+        """
+        if isinstance(value, cls):
+            return value
+        return cls._folded_member(ascii_fold(value.strip())) if isinstance(value, str) else None
+
+    @classmethod
+    def choices_text(cls) -> str:
+        """The members as data spells them: ``'throw', 'truncate' or 'proceed'``."""
+        names = [repr(ascii_fold(member.value)) for member in cls]
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+    def folded(self) -> str:
+        """The member as data spells it (``"throw"``)."""
+        return ascii_fold(self.value)
 
     @classmethod
     def _parse_as(

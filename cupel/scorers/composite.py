@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
@@ -38,7 +39,9 @@ class CompositeScorer(ArrayScorer):
     0.7000000000000001
     """
 
-    def __init__(self, entries: Sequence[tuple[Scorer, Positive]]) -> None:
+    def __init__(
+        self, entries: Annotated[Sequence[tuple[Scorer, Positive]], Field(min_length=1)]
+    ) -> None:
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
             raise ScorerConfigError(
                 f"CompositeScorer: entries must be a sequence of (scorer, weight) pairs, "

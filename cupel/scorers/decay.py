@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Annotated, Any, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import Field
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
@@ -188,7 +189,7 @@ class StepDecay(DecayCurve):
     [0.9, 0.5, 0.5, 0.5, 0.5]
     """
 
-    windows: Sequence[StepWindow]
+    windows: Annotated[Sequence[StepWindow], Field(min_length=1)]
 
     def __post_init__(self) -> None:
         raw = self.windows
