@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from cupel._errors import VectorError
 from cupel.conformance._builders import (
-    VectorError,
     build_budget,
     build_item,
     build_placer,

@@ -12,12 +12,11 @@ from typing import Any
 
 import tomli
 
-from cupel._errors import ConfigurationError, CupelError
+from cupel._errors import ConfigurationError, CupelError, VectorError
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItem, ascii_fold
 from cupel._pipeline import Pipeline
 from cupel.conformance._builders import (
     Table,
-    VectorError,
     build_budget,
     build_item,
     build_placer,
