@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
@@ -19,10 +19,7 @@ from cupel.scorers._base import Scorer
 from cupel.slicers import GreedySlice
 from cupel.slicers._base import Slicer
 
-if TYPE_CHECKING:  # annotations only: cupel.policy builds on this module, never the reverse
-    from cupel.policy import Policy
-
-__all__ = ["ContextResult", "Pipeline", "set_policy_resolver"]
+__all__ = ["ContextResult", "Pipeline", "PipelineRecipe", "set_policy_resolver"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +32,14 @@ class ContextResult:
     total_tokens: int
     report: SelectionReport | None = None
     overflow: OverflowEvent | None = None
+
+
+class PipelineRecipe(Protocol):
+    """What :meth:`Pipeline.from_policy` builds: an object whose ``build()`` makes a
+    pipeline, i.e. a :class:`~cupel.policy.Policy` (named by its shape: ``cupel.policy``
+    builds on this module, never the reverse)."""
+
+    def build(self) -> Pipeline: ...
 
 
 PolicyResolver = Callable[[Any], "Pipeline"]
@@ -108,7 +113,7 @@ class Pipeline:
         self.on_overflow = on_overflow
 
     @classmethod
-    def from_policy(cls, policy: Policy | str) -> Pipeline:
+    def from_policy(cls, policy: PipelineRecipe | str) -> Pipeline:
         """A pipeline built from a :class:`~cupel.policy.Policy` or a preset name
         (``"chat"``, ``"rag"``, ... see :mod:`cupel.presets`).
 
