@@ -129,11 +129,17 @@ def _source_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-# -- commands -------------------------------------------------------------------------------
-def _cmd_select(args: argparse.Namespace) -> int:
+def _configured(args: argparse.Namespace) -> tuple[ContextBudget, Pipeline]:
+    """The budget and pipeline the flags give, with ``--html`` checked before any run."""
     budget = budget_from_flags(args)
     pipeline = build_pipeline(args)
     _check_html_target(args)
+    return budget, pipeline
+
+
+# -- commands -------------------------------------------------------------------------------
+def _cmd_select(args: argparse.Namespace) -> int:
+    budget, pipeline = _configured(args)
     items = load_items(args.items)
     result, report, events = _run(pipeline, items, budget)
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
@@ -166,9 +172,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    budget = budget_from_flags(args)
-    pipeline = build_pipeline(args)
-    _check_html_target(args)
+    budget, pipeline = _configured(args)
     items = _demo_items()
     result, report, events = _run(pipeline, items, budget)
     for line in overflow_lines(events):
@@ -213,9 +217,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    budget = budget_from_flags(args)
-    pipeline = build_pipeline(args)
-    _check_html_target(args)
+    budget, pipeline = _configured(args)
     items = load_items(args.items)
     explanation = explain(pipeline, items, budget, bucket_flag=bucket_flag(args))
     config = describe_config(args)

@@ -23,11 +23,11 @@ import numpy as np
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._fastpath import (
     FloatArray,
-    IntArray,
     TokenArray,
     columns,
     fast_method,
 )
+from cupel._fastpath import IntArray as IntArray  # re-exported (recency_window reads it here)
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel._params import Configurable
 from cupel.diagnostics._outcomes import SliceOutcome

@@ -61,10 +61,9 @@ from typing import Any
 import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
-from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates
+from cupel.slicers._base import BaseSlicer, Candidates, IntArray
 from cupel.slicers.greedy import GreedySlice
 
 __all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice"]
@@ -130,6 +129,16 @@ class RecencyWindowSlice(BaseSlicer):
         self.block_key = block_key
         self.scored_share = float(scored_share)
         self.low_water = None if low_water is None else float(low_water)
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.block_key != DEFAULT_BLOCK_KEY:
+            parts.append(f"block_key={self.block_key!r}")
+        if self.scored_share:
+            parts.append(f"scored_share={self.scored_share!r}")
+        if self.low_water is not None:
+            parts.append(f"low_water={self.low_water!r}")
+        return f"RecencyWindowSlice({', '.join(parts)})"
 
     def _key(self) -> tuple[str | None, float, float | None]:
         return (self.block_key, self.scored_share, self.low_water)

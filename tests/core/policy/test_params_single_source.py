@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from cupel import KindScorer, PolicyError
+from cupel import KindScorer, PolicyError, RecencyWindowSlice
 from cupel._params import Configurable, NonNegative, describe, params
 from cupel.cli import _config
 from cupel.conformance import _builders, _keys
@@ -62,12 +62,22 @@ def test_a_new_constructor_parameter_reaches_every_vocabulary(
     assert _config._offered((EmphasisedKindScorer,)) == ("emphasised-kind",)
 
 
+SPELLED_OUT = {
+    RecencyWindowSlice: (
+        RecencyWindowSlice(block_key=None),
+        RecencyWindowSlice(block_key="x", scored_share=0.5, low_water=0.2),
+    )
+}
+"""Instances besides the default of the classes that still spell out their ``repr``."""
+
+
 @pytest.mark.parametrize("cls", [*SCORERS, *SLICERS, *PLACERS], ids=type_name)
 def test_every_builtin_derives_repr_and_params_from_its_constructor(cls: type) -> None:
     assert issubclass(cls, Configurable)
     assert cls.get_params is Configurable.get_params
-    if cls.__repr__ is not Configurable.__repr__:  # only a parameterless one may spell it out
-        assert params(cls) == () and repr(cls()) == describe(cls())
+    if cls.__repr__ is not Configurable.__repr__:  # one spelled out says what is derived
+        for instance in (cls(), *SPELLED_OUT.get(cls, ())):
+            assert repr(instance) == describe(instance)
 
 
 @pytest.mark.parametrize("cls", CURVES, ids=type_name)
