@@ -16,6 +16,7 @@ or excluded.
 from cupel._batch import item_row, trusted_items
 from cupel._errors import (
     BudgetError,
+    CliError,
     ConfigurationError,
     CountRequirementError,
     CupelError,
@@ -24,10 +25,13 @@ from cupel._errors import (
     ItemError,
     OverflowBudgetError,
     PinnedBudgetError,
+    PolicyError,
     ScoreError,
     ScorerConfigError,
+    SelectionReportAssertionError,
     SlicerConfigError,
     TableTooLargeError,
+    VectorError,
 )
 from cupel._model import (
     ContextBudget,
@@ -38,6 +42,7 @@ from cupel._model import (
     ScoredItem,
 )
 from cupel._pipeline import ContextResult, Pipeline, effective_budget
+from cupel._public import publish
 from cupel.analytics import (
     QuotaUtilization,
     budget_utilization,
@@ -80,7 +85,6 @@ from cupel.placers import BasePlacer, ChronologicalPlacer, Placer, UShapedPlacer
 from cupel.policy import (
     ItemStatus,
     Policy,
-    PolicyError,
     PolicySensitivityDiffEntry,
     PolicySensitivityReport,
     dry_run_with_policy,
@@ -141,6 +145,7 @@ __all__ = [
     "BudgetExceeded",
     "CapExclusion",
     "ChronologicalPlacer",
+    "CliError",
     "CompositeScorer",
     "ConfigurationError",
     "ContextBudget",
@@ -213,6 +218,7 @@ __all__ = [
     "Scorer",
     "ScorerConfigError",
     "SelectionReport",
+    "SelectionReportAssertionError",
     "SliceOutcome",
     "Slicer",
     "SlicerConfigError",
@@ -225,6 +231,7 @@ __all__ = [
     "TraceDetailLevel",
     "TraceEvent",
     "UShapedPlacer",
+    "VectorError",
     "WindowDecay",
     "budget_utilization",
     "dry_run_with_policy",
@@ -241,3 +248,5 @@ __all__ = [
     "trusted_items",
     "unregister_scorer",
 ]
+
+publish(__name__, globals(), __all__)

@@ -1,32 +1,40 @@
-"""The cupel exception hierarchy.
+"""The cupel exception hierarchy: every error cupel raises, in one tree.
 
-Every error cupel raises derives from :class:`CupelError`, and each subclass also
-derives from the builtin a caller would naturally catch::
+Every error derives from :class:`CupelError`, and each subclass also derives from the
+builtin a caller would naturally catch::
 
     CupelError
     ├── ConfigurationError (ValueError)      bad scorer / slicer / placer / policy parameters
     │   ├── BudgetError                      ContextBudget validation
     │   ├── ItemError                        ContextItem validation
     │   ├── ScorerConfigError                scorer construction
+    │   │   └── CycleError                   CompositeScorer cycle
     │   ├── SlicerConfigError                slicer construction
-    │   └── CycleError                       CompositeScorer cycle
+    │   └── PolicyError                      a policy (cupel.policy), with the path of the value
     ├── ScoreError (ValueError)              a scorer returned something that is not a score
     ├── TableTooLargeError (ValueError)      KnapsackSlice DP table over the cell limit
     ├── PinnedBudgetError (ValueError)       pinned items exceed max_tokens - output_reserve
     ├── OverflowBudgetError (RuntimeError)   window over target under OverflowStrategy.THROW
     ├── CountRequirementError (RuntimeError) count quota unmet under ScarcityBehavior.THROW
-    └── InvalidOperationError (RuntimeError) an operation refused for this configuration
+    ├── InvalidOperationError (RuntimeError) an operation refused for this configuration
+    ├── SelectionReportAssertionError        a report assertion of cupel.testing failed
+    │   (AssertionError)
+    ├── CliError                             the ``cupel`` command line: bad input or usage
+    └── VectorError                          a conformance vector is malformed or unknown
 
 Errors carry structured fields (``field``, ``value`` and friends) besides their message,
-so callers can react programmatically.
+so callers can react programmatically. They are all importable from ``cupel`` (and show
+as ``cupel.<Name>`` in tracebacks).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "BudgetError",
+    "CliError",
     "ConfigurationError",
     "CountRequirementError",
     "CupelError",
@@ -35,10 +43,13 @@ __all__ = [
     "ItemError",
     "OverflowBudgetError",
     "PinnedBudgetError",
+    "PolicyError",
     "ScoreError",
     "ScorerConfigError",
+    "SelectionReportAssertionError",
     "SlicerConfigError",
     "TableTooLargeError",
+    "VectorError",
 ]
 
 
@@ -146,3 +157,54 @@ class CountRequirementError(CupelError, RuntimeError):
 class InvalidOperationError(CupelError, RuntimeError):
     """An operation is not valid for the given configuration (e.g. budget simulation
     over a non-monotonic slicer)."""
+
+
+class PolicyError(ConfigurationError):
+    """A policy is invalid. ``field`` holds the path of the (first) offending value
+    (``"scorer.scorers[2].weight"``), ``value`` the value found there and ``problems``
+    every ``(path, message, value)`` found."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        value: Any = None,
+        problems: Sequence[tuple[str, str, Any]] = (),
+    ) -> None:
+        super().__init__(message, field=field, value=value)
+        self.problems: tuple[tuple[str, str, Any], ...] = tuple(problems) or (
+            (field or "", message, value),
+        )
+
+    @classmethod
+    def of(cls, problems: Sequence[tuple[str, str, Any]]) -> PolicyError:
+        """One error for ``problems``: ``"<path>: <rule>; <path>: <rule>"``."""
+        message = "; ".join(f"{path or 'policy'}: {rule}" for path, rule, _ in problems)
+        path, _, value = problems[0]
+        return cls(message, field=path or None, value=value, problems=problems)
+
+
+class SelectionReportAssertionError(CupelError, AssertionError):
+    """A report assertion of :mod:`cupel.testing` failed; ``assertion`` is the vocabulary
+    name (e.g. ``"IncludeItemWithKind"``) and the message says what was expected and
+    found."""
+
+    def __init__(self, assertion: str, message: str) -> None:
+        super().__init__(message)
+        self.assertion = assertion
+
+
+class CliError(CupelError):
+    """An input or usage problem of the ``cupel`` command line, reported as one
+    ``cupel: error: ...`` line (exit status 2)."""
+
+
+class VectorError(CupelError):
+    """A conformance vector is malformed or names something the runner does not know
+    (the runner reports it as a failure, never a skip)."""
+
+
+for _name in __all__:  # the public path (every error is importable from cupel)
+    globals()[_name].__module__ = "cupel"
+del _name

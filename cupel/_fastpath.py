@@ -23,15 +23,25 @@ agreement tests in tests/core/perf and tests/core/test_properties.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_EXACT_TOKENS", "FloatArray", "IntArray", "fast_method", "float_column"]
+__all__ = [
+    "MAX_EXACT_TOKENS",
+    "Columns",
+    "FloatArray",
+    "IntArray",
+    "TokenArray",
+    "columns",
+    "fast_method",
+    "float_column",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
+TokenArray = npt.NDArray[np.int64]
 
 MAX_EXACT_TOKENS = 2**53
 """Token sums below this are exact in int64 and float64 (the array paths' precondition)."""
@@ -90,3 +100,29 @@ def float_column(
     if not allow_nan and np.isnan(array).any():
         return None
     return array
+
+
+class Columns(NamedTuple):
+    """Scores and token counts as arrays that the fast paths may read (see :func:`columns`)."""
+
+    scores: FloatArray
+    tokens: TokenArray
+
+
+def columns(
+    scores: FloatArray | Sequence[Any], tokens: Sequence[int], *, nonnegative: bool = False
+) -> Columns | None:
+    """``scores`` and ``tokens`` as :class:`Columns` when the values may live in arrays
+    (rule 2): every score a NaN-free ``float`` (:func:`float_column`), every token count
+    non-negative (already known when ``nonnegative``) and their sum below
+    :data:`MAX_EXACT_TOKENS`; else ``None``.
+
+    >>> columns([0.5, 1.0], [3, 4]).tokens, columns([0.5], [-1]), columns([0.5], [2**53])
+    (array([3, 4]), None, None)
+    """
+    array = float_column(scores)
+    if array is None:
+        return None
+    if tokens and ((not nonnegative and min(tokens) < 0) or sum(tokens) >= MAX_EXACT_TOKENS):
+        return None
+    return Columns(array, np.array(tokens, dtype=np.int64))

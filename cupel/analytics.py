@@ -24,17 +24,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
+from cupel.diagnostics._entries import IncludedItem
 from cupel.diagnostics._reasons import InclusionReason
-from cupel.diagnostics._report import IncludedItem, SelectionReport, require_report
+from cupel.diagnostics._report import SelectionReport, require_report
+from cupel.policy import Policy, resolve_pipeline
 from cupel.slicers import QuotaSlice
-
-if TYPE_CHECKING:
-    from cupel.policy import Policy
 
 __all__ = [
     "FIND_MIN_BUDGET_GUARD_MESSAGE",
@@ -161,8 +160,6 @@ class QuotaUtilization:
 
 
 def _quota_slicer(source: object) -> object:
-    from cupel.policy import Policy
-
     slicer: object = source
     if isinstance(source, Pipeline):
         slicer = source.slicer
@@ -258,19 +255,6 @@ def quota_utilization(
 # ---------------------------------------------------------------------------------------
 # Budget simulation
 # ---------------------------------------------------------------------------------------
-def _pipeline(source: Pipeline | Policy | str, owner: str) -> Pipeline:
-    from cupel.policy import Policy, _as_pipeline
-
-    if isinstance(source, (Pipeline, Policy, str)):
-        return _as_pipeline(source, "pipeline")
-    raise ConfigurationError(
-        f"{owner}: pipeline must be a Pipeline (or a Policy or preset name), "
-        f"got {type(source).__name__} {source!r}",
-        field="pipeline",
-        value=source,
-    )
-
-
 def _check_int(owner: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigurationError(
@@ -314,7 +298,7 @@ def get_marginal_items(
     :class:`~cupel.PinnedBudgetError` at the reduced budget) propagate.
     """
     owner = "get_marginal_items"
-    runner = _pipeline(pipeline, owner)
+    runner = resolve_pipeline(pipeline, owner=owner, field="pipeline")
     if any(isinstance(s, QuotaSlice) for s in _slicer_chain(runner.slicer)):
         raise InvalidOperationError(MARGINAL_ITEMS_GUARD_MESSAGE)
     _check_budget(budget, owner)
@@ -384,7 +368,7 @@ def find_min_budget_for(
     ``None``.
     """
     owner = "find_min_budget_for"
-    runner = _pipeline(pipeline, owner)
+    runner = resolve_pipeline(pipeline, owner=owner, field="pipeline")
     if any(
         isinstance(s, QuotaSlice) or getattr(s, "is_count_quota", False)
         for s in _slicer_chain(runner.slicer)

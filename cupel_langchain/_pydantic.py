@@ -41,7 +41,7 @@ def raise_configuration_error(
     ...     raise_configuration_error(exc, "Options", ["max_tokens"])
     Traceback (most recent call last):
     ...
-    cupel._errors.ConfigurationError: Options.max_token: unknown option, got 2; allowed: max_tokens
+    cupel.ConfigurationError: Options.max_token: unknown option, got 2; allowed: max_tokens
     """
     errors = exc.errors(include_url=False)
     for error in errors:  # a validator's own ConfigurationError says it best

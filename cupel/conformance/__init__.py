@@ -33,8 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from cupel._errors import VectorError
+from cupel._public import publish
 from cupel.conformance._builders import (
-    VectorError,
     build_budget,
     build_item,
     build_placer,
@@ -147,3 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = parser.parse_args(argv)
     return report(args.paths, as_json=args.json, prog=parser.prog)
+
+
+publish(__name__, globals(), __all__)

@@ -1,54 +1,37 @@
 """Build cupel objects (items, budgets, scorers, slicers, placers) from parsed vector tables.
 
-Builders pass values through untouched so that cupel's own constructors do the validating
-(``expect_construction_error`` vectors rely on that). A table that is malformed or names a
-type the runner does not know raises :class:`VectorError`, which the runner reports as a
-failure, never a skip.
+A vector's ``[config]`` is translated into the table a policy would hold for the same
+component (the format chapter spells a few things its own way: ``[[weights]] kind,
+weight`` arrays, composite children that carry their ``weight`` inline, a scaled
+scorer's ``inner_scorer`` with its keys beside it, an inner slicer named by
+``inner_slicer`` with its keys in the same table, ``scarcity_behavior``, ``blocks``), and
+then built through the component's policy table (:mod:`cupel.policy`), which is derived
+from its constructor: every constructor parameter is a vector key, under its policy
+name. Values are validated by cupel itself (``expect_construction_error`` vectors rely on
+that: a bad value is a :class:`~cupel.ConfigurationError`). A table that is malformed or
+names a type the runner does not know raises :class:`~cupel.VectorError`, which the
+runner reports as a failure, never a skip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, time, timedelta, timezone
-from typing import Any
+from datetime import date, datetime, time, timezone
+from typing import Annotated, Any, get_args, get_origin
 
+from pydantic import BaseModel
+
+from cupel._errors import VectorError
 from cupel._model import ContextBudget, ContextItem, ScoredItem, ascii_fold
-from cupel.placers import ChronologicalPlacer, Placer, UShapedPlacer
-from cupel.scorers import (
-    CompositeScorer,
-    DecayScorer,
-    ExponentialDecay,
-    FixedTimeProvider,
-    FrequencyScorer,
-    KindScorer,
-    MetadataKeyScorer,
-    MetadataTrustScorer,
-    PriorityScorer,
-    RecencyScorer,
-    ReflexiveScorer,
-    ScaledScorer,
-    Scorer,
-    StepDecay,
-    TagScorer,
-    WindowDecay,
-)
-from cupel.scorers.decay import duration_from_seconds
-from cupel.slicers import (
-    CountConstrainedKnapsackSlice,
-    CountQuotaEntry,
-    CountQuotaSlice,
-    GreedySlice,
-    KnapsackSlice,
-    QuotaEntry,
-    QuotaSlice,
-    RecencyWindowSlice,
-    ScarcityBehavior,
-    Slicer,
-)
+from cupel.conformance._keys import ITEM_KEYS, SLICER_SPELLING
+from cupel.placers import Placer
+from cupel.policy._derive import ComponentSpec, spec_of
+from cupel.policy._specs import CURVES, PLACERS, SCORERS, SLICERS, type_name
+from cupel.scorers import Scorer
+from cupel.slicers import ScarcityBehavior, Slicer
 
 __all__ = [
     "ITEM_KEYS",
-    "VectorError",
     "build_budget",
     "build_item",
     "build_placer",
@@ -60,25 +43,6 @@ __all__ = [
 
 Table = Mapping[str, Any]
 
-ITEM_KEYS = frozenset(
-    {
-        "content",
-        "tokens",
-        "kind",
-        "source",
-        "timestamp",
-        "priority",
-        "tags",
-        "metadata",
-        "pinned",
-        "future_relevance_hint",
-        "futureRelevanceHint",
-        "original_tokens",
-        "originalTokens",
-    }
-)
-"""Vector item keys that map onto :class:`~cupel.ContextItem` fields (others are ignored)."""
-
 _BUDGET_KEYS = (
     "max_tokens",
     "target_tokens",
@@ -87,9 +51,12 @@ _BUDGET_KEYS = (
     "estimation_safety_margin_percent",
 )
 
-
-class VectorError(Exception):
-    """The vector is malformed or names something the runner does not know."""
+_SCORER_SPECS = {type_name(cls): spec_of(cls) for cls in SCORERS}
+_SLICER_SPECS = {type_name(cls): spec_of(cls) for cls in SLICERS}
+_CURVE_SPECS = {type_name(cls): spec_of(cls) for cls in CURVES}
+_PLACER_TYPES = {type_name(cls): cls for cls in PLACERS}
+_NESTED_SLICERS = ("quota", "count_quota")
+"""Slicers whose inner slicer is named by ``inner_slicer`` (and cannot be one of them)."""
 
 
 # -- small helpers ------------------------------------------------------------------------
@@ -133,10 +100,48 @@ def _utc(value: Any) -> Any:
     return value
 
 
-def _seconds(value: Any, where: str, owner: str, field: str) -> timedelta:
-    """A curve duration: checked by cupel's own rule (finite, > 0, within ``timedelta``),
-    so an out-of-range value is a construction error like any other."""
-    return duration_from_seconds(owner, field, _number(value, where))
+def _fields(spec: type[BaseModel], table: Table, where: str) -> dict[str, Any]:
+    """The keys of ``table`` that are fields of ``spec`` (the component's constructor
+    parameters, as a policy names them; other keys are the key checker's business). A
+    missing list is empty (the constructor decides whether that is allowed); another
+    missing required key is a malformed vector. Entry tables (quotas, count entries,
+    step windows) are read the same way."""
+    found: dict[str, Any] = {}
+    for key, field in spec.model_fields.items():
+        if key == "type":
+            continue
+        entry = _entry_spec(field.annotation)
+        if key in table:
+            value = table[key]
+            if entry is not None:
+                here = f"{where}.{key}"
+                value = [
+                    _fields(entry, t, f"{here}[{i}]") for i, t in enumerate(_tables(value, here))
+                ]
+            found[key] = value
+        elif entry is not None or get_origin(_bare(field.annotation)) is list:
+            found[key] = []
+        elif field.is_required():
+            raise VectorError(f"{where} has no '{key}'")
+    return found
+
+
+def _bare(annotation: Any) -> Any:
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+
+
+def _entry_spec(annotation: Any) -> type[BaseModel] | None:
+    """``X`` for a ``list[X]`` field whose elements are plain tables (not a union)."""
+    bare = _bare(annotation)
+    if get_origin(bare) is list:
+        (element,) = get_args(bare)
+        if isinstance(element, type) and issubclass(element, BaseModel):
+            return element
+    return None
+
+
+def _built(spec: type[ComponentSpec], data: dict[str, Any], where: str) -> Any:
+    return spec(**data)._build(where)
 
 
 # -- items and budgets ----------------------------------------------------------------------
@@ -176,43 +181,68 @@ def _weight_map(value: Any, key_name: str, where: str) -> dict[str, float]:
     return out
 
 
-def _curve(table: Table, where: str) -> ExponentialDecay | WindowDecay | StepDecay:
+def _curve_table(table: Table, where: str) -> dict[str, Any]:
     kind = _name(_require(table, "type", where), f"{where}.type")
-    if kind == "exponential":
-        return ExponentialDecay(
-            _seconds(
-                _require(table, "half_life_secs", where),
-                f"{where}.half_life_secs",
-                "ExponentialDecay",
-                "half_life",
-            )
+    spec = _CURVE_SPECS.get(kind)
+    if spec is None:
+        raise VectorError(f"{where}.type: unknown decay curve {table['type']!r}")
+    data = _fields(spec, table, where)
+    for key in ("half_life_secs", "max_age_secs"):
+        if key in data:
+            _number(data[key], f"{where}.{key}")
+    for i, window in enumerate(data.get("windows", [])):
+        _number(window["max_age_secs"], f"{where}.windows[{i}].max_age_secs")
+        _number(window["score"], f"{where}.windows[{i}].score")
+    return {"type": kind, **data}
+
+
+def _scorer_table(table: Any, reference_time: datetime | None, where: str) -> dict[str, Any]:
+    """The policy table of a vector's scorer table."""
+    table = _table(table, where)
+    kind = _name(_require(table, "type", where), f"{where}.type")
+    spec = _SCORER_SPECS.get(kind)
+    if spec is None:
+        raise VectorError(f"{where}.type: unknown scorer type {table['type']!r}")
+    if "reference_time" in table:
+        reference_time = table["reference_time"]
+    data: dict[str, Any] = dict(table)
+    if kind == "kind" and "weights" in table:
+        data["weights"] = _weight_map(table["weights"], "kind", f"{where}.weights")
+    elif kind == "tag":
+        data["tag_weights"] = _weight_map(table.get("tag_weights"), "tag", f"{where}.tag_weights")
+    elif kind == "composite":
+        key = "children" if "children" in table else "scorers"
+        data["scorers"] = [
+            {
+                "weight": _number(_require(child, "weight", here), f"{here}.weight"),
+                "scorer": _scorer_table(child, reference_time, here),
+            }
+            for i, child in enumerate(_tables(table.get(key), f"{where}.{key}"))
+            for here in [f"{where}.{key}[{i}]"]
+        ]
+    elif kind == "scaled":
+        data["inner"] = _scaled_inner(table, reference_time, where)
+    elif kind == "decay":
+        if not isinstance(reference_time, datetime):
+            raise VectorError(f"{where}: a decay scorer needs a datetime 'reference_time'")
+        data["reference_time"] = _utc(reference_time)
+        data["curve"] = _curve_table(
+            _table(_require(table, "curve", where), f"{where}.curve"), f"{where}.curve"
         )
-    if kind == "window":
-        return WindowDecay(
-            _seconds(
-                _require(table, "max_age_secs", where),
-                f"{where}.max_age_secs",
-                "WindowDecay",
-                "max_age",
-            )
+    return {"type": kind, **_fields(spec, data, where)}
+
+
+def _scaled_inner(table: Table, reference_time: datetime | None, where: str) -> dict[str, Any]:
+    if "inner" in table:
+        return _scorer_table(table["inner"], reference_time, f"{where}.inner")
+    if "inner_scorer" in table:
+        # The inner scorer's own keys (weights, tag_weights, curve, ...) sit beside
+        # inner_scorer in the same table.
+        siblings = {k: v for k, v in table.items() if k not in ("type", "inner_scorer")}
+        return _scorer_table(
+            {**siblings, "type": table["inner_scorer"]}, reference_time, f"{where}.inner_scorer"
         )
-    if kind == "step":
-        windows = []
-        for i, w in enumerate(_tables(table.get("windows"), f"{where}.windows")):
-            here = f"{where}.windows[{i}]"
-            windows.append(
-                (
-                    _seconds(
-                        _require(w, "max_age_secs", here),
-                        f"{here}.max_age_secs",
-                        "StepDecay",
-                        f"windows[{i}] max_age",
-                    ),
-                    _number(_require(w, "score", here), f"{here}.score"),
-                )
-            )
-        return StepDecay(windows)
-    raise VectorError(f"{where}.type: unknown decay curve {table['type']!r}")
+    raise VectorError(f"{where}: a scaled scorer needs 'inner_scorer' or [inner]")
 
 
 def build_scorer(
@@ -223,154 +253,59 @@ def build_scorer(
     ``reference_time`` is inherited by decay scorers whose table has none (pipeline
     vectors may put it in ``[config]``).
     """
-    table = _table(table, where)
-    kind = _name(_require(table, "type", where), f"{where}.type")
-    if "reference_time" in table:
-        reference_time = table["reference_time"]
-    if kind == "recency":
-        return RecencyScorer()
-    if kind == "priority":
-        return PriorityScorer()
-    if kind == "frequency":
-        return FrequencyScorer()
-    if kind == "reflexive":
-        return ReflexiveScorer()
-    if kind == "kind":
-        if "weights" in table:
-            return KindScorer(_weight_map(table["weights"], "kind", f"{where}.weights"))
-        return KindScorer(None)
-    if kind == "tag":
-        weights = _weight_map(table.get("tag_weights"), "tag", f"{where}.tag_weights")
-        return TagScorer(weights, case_insensitive=bool(table.get("case_insensitive", False)))
-    if kind == "composite":
-        key = "children" if "children" in table else "scorers"
-        entries: list[tuple[Scorer, float]] = []
-        for i, child in enumerate(_tables(table.get(key), f"{where}.{key}")):
-            here = f"{where}.{key}[{i}]"
-            scorer = build_scorer(child, reference_time=reference_time, where=here)
-            entries.append((scorer, _number(_require(child, "weight", here), f"{here}.weight")))
-        return CompositeScorer(entries)
-    if kind == "scaled":
-        if "inner" in table:
-            inner = build_scorer(
-                table["inner"], reference_time=reference_time, where=f"{where}.inner"
-            )
-        elif "inner_scorer" in table:
-            # The inner scorer's own keys (weights, tag_weights, curve, ...) sit beside
-            # inner_scorer in the same table.
-            siblings = {k: v for k, v in table.items() if k not in ("type", "inner_scorer")}
-            inner = build_scorer(
-                {**siblings, "type": table["inner_scorer"]},
-                reference_time=reference_time,
-                where=f"{where}.inner_scorer",
-            )
-        else:
-            raise VectorError(f"{where}: a scaled scorer needs 'inner_scorer' or [inner]")
-        return ScaledScorer(inner)
-    if kind == "decay":
-        if not isinstance(reference_time, datetime):
-            raise VectorError(f"{where}: a decay scorer needs a datetime 'reference_time'")
-        curve = _curve(_table(_require(table, "curve", where), f"{where}.curve"), f"{where}.curve")
-        extra: dict[str, Any] = {}
-        if "null_timestamp_score" in table:
-            extra["null_timestamp_score"] = table["null_timestamp_score"]
-        return DecayScorer(FixedTimeProvider(_utc(reference_time)), curve, **extra)
-    if kind == "metadata_trust":
-        if "default_score" in table:
-            return MetadataTrustScorer(default_score=table["default_score"])
-        return MetadataTrustScorer()
-    if kind == "metadata_key":
-        return MetadataKeyScorer(
-            _require(table, "key", where),
-            _require(table, "value", where),
-            _require(table, "boost", where),
-        )
-    raise VectorError(f"{where}.type: unknown scorer type {table['type']!r}")
+    data = _scorer_table(table, reference_time, where)
+    scorer: Scorer = _built(_SCORER_SPECS[data.pop("type")], data, where)
+    return scorer
 
 
 # -- slicers and placers -------------------------------------------------------------------
-def _knapsack(config: Table) -> KnapsackSlice:
-    if "bucket_size" in config:
-        return KnapsackSlice(bucket_size=config["bucket_size"])
-    return KnapsackSlice()
+def _slicer_table(name: Any, config: Table, where: str) -> dict[str, Any]:
+    """The policy table of slicer ``name``, whose keys sit in ``config``."""
+    kind = _name(name, "slicer")
+    spec = _SLICER_SPECS.get(kind)
+    if spec is None:
+        raise VectorError(f"unknown slicer type {name!r}")
+    data: dict[str, Any] = {k: v for k, v in config.items() if k not in SLICER_SPELLING}
+    if kind in _NESTED_SLICERS:
+        inner_name = config.get("inner_slicer", "greedy")
+        if _name(inner_name, f"{where}.inner_slicer") in _NESTED_SLICERS:
+            raise VectorError(f"{where}.inner_slicer: {inner_name!r} cannot be an inner slicer")
+        data["inner"] = _slicer_table(inner_name, config, where)
+    if "scarcity_behavior" in config:
+        raw = config["scarcity_behavior"]
+        scarcity = ScarcityBehavior.lookup(_name(raw, f"{where}.scarcity_behavior"))
+        if scarcity is None:
+            raise VectorError(f"{where}.scarcity_behavior: unknown value {raw!r}")
+        data["scarcity"] = scarcity
+    if kind == "recency_window":
+        data.update(_window_keys(config, where))
+    return {"type": kind, **_fields(spec, data, where)}
 
 
-def _scarcity(config: Table, where: str) -> ScarcityBehavior:
-    raw = config.get("scarcity_behavior", "degrade")
-    folded = _name(raw, f"{where}.scarcity_behavior")
-    for member in ScarcityBehavior:
-        if ascii_fold(member.value) == folded:
-            return member
-    raise VectorError(f"{where}.scarcity_behavior: unknown value {raw!r}")
-
-
-def _count_entries(config: Table, where: str) -> list[CountQuotaEntry]:
-    entries = []
-    for i, e in enumerate(_tables(config.get("entries"), f"{where}.entries")):
-        here = f"{where}.entries[{i}]"
-        entries.append(
-            CountQuotaEntry(
-                _require(e, "kind", here),
-                require_count=e.get("require_count", 0),
-                cap_count=e.get("cap_count"),
-            )
-        )
-    return entries
+def _window_keys(config: Table, where: str) -> dict[str, Any]:
+    """The extension slicer: ``blocks = false`` turns blocks off, ``block_key`` names the
+    metadata key (default ``cupel:turn``)."""
+    blocks = config.get("blocks", True)
+    if not isinstance(blocks, bool):
+        raise VectorError(f"{where}.blocks must be true or false, got {blocks!r}")
+    return {"block_key": config.get("block_key", "cupel:turn") if blocks else None}
 
 
 def build_slicer(name: Any, config: Table, *, where: str = "config") -> Slicer:
     """A slicer of type ``name`` with its keys read from ``config``."""
-    kind = _name(name, "slicer")
-    if kind == "greedy":
-        return GreedySlice()
-    if kind == "knapsack":
-        return _knapsack(config)
-    if kind in ("quota", "count_quota"):
-        inner_name = config.get("inner_slicer", "greedy")
-        if _name(inner_name, f"{where}.inner_slicer") in ("quota", "count_quota"):
-            raise VectorError(f"{where}.inner_slicer: {inner_name!r} cannot be an inner slicer")
-        inner = build_slicer(inner_name, config, where=where)
-        if kind == "count_quota":
-            return CountQuotaSlice(
-                inner, _count_entries(config, where), scarcity=_scarcity(config, where)
-            )
-        quotas = []
-        for i, q in enumerate(_tables(config.get("quotas"), f"{where}.quotas")):
-            here = f"{where}.quotas[{i}]"
-            limits = {k: q[k] for k in ("require", "cap") if k in q}
-            quotas.append(QuotaEntry(_require(q, "kind", here), **limits))
-        return QuotaSlice(inner, quotas)
-    if kind == "recency_window":
-        return _recency_window(config, where)
-    if kind == "count_constrained_knapsack":
-        return CountConstrainedKnapsackSlice(
-            _count_entries(config, where),
-            knapsack=_knapsack(config) if "bucket_size" in config else None,
-            scarcity=_scarcity(config, where),
-        )
-    raise VectorError(f"unknown slicer type {name!r}")
-
-
-def _recency_window(config: Table, where: str) -> RecencyWindowSlice:
-    """The extension slicer: ``blocks = false`` turns blocks off, ``block_key`` names the
-    metadata key (default ``cupel:turn``), ``scored_share`` the older items' share,
-    ``low_water`` the refill share of a cache-stable window."""
-    blocks = config.get("blocks", True)
-    if not isinstance(blocks, bool):
-        raise VectorError(f"{where}.blocks must be true or false, got {blocks!r}")
-    key = config.get("block_key", "cupel:turn") if blocks else None
-    share = config.get("scored_share", 0.0)
-    return RecencyWindowSlice(key, scored_share=share, low_water=config.get("low_water"))
+    data = _slicer_table(name, config, where)
+    slicer: Slicer = _built(_SLICER_SPECS[data.pop("type")], data, where)
+    return slicer
 
 
 def build_placer(name: Any) -> Placer:
     """``chronological`` or ``u-shaped`` (``u_shaped`` accepted)."""
     kind = _name(name, "placer")
-    if kind == "chronological":
-        return ChronologicalPlacer()
-    if kind in ("u_shaped", "ushaped"):
-        return UShapedPlacer()
-    raise VectorError(f"unknown placer type {name!r}")
+    placer = _PLACER_TYPES.get("u_shaped" if kind == "ushaped" else kind)
+    if placer is None:
+        raise VectorError(f"unknown placer type {name!r}")
+    built: Placer = placer()
+    return built
 
 
 def scorer_entries(entries: Sequence[Table], *, reference_time: datetime | None) -> Scorer:

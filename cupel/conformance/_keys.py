@@ -12,7 +12,8 @@ vector could still pass). So, in every table whose keys the runner knows:
   from a newer suite are visible without failing the run.
 
 Tables of user data (``metadata``, ``reserved_slots``, inline weight maps) may hold any
-key.
+key. The component keys are derived from the components' constructors (through their
+policy tables, :mod:`cupel.policy`): a new constructor parameter is a known key at once.
 """
 
 from __future__ import annotations
@@ -23,14 +24,21 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from cupel._model import ascii_fold
+from cupel.policy._derive import spec_of, tuple_spec
+from cupel.policy._specs import CURVES, SCORERS, SLICERS
+from cupel.slicers import CountQuotaEntry, QuotaEntry
 
 __all__ = [
+    "ITEM_KEYS",
     "MAX_VECTOR_DEPTH",
     "PAYLOAD_KEYS",
+    "SLICER_SPELLING",
     "KeyProblem",
     "check_depth",
     "check_keys",
     "near_miss",
+    "scorer_keys",
+    "slicer_keys",
 ]
 
 MAX_VECTOR_DEPTH = 100
@@ -38,7 +46,7 @@ MAX_VECTOR_DEPTH = 100
 
 _NEAR_MISS_RATIO = 0.8
 
-_ITEM = frozenset(
+ITEM_KEYS = frozenset(
     {
         "content",
         "tokens",
@@ -53,44 +61,41 @@ _ITEM = frozenset(
         "futureRelevanceHint",
         "original_tokens",
         "originalTokens",
-        "score",
     }
 )
-_SCORER = frozenset(
-    {
+"""Vector item keys that map onto :class:`~cupel.ContextItem` fields (others are ignored)."""
+_ITEM = ITEM_KEYS | {"score"}
+
+SLICER_SPELLING = {"inner": "inner_slicer", "scarcity": "scarcity_behavior"}
+"""Slicer parameters the vector format spells its own way (the inner slicer by name,
+with its keys beside it)."""
+
+
+def _keys(classes: tuple[type, ...]) -> frozenset[str]:
+    """Every policy key of ``classes`` (their constructor parameters as policies name them)."""
+    return frozenset(key for cls in classes for key in spec_of(cls).model_fields if key != "type")
+
+
+def scorer_keys(classes: tuple[type, ...] = SCORERS) -> frozenset[str]:
+    """The keys a scorer table may hold: its parameters, plus the format's own."""
+    return _keys(classes) | {
         "type",
         "weight",
-        "weights",
         "use_default_weights",
-        "tag_weights",
-        "case_insensitive",
-        "scorers",
         "children",
-        "inner",
         "inner_scorer",
         "reference_time",
-        "null_timestamp_score",
-        "curve",
-        "default_score",
-        "key",
-        "value",
-        "boost",
     }
-)
-_SLICER = frozenset(
-    {
-        "bucket_size",
-        "inner_slicer",
-        "quotas",
-        "entries",
-        "scarcity_behavior",
-        # the recency window (cupel extension)
-        "blocks",
-        "block_key",
-        "scored_share",
-        "low_water",
-    }
-)
+
+
+def slicer_keys(classes: tuple[type, ...] = SLICERS) -> frozenset[str]:
+    """The keys a slicer may read from ``[config]``: its parameters (some spelled the
+    format's way), plus ``blocks`` (the recency window's switch)."""
+    return frozenset(SLICER_SPELLING.get(key, key) for key in _keys(classes)) | {"blocks"}
+
+
+_SCORER = scorer_keys()
+_SLICER = slicer_keys()
 PAYLOAD_KEYS = frozenset(
     {
         "item_tokens",
@@ -189,15 +194,12 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
         | _SLICER,
         {"scorers": "scorer", "quotas": "quota", "entries": "count_entry"},
     ),
-    "curve": (
-        frozenset({"type", "half_life_secs", "max_age_secs", "windows"}),
-        {"windows": "window"},
-    ),
-    "window": (frozenset({"max_age_secs", "score"}), {}),
+    "curve": (_keys(CURVES) | {"type"}, {"windows": "window"}),
+    "window": (frozenset(tuple_spec("StepWindowSpec").model_fields), {}),
     "weight_entry": (frozenset({"kind", "weight"}), {}),
     "tag_weight_entry": (frozenset({"tag", "weight"}), {}),
-    "quota": (frozenset({"kind", "require", "cap"}), {}),
-    "count_entry": (frozenset({"kind", "require_count", "cap_count"}), {}),
+    "quota": (frozenset(spec_of(QuotaEntry).model_fields), {}),
+    "count_entry": (frozenset(spec_of(CountQuotaEntry).model_fields), {}),
     "expected": (
         frozenset(
             {

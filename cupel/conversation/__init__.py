@@ -32,6 +32,7 @@ message (an agent's task) and the recent tool rounds kept after it.
 'OutsideWindow'
 """
 
+from cupel._public import publish
 from cupel.conversation._history import (
     DEFAULT_UNIT_KINDS,
     UNIT_TYPES,
@@ -89,3 +90,5 @@ __all__ = [
     "reads_unit_metadata",
     "synthetic_timestamps",
 ]
+
+publish(__name__, globals(), __all__)

@@ -1,5 +1,6 @@
 """Diagnostics: trace collectors, events, inclusion/exclusion reasons and the report."""
 
+from cupel._public import publish
 from cupel.diagnostics._collectors import (
     NULL_COLLECTOR,
     DiagnosticTraceCollector,
@@ -9,7 +10,14 @@ from cupel.diagnostics._collectors import (
     ObserverErrorWarning,
     TraceCollector,
 )
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
+from cupel.diagnostics._outcomes import (
+    BucketRounding,
+    CapExclusion,
+    CountRequirementShortfall,
+    SliceOutcome,
+)
 from cupel.diagnostics._reasons import (
     BudgetExceeded,
     CountCapExceeded,
@@ -28,13 +36,13 @@ from cupel.diagnostics._reasons import (
     UnknownExclusionReason,
     exclusion_reason_from_dict,
 )
-from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
-from cupel.slicers._base import BucketRounding, CountRequirementShortfall
+from cupel.diagnostics._report import SelectionReport
 
 __all__ = [
     "NULL_COLLECTOR",
     "BucketRounding",
     "BudgetExceeded",
+    "CapExclusion",
     "CountCapExceeded",
     "CountRequireCandidatesExhausted",
     "CountRequirementShortfall",
@@ -59,9 +67,12 @@ __all__ = [
     "QuotaRequireDisplaced",
     "ScoredTooLow",
     "SelectionReport",
+    "SliceOutcome",
     "TraceCollector",
     "TraceDetailLevel",
     "TraceEvent",
     "UnknownExclusionReason",
     "exclusion_reason_from_dict",
 ]
+
+publish(__name__, globals(), __all__)

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ascii_fold
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
-from cupel.diagnostics._report import ExcludedItem, IncludedItem, SelectionReport
-from cupel.slicers._base import CountRequirementShortfall
+from cupel.diagnostics._outcomes import CountRequirementShortfall
+from cupel.diagnostics._report import SelectionReport
 
 __all__ = [
     "DiagnosticTraceCollector",

@@ -5,51 +5,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cupel._errors import InvalidOperationError
 from cupel._model import ContextItem
+from cupel.diagnostics._assertions import ReportAssertions
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._events import OverflowEvent, TraceEvent
+from cupel.diagnostics._outcomes import BucketRounding, CountRequirementShortfall
 from cupel.diagnostics._reasons import (
     ExclusionReason,
     InclusionReason,
     exclusion_reason_from_dict,
 )
-from cupel.slicers._base import BucketRounding, CountRequirementShortfall
 
-if TYPE_CHECKING:
-    from cupel.testing import SelectionReportAssertionChain
-
-__all__ = ["ExcludedItem", "IncludedItem", "SelectionReport", "require_report"]
+__all__ = ["SelectionReport", "require_report"]
 
 
 @dataclass(frozen=True, slots=True)
-class IncludedItem:
-    """An item in the window, its score (1.0 when pinned) and why it is there."""
-
-    item: ContextItem
-    score: float
-    reason: InclusionReason
-
-    def to_dict(self) -> dict[str, Any]:
-        """Wire form."""
-        return {"item": self.item.to_dict(), "score": self.score, "reason": self.reason.to_dict()}
-
-
-@dataclass(frozen=True, slots=True)
-class ExcludedItem:
-    """An item left out, its score when the decision was made (0.0 before scoring) and why."""
-
-    item: ContextItem
-    score: float
-    reason: ExclusionReason
-
-    def to_dict(self) -> dict[str, Any]:
-        """Wire form."""
-        return {"item": self.item.to_dict(), "score": self.score, "reason": self.reason.to_dict()}
-
-
-@dataclass(frozen=True, slots=True)
-class SelectionReport:
+class SelectionReport(ReportAssertions):
     """Why each candidate was included or excluded.
 
     ``included`` is in placed order; ``excluded`` is sorted by score descending, ties in
@@ -120,20 +94,6 @@ class SelectionReport:
             total_tokens_considered=self.total_tokens_considered
             + sum(item.tokens for item, _ in added),
         )
-
-    def should(self) -> SelectionReportAssertionChain:
-        """Assertions over this report (the Cupel.Testing vocabulary; see
-        :mod:`cupel.testing`).
-
-        >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
-        >>> report = Pipeline(RecencyScorer()).dry_run([ContextItem(content="a", tokens=3)],
-        ...     ContextBudget(max_tokens=10, target_tokens=10)).report
-        >>> report.should().include_item_with_kind("Message").have_at_least_n_exclusions(0)
-        SelectionReportAssertionChain(included=1, excluded=0)
-        """
-        from cupel.testing import SelectionReportAssertionChain
-
-        return SelectionReportAssertionChain(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's JSON wire form (plus ``count_requirement_shortfalls`` and ``overflow``
@@ -229,7 +189,5 @@ def require_report(report: SelectionReport | None) -> SelectionReport:
     """``report``, which a ``dry_run`` always sets (a runtime check that, unlike ``assert``,
     survives ``python -O``)."""
     if report is None:
-        from cupel._errors import InvalidOperationError
-
         raise InvalidOperationError("dry_run returned no SelectionReport")
     return report

@@ -8,8 +8,11 @@ UShapedPlacer          best at both edges, weakest in the middle   RAG / long co
 =====================  =========================================  ==========================
 """
 
+from cupel._public import publish
 from cupel.placers._base import BasePlacer, Placer
 from cupel.placers.chronological import ChronologicalPlacer
 from cupel.placers.u_shaped import UShapedPlacer
 
 __all__ = ["BasePlacer", "ChronologicalPlacer", "Placer", "UShapedPlacer"]
+
+publish(__name__, globals(), __all__)

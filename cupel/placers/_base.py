@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from cupel._fastpath import FloatArray, IntArray, fast_method, float_column
 from cupel._model import ContextItem, ScoredItem
+from cupel._params import Configurable
 
 __all__ = ["BasePlacer", "FloatArray", "IntArray", "Placer", "fast_orderer"]
 
@@ -27,15 +28,12 @@ class Placer(Protocol):
         ...
 
 
-class BasePlacer(ABC):
+class BasePlacer(Configurable, ABC):
     """Base class of the built-in placers."""
 
     @abstractmethod
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
         """Return the same items in presentation order."""
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 def split_scored(items: Sequence[ScoredItem]) -> tuple[list[ContextItem], FloatArray | None]:

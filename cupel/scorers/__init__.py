@@ -43,6 +43,7 @@ Scores are real numbers that fit a double; a custom scorer returning anything el
 [0.4, 0.6]
 """
 
+from cupel._public import publish
 from cupel.scorers._base import BaseScorer, Scorer, score_all
 from cupel.scorers._validation import MAX_SCORER_DEPTH
 from cupel.scorers.composite import CompositeScorer
@@ -88,3 +89,5 @@ __all__ = [
     "WindowDecay",
     "score_all",
 ]
+
+publish(__name__, globals(), __all__)

@@ -34,6 +34,7 @@ import numpy as np
 from cupel._errors import ScoreError
 from cupel._fastpath import FloatArray, fast_method
 from cupel._model import ContextItem
+from cupel._params import Configurable
 
 __all__ = [
     "ArrayScorer",
@@ -55,7 +56,7 @@ class Scorer(Protocol):
         ...
 
 
-class BaseScorer(ABC):
+class BaseScorer(Configurable, ABC):
     """Base class of the built-in scorers (custom scorers may subclass it too).
 
     Subclasses implement :meth:`score`; relative scorers override :meth:`score_all`

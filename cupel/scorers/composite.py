@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-import reprlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
+from cupel._params import Positive
 from cupel.scorers._base import ArrayScorer, FloatArray, Scorer, as_score, batch_scores
 from cupel.scorers._validation import check_batch, check_nesting, fail, number, require_scorer
 
@@ -38,7 +39,9 @@ class CompositeScorer(ArrayScorer):
     0.7000000000000001
     """
 
-    def __init__(self, entries: Sequence[tuple[Scorer, float]]) -> None:
+    def __init__(
+        self, entries: Annotated[Sequence[tuple[Scorer, Positive]], Field(min_length=1)]
+    ) -> None:
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
             raise ScorerConfigError(
                 f"CompositeScorer: entries must be a sequence of (scorer, weight) pairs, "
@@ -104,7 +107,3 @@ class CompositeScorer(ArrayScorer):
             with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN, as in Python
                 result += batch * weight
         return result
-
-    @reprlib.recursive_repr()
-    def __repr__(self) -> str:
-        return f"CompositeScorer({list(self.entries)!r})"

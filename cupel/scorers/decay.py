@@ -14,12 +14,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import Field
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
+from cupel._params import Named, UnitInterval
 from cupel.scorers._base import ArrayScorer, FloatArray, as_score
 from cupel.scorers._validation import fail, finite_in_unit_interval, number
 
@@ -36,6 +38,9 @@ __all__ = [
 ]
 
 _ZERO = timedelta(0)
+
+StepWindow = tuple[Annotated[timedelta, Named("max_age")], Annotated[UnitInterval, Named("score")]]
+"""One step of a :class:`StepDecay`: ``(max_age, score)``."""
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -115,7 +120,7 @@ def duration_from_seconds(owner: str, field: str, seconds: Any) -> timedelta:
     >>> duration_from_seconds("ExponentialDecay", "half_life", 1e300)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.ScorerConfigError: ExponentialDecay: half_life must be a finite number \
+    cupel.ScorerConfigError: ExponentialDecay: half_life must be a finite number \
 of seconds > 0 and <= 86400000000000.0 (datetime.timedelta.max), got 1e+300
     """
     value = number(owner, field, seconds)
@@ -184,7 +189,7 @@ class StepDecay(DecayCurve):
     [0.9, 0.5, 0.5, 0.5, 0.5]
     """
 
-    windows: Sequence[tuple[timedelta, float]]
+    windows: Annotated[Sequence[StepWindow], Field(min_length=1)]
 
     def __post_init__(self) -> None:
         raw = self.windows
@@ -309,7 +314,7 @@ class DecayScorer(ArrayScorer):
         time_provider: TimeProvider | Callable[[], datetime],
         curve: DecayCurve,
         *,
-        null_timestamp_score: float = 0.5,
+        null_timestamp_score: UnitInterval = 0.5,
     ) -> None:
         self._clock = _clock(time_provider)
         if not isinstance(curve, DecayCurve):
@@ -368,10 +373,4 @@ class DecayScorer(ArrayScorer):
         now = self._now()
         return np.fromiter(
             (self._score_at(item, now) for item in items), dtype=np.float64, count=len(items)
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"DecayScorer({self._provider!r}, {self._curve!r}, "
-            f"null_timestamp_score={self._null_score!r})"
         )

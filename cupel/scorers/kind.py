@@ -12,6 +12,7 @@ import numpy as np
 
 from cupel._errors import ItemError, ScorerConfigError
 from cupel._model import ContextItem, ContextKind
+from cupel._params import NonNegative
 from cupel.scorers._base import ArrayScorer, FloatArray
 from cupel.scorers._validation import fail, number
 
@@ -47,7 +48,7 @@ class KindScorer(ArrayScorer):
         }
     )
 
-    def __init__(self, weights: Mapping[str | ContextKind, float] | None = None) -> None:
+    def __init__(self, weights: Mapping[str | ContextKind, NonNegative] | None = None) -> None:
         source: Any = self.DEFAULT_WEIGHTS if weights is None else weights
         if not isinstance(source, Mapping):
             raise ScorerConfigError(
@@ -98,7 +99,3 @@ class KindScorer(ArrayScorer):
         table = dict.fromkeys(keys, 0.0)
         table.update((key, weight) for key, weight in self._lookup.items() if key in table)
         return np.fromiter(map(table.__getitem__, keys), dtype=np.float64, count=len(keys))
-
-    def __repr__(self) -> str:
-        shown = {str(kind): weight for kind, weight in self._weights.items()}
-        return f"KindScorer({shown!r})"

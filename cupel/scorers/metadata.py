@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from cupel._model import ContextItem
+from cupel._params import Positive, UnitInterval
 from cupel.scorers._base import BaseScorer
 from cupel.scorers._validation import fail, finite_in_unit_interval, is_real, number
 
@@ -61,7 +62,7 @@ class MetadataTrustScorer(BaseScorer):
     KEY: ClassVar[str] = "cupel:trust"
     """The metadata key read."""
 
-    def __init__(self, default_score: float = 0.5) -> None:
+    def __init__(self, default_score: UnitInterval = 0.5) -> None:
         self._default = finite_in_unit_interval(
             "MetadataTrustScorer", "default_score", default_score
         )
@@ -78,9 +79,6 @@ class MetadataTrustScorer(BaseScorer):
         if value is None or not math.isfinite(value):
             return self._default
         return min(max(value, 0.0), 1.0)
-
-    def __repr__(self) -> str:
-        return f"MetadataTrustScorer(default_score={self._default!r})"
 
 
 class MetadataKeyScorer(BaseScorer):
@@ -99,7 +97,7 @@ class MetadataKeyScorer(BaseScorer):
     [1.5, 1.0, 1.0]
     """
 
-    def __init__(self, key: str, value: str, boost: float) -> None:
+    def __init__(self, key: str, value: str, boost: Positive) -> None:
         if not isinstance(key, str):
             raise fail("MetadataKeyScorer", "key", "must be a string", key)
         if not isinstance(value, str):
@@ -133,6 +131,3 @@ class MetadataKeyScorer(BaseScorer):
         if isinstance(raw, str) and str.__eq__(raw, self._value):
             return self._boost
         return 1.0
-
-    def __repr__(self) -> str:
-        return f"MetadataKeyScorer({self._key!r}, {self._value!r}, {self._boost!r})"

@@ -90,9 +90,6 @@ class _RankScorer(ArrayScorer, Generic[_K]):
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
         return rank_scores(list(map(self._key, items)))
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
 
 class RecencyScorer(_RankScorer[datetime]):
     """More recent ``timestamp`` → higher score; the newest item scores 1.0, the oldest 0.0.

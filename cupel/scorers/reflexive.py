@@ -27,6 +27,3 @@ class ReflexiveScorer(BaseScorer):
         if value is None or not math.isfinite(value):
             return 0.0
         return min(max(value, 0.0), 1.0)
-
-    def __repr__(self) -> str:
-        return "ReflexiveScorer()"

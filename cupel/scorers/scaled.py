@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import reprlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -104,7 +103,3 @@ class ScaledScorer(ArrayScorer):
         last = {id(item): i for i, item in enumerate(items)}
         span = high - low
         return [(batch[last[id(item)]] - low) / span for item in items]
-
-    @reprlib.recursive_repr()
-    def __repr__(self) -> str:
-        return f"ScaledScorer({self._inner!r})"

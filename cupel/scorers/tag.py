@@ -12,6 +12,7 @@ import numpy as np
 
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem, ascii_fold
+from cupel._params import NonNegative
 from cupel.scorers._base import ArrayScorer, FloatArray
 from cupel.scorers._validation import fail, number
 
@@ -39,7 +40,9 @@ class TagScorer(ArrayScorer):
     1.0
     """
 
-    def __init__(self, tag_weights: Mapping[str, float], *, case_insensitive: bool = False) -> None:
+    def __init__(
+        self, tag_weights: Mapping[str, NonNegative], *, case_insensitive: bool = False
+    ) -> None:
         if not isinstance(tag_weights, Mapping):
             raise ScorerConfigError(
                 f"TagScorer: tag_weights must be a mapping of tag to weight, "
@@ -155,7 +158,3 @@ class TagScorer(ArrayScorer):
         with np.errstate(over="ignore"):
             result: FloatArray = np.minimum(matched / self._total, 1.0)
         return result
-
-    def __repr__(self) -> str:
-        flag = ", case_insensitive=True" if self._case_insensitive else ""
-        return f"TagScorer({dict(self._tag_weights)!r}{flag})"

@@ -20,15 +20,14 @@ input or ``target_tokens <= 0``, and is deterministic. ``slice_detailed`` additi
 reports items removed by a count cap and unmet count requirements.
 """
 
-from cupel.slicers._base import (
-    BaseSlicer,
+from cupel._public import publish
+from cupel.diagnostics._outcomes import (
     BucketRounding,
     CapExclusion,
     CountRequirementShortfall,
     SliceOutcome,
-    Slicer,
-    slice_detailed,
 )
+from cupel.slicers._base import BaseSlicer, Slicer, slice_detailed
 from cupel.slicers.count_constrained_knapsack import CountConstrainedKnapsackSlice
 from cupel.slicers.count_quota import CountQuotaEntry, CountQuotaSlice, ScarcityBehavior
 from cupel.slicers.greedy import GreedySlice
@@ -54,3 +53,5 @@ __all__ = [
     "Slicer",
     "slice_detailed",
 ]
+
+publish(__name__, globals(), __all__)

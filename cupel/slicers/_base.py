@@ -13,34 +13,28 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from operator import attrgetter, itemgetter
 from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
 
 from cupel._errors import ItemError, SlicerConfigError
-from cupel._fastpath import MAX_EXACT_TOKENS, FloatArray, IntArray, fast_method, float_column
+from cupel._fastpath import (
+    FloatArray,
+    TokenArray,
+    columns,
+    fast_method,
+)
+from cupel._fastpath import IntArray as IntArray  # re-exported (recency_window reads it here)
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
+from cupel._params import Configurable
+from cupel.diagnostics._outcomes import SliceOutcome
 
-__all__ = [
-    "MAX_EXACT_TOKENS",
-    "BaseSlicer",
-    "BucketRounding",
-    "Candidates",
-    "CapExclusion",
-    "CountRequirementShortfall",
-    "FloatArray",
-    "IntArray",
-    "SliceOutcome",
-    "Slicer",
-    "candidates_of",
-    "fast_selector",
-    "floor_times",
-    "slice_detailed",
-]
+# The package's public names; the helpers below (Candidates, candidates_of,
+# fast_selector, floor_times, entry_kind, index_by_kind) serve the slicer modules only.
+__all__ = ["BaseSlicer", "Slicer", "slice_detailed"]
 
 
 @runtime_checkable
@@ -52,77 +46,7 @@ class Slicer(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class CountRequirementShortfall:
-    """A count quota whose ``require_count`` the candidates could not satisfy."""
-
-    kind: str
-    required_count: int
-    satisfied_count: int
-
-    def to_dict(self) -> dict[str, object]:
-        """Wire form."""
-        return {
-            "kind": self.kind,
-            "required_count": self.required_count,
-            "satisfied_count": self.satisfied_count,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class BucketRounding:
-    """What knapsack rounding cost a selection: ``items_left_out`` candidates fit the
-    ``unused_tokens`` left in the slicer's budget, but not in the whole buckets of
-    ``bucket_size`` tokens left (item sizes round up, the budget down)."""
-
-    bucket_size: int
-    unused_tokens: int
-    items_left_out: int
-
-    def to_dict(self) -> dict[str, int]:
-        """Wire form."""
-        return {
-            "bucket_size": self.bucket_size,
-            "unused_tokens": self.unused_tokens,
-            "items_left_out": self.items_left_out,
-        }
-
-    def describe(self) -> str:
-        """In words.
-
-        >>> print(BucketRounding(100, 99, 1).describe())  # doctest: +NORMALIZE_WHITESPACE
-        knapsack bucket rounding (buckets of 100 tokens) left 99 tokens unused and 1 item
-        out that fits them
-        """
-        items = "item" if self.items_left_out == 1 else "items"
-        fit = "fits" if self.items_left_out == 1 else "fit"
-        return (
-            f"knapsack bucket rounding (buckets of {self.bucket_size} tokens) left "
-            f"{self.unused_tokens} tokens unused and {self.items_left_out} {items} out "
-            f"that {fit} them"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class CapExclusion:
-    """An item a count-quota slicer removed because its kind had reached ``cap``."""
-
-    item: ContextItem
-    kind: str
-    cap: int
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
-class SliceOutcome:
-    """What a slicer selected, plus cap removals and shortfalls (count quotas only)."""
-
-    selected: list[ContextItem]
-    cap_exclusions: tuple[CapExclusion, ...] = field(default=())
-    shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())
-
-
-class BaseSlicer(ABC):
+class BaseSlicer(Configurable, ABC):
     """Base class of the built-in slicers."""
 
     @abstractmethod
@@ -217,7 +141,7 @@ class Candidates:
 
     items: Sequence[ContextItem]
     index: IntArray
-    tokens: npt.NDArray[np.int64]
+    tokens: TokenArray
     scores: FloatArray
 
     def __len__(self) -> int:
@@ -240,18 +164,15 @@ _TOKENS = attrgetter("tokens")
 
 
 def candidates_of(scored: Sequence[ScoredItem]) -> Candidates | None:
-    """``scored`` as :class:`Candidates`, or ``None`` when it breaks their invariants
-    (a score that is not a ``float`` or is NaN, a negative token count, a huge total):
-    then a slicer runs its per-item definition instead."""
-    score_array = float_column(list(map(_SCORE, scored)))
-    if score_array is None:
-        return None
+    """``scored`` as :class:`Candidates`, or ``None`` when the values may not live in
+    arrays (:func:`cupel._fastpath.columns`: a score that is not a ``float`` or is NaN, a
+    negative token count, a huge total): then a slicer runs its per-item definition."""
     items = list(map(_ITEM, scored))
-    tokens = list(map(_TOKENS, items))
-    if tokens and (min(tokens) < 0 or sum(tokens) >= MAX_EXACT_TOKENS):
+    found = columns(list(map(_SCORE, scored)), list(map(_TOKENS, items)))
+    if found is None:
         return None
     index = np.arange(len(items), dtype=np.intp)
-    return Candidates(items, index, np.array(tokens, dtype=np.int64), score_array)
+    return Candidates(items, index, found.tokens, found.scores)
 
 
 Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]

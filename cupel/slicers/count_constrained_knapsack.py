@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ScoredItem
-from cupel.slicers._base import SliceOutcome
+from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers.count_quota import CountQuotaEntry, ScarcityBehavior, _CountQuotaSlicer
 from cupel.slicers.knapsack import KnapsackSlice
 
@@ -67,6 +67,3 @@ class CountConstrainedKnapsackSlice(_CountQuotaSlicer):
         # sorted() is stable: equal scores keep the knapsack's output order.
         picked.sort(key=lambda item: -scores[id(item)])
         return SliceOutcome(picked)
-
-    def __repr__(self) -> str:
-        return f"CountConstrainedKnapsackSlice(knapsack={self._knapsack!r}, {self._entries_repr()})"

@@ -14,11 +14,10 @@ from typing import ClassVar
 
 from cupel._errors import CountRequirementError, SlicerConfigError
 from cupel._model import ChoiceEnum, ContextBudget, ContextItem, ContextKind, ScoredItem
+from cupel._params import Configurable, Count
+from cupel.diagnostics._outcomes import CapExclusion, CountRequirementShortfall, SliceOutcome
 from cupel.slicers._base import (
     BaseSlicer,
-    CapExclusion,
-    CountRequirementShortfall,
-    SliceOutcome,
     Slicer,
     entry_kind,
     index_by_kind,
@@ -48,8 +47,8 @@ class ScarcityBehavior(ChoiceEnum):
         return result
 
 
-@dataclass(frozen=True, init=False)
-class CountQuotaEntry:
+@dataclass(frozen=True, init=False, repr=False)
+class CountQuotaEntry(Configurable):
     """Item counts for one kind: commit at least ``require_count``, keep at most ``cap_count``.
 
     ``cap_count=None`` means no cap. Both are integers >= 0 with ``require_count <=
@@ -57,18 +56,18 @@ class CountQuotaEntry:
     entirely. Kinds without an entry are unconstrained.
 
     >>> CountQuotaEntry("ToolOutput", require_count=2, cap_count=4)
-    CountQuotaEntry(kind='ToolOutput', require_count=2, cap_count=4)
+    CountQuotaEntry('ToolOutput', require_count=2, cap_count=4)
     >>> CountQuotaEntry("ToolOutput", require_count=1, cap_count=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.SlicerConfigError: CountQuotaEntry: cap_count 0 with require_count 1 can ...
+    cupel.SlicerConfigError: CountQuotaEntry: cap_count 0 with require_count 1 can ...
     """
 
     kind: ContextKind
     require_count: int
     cap_count: int | None
 
-    def __init__(self, kind: str, require_count: int = 0, cap_count: int | None = None) -> None:
+    def __init__(self, kind: str, require_count: Count = 0, cap_count: Count | None = None) -> None:
         object.__setattr__(self, "kind", entry_kind("CountQuotaEntry", kind))
         object.__setattr__(self, "require_count", _count("require_count", require_count))
         if cap_count is not None:
@@ -88,12 +87,6 @@ class CountQuotaEntry:
                     value=require_count,
                 )
         object.__setattr__(self, "cap_count", cap_count)
-
-    def __repr__(self) -> str:
-        return (
-            f"CountQuotaEntry(kind='{self.kind}', require_count={self.require_count}, "
-            f"cap_count={self.cap_count})"
-        )
 
 
 def _count(name: str, value: object) -> int:
@@ -205,9 +198,6 @@ class _CountQuotaSlicer(BaseSlicer):
     def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
         """Phase 2: select from ``residual`` within ``budget``, in the order phase 3 uses."""
 
-    def _entries_repr(self) -> str:
-        return f"entries={list(self._entries)!r}, scarcity=ScarcityBehavior.{self._scarcity.name}"
-
 
 def _negated_score(entry: ScoredItem) -> float:
     return -entry.score
@@ -273,6 +263,3 @@ class CountQuotaSlice(_CountQuotaSlicer):
 
     def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
         return slice_detailed(self._inner, residual, budget)
-
-    def __repr__(self) -> str:
-        return f"CountQuotaSlice(inner={self._inner!r}, {self._entries_repr()})"

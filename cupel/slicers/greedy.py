@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.slicers._base import BaseSlicer, Candidates, IntArray, candidates_of
+from cupel.slicers._base import BaseSlicer, Candidates, candidates_of
 
 __all__ = ["GreedySlice"]
 
@@ -72,9 +73,6 @@ class GreedySlice(BaseSlicer):
                 taken.append(position)
                 remaining -= size
         return np.concatenate((order[:fit], order[taken]))
-
-    def __repr__(self) -> str:
-        return "GreedySlice()"
 
 
 def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from cupel._errors import SlicerConfigError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.slicers._base import BaseSlicer, BucketRounding
+from cupel._params import BucketSize, PositiveInt
+from cupel.diagnostics._outcomes import BucketRounding
+from cupel.slicers._base import BaseSlicer
 
 __all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "MAX_CELLS_LIMIT", "KnapsackSlice"]
 
@@ -45,7 +47,8 @@ class KnapsackSlice(BaseSlicer):
     1000)`` (1 token up to a 1,000-token target), so small budgets are packed exactly and
     rounding never costs an item more than 0.1% of the budget.
 
-    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``) is
+    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``; ``None``,
+    the default, means :attr:`DEFAULT_MAX_CELLS`) is
     refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
     ``bucket_size`` to shrink it. When rounding left out an item that fits the tokens left,
     the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`).
@@ -68,13 +71,18 @@ class KnapsackSlice(BaseSlicer):
     1
     """
 
+    DEFAULT_MAX_CELLS: ClassVar[int] = DEFAULT_MAX_CELLS
+    """The DP table limit when ``max_cells`` is left out (50,000,000 cells)."""
+
     def __init__(
-        self, bucket_size: int | Literal["auto"] = 100, *, max_cells: int = DEFAULT_MAX_CELLS
+        self, bucket_size: BucketSize = 100, *, max_cells: PositiveInt | None = None
     ) -> None:
         self._bucket_size: int | Literal["auto"] = (
             "auto" if bucket_size == "auto" else _positive_int("bucket_size", bucket_size)
         )
-        self._max_cells = _positive_int("max_cells", max_cells)
+        self._max_cells = (
+            DEFAULT_MAX_CELLS if max_cells is None else _positive_int("max_cells", max_cells)
+        )
         if self._max_cells > MAX_CELLS_LIMIT:
             raise SlicerConfigError(
                 f"KnapsackSlice: max_cells must be at most {MAX_CELLS_LIMIT:,} (the DP keep "
@@ -162,10 +170,6 @@ class KnapsackSlice(BaseSlicer):
         if not missed:
             return None
         return BucketRounding(bucket_size=bucket, unused_tokens=unused, items_left_out=missed)
-
-    def __repr__(self) -> str:
-        size = repr(self._bucket_size) if self._bucket_size == "auto" else self._bucket_size
-        return f"KnapsackSlice(bucket_size={size}, max_cells={self._max_cells})"
 
 
 def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> npt.NDArray[np.bool_]:

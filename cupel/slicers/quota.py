@@ -10,14 +10,13 @@ from operator import attrgetter
 import numpy as np
 
 from cupel._errors import SlicerConfigError
+from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
+from cupel._params import Configurable, Percent
+from cupel.diagnostics._outcomes import CapExclusion, CountRequirementShortfall, SliceOutcome
 from cupel.slicers._base import (
     BaseSlicer,
     Candidates,
-    CapExclusion,
-    CountRequirementShortfall,
-    IntArray,
-    SliceOutcome,
     Slicer,
     candidates_of,
     entry_kind,
@@ -32,26 +31,26 @@ _KIND_KEY = attrgetter("kind.key")
 __all__ = ["QuotaEntry", "QuotaSlice"]
 
 
-@dataclass(frozen=True, init=False)
-class QuotaEntry:
+@dataclass(frozen=True, init=False, repr=False)
+class QuotaEntry(Configurable):
     """Percentages of the budget for one kind: at least ``require``, at most ``cap``.
 
     Both are finite numbers in ``[0, 100]`` with ``require <= cap``. Kinds without an
     entry behave as ``require=0, cap=100``.
 
     >>> QuotaEntry("Document", require=20, cap=60)
-    QuotaEntry(kind='Document', require=20.0, cap=60.0)
+    QuotaEntry('Document', require=20.0, cap=60.0)
     >>> QuotaEntry("Document", require=70, cap=60)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel._errors.SlicerConfigError: QuotaEntry: require (70.0) must be <= cap (60.0) for ...
+    cupel.SlicerConfigError: QuotaEntry: require (70.0) must be <= cap (60.0) for ...
     """
 
     kind: ContextKind
     require: float
     cap: float
 
-    def __init__(self, kind: str, require: float = 0.0, cap: float = 100.0) -> None:
+    def __init__(self, kind: str, require: Percent = 0.0, cap: Percent = 100.0) -> None:
         object.__setattr__(self, "kind", entry_kind("QuotaEntry", kind))
         object.__setattr__(self, "require", _percent("require", require))
         object.__setattr__(self, "cap", _percent("cap", cap))
@@ -62,9 +61,6 @@ class QuotaEntry:
                 field="require",
                 value=require,
             )
-
-    def __repr__(self) -> str:
-        return f"QuotaEntry(kind='{self.kind}', require={self.require}, cap={self.cap})"
 
 
 class QuotaSlice(BaseSlicer):
@@ -228,9 +224,6 @@ class QuotaSlice(BaseSlicer):
                 proportional = unassigned * masses[key] // distributable
             budgets[key] = min(require + proportional, cap)
         return budgets
-
-    def __repr__(self) -> str:
-        return f"QuotaSlice(inner={self._inner!r}, quotas={list(self._quotas)!r})"
 
 
 def _satisfied(shortfall: CountRequirementShortfall) -> int:

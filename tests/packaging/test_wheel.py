@@ -82,7 +82,9 @@ def test_the_wheel_holds_the_packages_the_command_and_the_data(wheel: Path) -> N
     for path in (
         "cupel/__init__.py",
         "cupel/__main__.py",
-        "cupel/cli.py",
+        "cupel/cli/__init__.py",
+        "cupel/policy/__init__.py",
+        "cupel/_pipeline/__init__.py",
         "cupel/py.typed",
         "cupel/data/demo_conversation.jsonl",
         "cupel_langchain/__init__.py",

@@ -30,7 +30,7 @@ from cupel import (
     ScoredItem,
     SelectionReport,
 )
-from cupel._cli_render import explain
+from cupel.cli._explain import explain
 
 
 def sections(text: str) -> dict[str, list[str]]:

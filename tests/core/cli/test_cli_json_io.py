@@ -12,7 +12,7 @@ import pytest
 from cli_testkit import ITEMS, cupel, write_items
 
 from cupel import ContextItem
-from cupel._cli_io import dump_json
+from cupel.cli._io import dump_json
 
 SEPARATORS = "\u2028\u2029\u0085"
 

@@ -73,14 +73,13 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
 def test_reading_a_large_file_shows_progress_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cupel import _cli_progress
-    from cupel.cli import load_items
+    from cupel.cli import _progress, load_items
 
     path = write_jsonl(tmp_path, many_items(2000))
     assert len(load_items(str(path))) == 2000
     assert capsys.readouterr().err == ""  # not a terminal: silent
-    monkeypatch.setattr(_cli_progress, "on_terminal", lambda: True)
-    monkeypatch.setattr(_cli_progress, "READ_DELAY", 0.0)
+    monkeypatch.setattr(_progress, "on_terminal", lambda: True)
+    monkeypatch.setattr(_progress, "READ_DELAY", 0.0)
     assert len(load_items(str(path))) == 2000
     shown = capsys.readouterr().err
     assert f"reading {path}" in shown and "/2.00k" in shown  # of 2,000 items
@@ -90,11 +89,12 @@ def test_ctrl_c_in_process_returns_130(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from cupel import cli
+    from cupel.cli import _commands
 
     def interrupted(path: str) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "read_items", lambda path, **kw: interrupted(path))
+    monkeypatch.setattr(_commands, "read_items", lambda path, **kw: interrupted(path))
     status = cli.main(["select", str(write_items(tmp_path, ITEMS)), "--max-tokens", "10"])
     out, err = capsys.readouterr()
     assert status == 130 and out == "" and err == "\ncupel: interrupted\n"

@@ -647,7 +647,7 @@ def test_report_invariants_are_checked() -> None:
         InclusionReason,
         SelectionReport,
     )
-    from cupel.conformance._runner import _report_invariants
+    from cupel.conformance._pipeline_vectors import report_invariants
 
     a, b, c = (ContextItem(content=x, tokens=10) for x in "abc")
     report = SelectionReport(
@@ -660,12 +660,12 @@ def test_report_invariants_are_checked() -> None:
         total_candidates=4,
         total_tokens_considered=31,
     )
-    assert _report_invariants(report, [a]) == [
+    assert report_invariants(report, [a]) == [
         "report.total_candidates 4 != included + excluded 3",
         "report.total_tokens_considered 31 != tokens of included + excluded 30",
         "report.excluded is not sorted by score descending: [0.1, 0.2]",
     ]
-    assert _report_invariants(report, [b])[0] == "report.included ['a'] is not the window ['b']"
+    assert report_invariants(report, [b])[0] == "report.included ['a'] is not the window ['b']"
 
 
 # -- builders ----------------------------------------------------------------------------

@@ -315,11 +315,9 @@ class TestFailedRuns:
             assert span.status.description == (
                 "PinnedBudgetError: Pinned items require 500 tokens, but only 100 are available"
             )
-            assert attrs(span)["error.type"] == "cupel._errors.PinnedBudgetError"
+            assert attrs(span)["error.type"] == "cupel.PinnedBudgetError"
             (event,) = [e for e in span.events if e.name == "exception"]
-            assert (
-                dict(event.attributes or {})["exception.type"] == "cupel._errors.PinnedBudgetError"
-            )
+            assert dict(event.attributes or {})["exception.type"] == "cupel.PinnedBudgetError"
 
     def test_overflow_throw_at_place_fails_only_place_and_root(
         self, provider: TracerProvider, exporter: InMemorySpanExporter

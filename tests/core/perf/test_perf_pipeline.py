@@ -18,7 +18,7 @@ from perf_testkit import (
     spec_u_shaped,
 )
 
-import cupel._pipeline
+import cupel._pipeline.slice
 from cupel import (
     ChronologicalPlacer,
     CompositeScorer,
@@ -141,8 +141,8 @@ def test_built_in_components_take_the_array_route(monkeypatch: pytest.MonkeyPatc
     def not_expected(*args: object) -> object:
         raise AssertionError("the array route should not build ScoredItem lists")
 
-    monkeypatch.setattr(cupel._pipeline, "slice_detailed", not_expected)
-    monkeypatch.setattr(cupel._pipeline, "_ranked", not_expected)
+    monkeypatch.setattr(cupel._pipeline.slice, "slice_detailed", not_expected)
+    monkeypatch.setattr(cupel._pipeline.slice, "ranked_lists", not_expected)
     items = [ContextItem(content=f"m{i}", tokens=10 + i, kind="Document") for i in range(50)]
     scorer = CompositeScorer([(RecencyScorer(), 1.0), (KindScorer(), 1.0)])
     budget = ContextBudget(max_tokens=200, target_tokens=200)

@@ -102,7 +102,7 @@ MISTAKES: list[tuple[dict[str, Any], str, str]] = [
         "slicer.inner: inner must not be a KnapsackSlice (its output is not score-ordered, so "
         "cap enforcement could drop better items); use GreedySlice, or "
         "CountConstrainedKnapsackSlice for knapsack selection with count quotas, got "
-        "KnapsackSlice(bucket_size=100, max_cells=50000000)",
+        "KnapsackSlice()",
     ),
     (
         {

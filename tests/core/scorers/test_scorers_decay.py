@@ -277,8 +277,10 @@ class TestScorerConstruction:
         assert repr(scorer) == (
             "DecayScorer(FixedTimeProvider(datetime.datetime(2025, 1, 1, 12, 0, "
             "tzinfo=datetime.timezone.utc)), "
-            "WindowDecay(max_age=datetime.timedelta(seconds=3600)), null_timestamp_score=0.5)"
+            "WindowDecay(max_age=datetime.timedelta(seconds=3600)))"
         )
+        other = DecayScorer(FixedTimeProvider(T0), WindowDecay(HOUR), null_timestamp_score=0.25)
+        assert repr(other).endswith("seconds=3600)), null_timestamp_score=0.25)")
 
 
 class TestTimeProviders:

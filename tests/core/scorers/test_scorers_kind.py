@@ -150,5 +150,6 @@ class TestConstruction:
 
 
 def test_repr_shows_the_weights() -> None:
-    assert repr(KindScorer({"memory": 2.0})) == "KindScorer({'memory': 2.0})"
-    assert repr(KindScorer()).startswith("KindScorer({'SystemPrompt': 1.0, 'Memory': 0.8")
+    assert repr(KindScorer({"memory": 2.0})) == "KindScorer(weights={'memory': 2.0})"
+    assert repr(KindScorer()) == "KindScorer()"  # the default table (KindScorer.DEFAULT_WEIGHTS)
+    assert repr(KindScorer(dict(KindScorer.DEFAULT_WEIGHTS))) == "KindScorer()"

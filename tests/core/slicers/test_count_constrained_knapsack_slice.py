@@ -147,9 +147,8 @@ class TestConstruction:
         assert slicer.scarcity is ScarcityBehavior.THROW
         assert slicer.is_count_quota is True
         assert repr(slicer) == (
-            "CountConstrainedKnapsackSlice(knapsack=KnapsackSlice(bucket_size=5, "
-            "max_cells=50000000), entries=[CountQuotaEntry(kind='tool', require_count=1, "
-            "cap_count=None)], scarcity=ScarcityBehavior.THROW)"
+            "CountConstrainedKnapsackSlice([CountQuotaEntry('tool', require_count=1)], "
+            "knapsack=KnapsackSlice(bucket_size=5), scarcity=ScarcityBehavior.THROW)"
         )
 
 

@@ -55,7 +55,7 @@ class TestCountQuotaEntry:
         entry = CountQuotaEntry("tool")
         assert (entry.require_count, entry.cap_count) == (0, None)
         assert isinstance(entry.kind, ContextKind)
-        assert repr(entry) == "CountQuotaEntry(kind='tool', require_count=0, cap_count=None)"
+        assert repr(entry) == "CountQuotaEntry('tool')"
 
     def test_is_frozen_and_compares_kinds_case_insensitively(self):
         entry = CountQuotaEntry("tool", 1, 2)
@@ -114,7 +114,7 @@ class TestConstruction:
                 "CountQuotaSlice: inner must not be a KnapsackSlice (its output is not "
                 "score-ordered, so cap enforcement could drop better items); use GreedySlice, "
                 "or CountConstrainedKnapsackSlice for knapsack selection with count quotas, "
-                "got KnapsackSlice(bucket_size=100, max_cells=50000000)"
+                "got KnapsackSlice()"
             ),
         ) as info:
             CountQuotaSlice(KnapsackSlice(), [])
@@ -168,8 +168,8 @@ class TestConstruction:
         assert slicer.scarcity is ScarcityBehavior.DEGRADE
         assert slicer.is_count_quota is True
         assert repr(slicer) == (
-            "CountQuotaSlice(inner=GreedySlice(), entries=[CountQuotaEntry(kind='tool', "
-            "require_count=2, cap_count=4)], scarcity=ScarcityBehavior.DEGRADE)"
+            "CountQuotaSlice(GreedySlice(), [CountQuotaEntry('tool', require_count=2, "
+            "cap_count=4)])"
         )
 
 

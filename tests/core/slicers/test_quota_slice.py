@@ -42,7 +42,8 @@ class TestQuotaEntry:
             entry.require = 5
 
     def test_repr_shows_the_configuration(self):
-        assert repr(QuotaEntry("Doc", 10, 50)) == "QuotaEntry(kind='Doc', require=10.0, cap=50.0)"
+        assert repr(QuotaEntry("Doc", 10, 50)) == "QuotaEntry('Doc', require=10.0, cap=50.0)"
+        assert repr(QuotaEntry("Doc")) == "QuotaEntry('Doc')"
 
     @pytest.mark.parametrize("field", ["require", "cap"])
     @pytest.mark.parametrize("bad", [-0.5, 100.5, math.nan, math.inf, True, "10", None])
@@ -118,8 +119,7 @@ class TestConstruction:
         assert slicer.inner is inner
         assert slicer.quotas == (QuotaEntry("Doc", 10, 50),)
         assert repr(slicer) == (
-            "QuotaSlice(inner=KnapsackSlice(bucket_size=10, max_cells=50000000), "
-            "quotas=[QuotaEntry(kind='Doc', require=10.0, cap=50.0)])"
+            "QuotaSlice(KnapsackSlice(bucket_size=10), [QuotaEntry('Doc', require=10.0, cap=50.0)])"
         )
         assert slicer.is_count_quota is False
 

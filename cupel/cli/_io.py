@@ -15,7 +15,7 @@ error names the file, the line or item, and the field.
 ... # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-cupel._cli_io.CliError: items.jsonl, line 1: metadata.x: NaN is not a JSON number
+cupel.CliError: items.jsonl, line 1: metadata.x: NaN is not a JSON number
 (strict JSON has no NaN or Infinity)
 
 Output: :func:`write_json` writes strict JSON (a non-finite float, which strict JSON
@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from cupel._errors import CupelError
+from cupel._errors import CliError, CupelError
 from cupel._model import ContextItem
 
 __all__ = [
@@ -48,10 +48,6 @@ __all__ = [
     "terminal_safe",
     "write_json",
 ]
-
-
-class CliError(Exception):
-    """An input or usage problem, reported as one ``cupel: error: ...`` line (exit 2)."""
 
 
 # -- strict numbers ------------------------------------------------------------------------

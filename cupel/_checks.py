@@ -1,0 +1,111 @@
+"""Validation helpers shared by the model classes (private): pydantic errors as cupel
+errors, field types and the timestamp rule."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any, NoReturn
+
+from pydantic import BeforeValidator, Strict, ValidationError
+
+from cupel._errors import ConfigurationError, ItemError
+from cupel._frozen import MAX_METADATA_DEPTH
+
+__all__ = [
+    "Number",
+    "StrictBool",
+    "StrictInt",
+    "json_object",
+    "raise_as",
+    "utc_timestamp",
+]
+
+
+def utc_timestamp(value: datetime, *, where: str = "ContextItem.timestamp") -> datetime:
+    """``value`` as an aware UTC datetime: naive values are taken as UTC, aware ones are
+    converted. An instant that has no UTC date within ``datetime``'s range (year 1 to
+    9999), such as ``9999-12-31T23:59:59-05:00``, raises :class:`~cupel.ItemError`
+    (``where`` names the field).
+
+    >>> utc_timestamp(datetime(2025, 1, 1, 12)).isoformat()
+    '2025-01-01T12:00:00+00:00'
+    >>> utc_timestamp(datetime.fromisoformat("9999-12-31T23:59:59-05:00"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cupel.ItemError: ContextItem.timestamp: 9999-12-31T23:59:59-05:00 is outside ...
+    """
+    if not isinstance(value, datetime):
+        raise ItemError(
+            f"{where}: must be a datetime, got {type(value).__name__} {value!r}",
+            field=where.split(".", 1)[-1],
+            value=value,
+        )
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=timezone.utc)
+    if value.tzinfo is timezone.utc:
+        return value
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ItemError(
+            f"{where}: {value.isoformat()} is outside the range of UTC datetimes "
+            f"(0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z)",
+            field=where.split(".", 1)[-1],
+            value=value,
+        ) from None
+
+
+def _not_bool_or_text(value: Any) -> Any:
+    """Numbers only: ``True`` or ``"0.5"`` is not a float field's value."""
+    if isinstance(value, (bool, str, bytes)):
+        raise ValueError(f"must be a number, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _validation_message(exc: ValidationError, model: str) -> tuple[str, str | None, Any]:
+    """Turn a pydantic ValidationError into one readable line plus (field, value)."""
+    parts = []
+    first_field: str | None = None
+    first_value: Any = None
+    for i, err in enumerate(exc.errors(include_url=False)):
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        msg = str(err.get("msg", "invalid"))
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        value = err.get("input")
+        if i == 0:
+            first_field, first_value = (loc or None), value
+        where = f"{model}.{loc}" if loc else model
+        if err.get("type") == "value_error" or "got" in msg:
+            parts.append(f"{where}: {msg}")
+        else:
+            parts.append(f"{where}: {msg}, got {value!r}")
+    return "; ".join(parts), first_field, first_value
+
+
+def raise_as(exc: ValidationError, model: str, error: type[ConfigurationError]) -> NoReturn:
+    for err in exc.errors(include_url=False):
+        original = (err.get("ctx") or {}).get("error")
+        if isinstance(original, ConfigurationError):
+            raise original from None
+    message, field, value = _validation_message(exc, model)
+    raise error(message, field=field, value=value) from None
+
+
+StrictInt = Annotated[int, Strict()]
+StrictBool = Annotated[bool, Strict()]
+Number = Annotated[float, BeforeValidator(_not_bool_or_text)]
+
+
+def json_object(text: str | bytes, model: str, error: type[ConfigurationError]) -> Any:
+    """``json.loads(text)``, with a document nested too deeply for the parser refused as
+    ``error`` instead of a ``RecursionError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(
+            f"{model}: the JSON document is nested too deeply to parse (metadata may nest "
+            f"at most {MAX_METADATA_DEPTH} levels)",
+            value=None,
+        ) from None

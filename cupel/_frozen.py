@@ -1,0 +1,293 @@
+"""Read-only containers (private): what makes ``ContextItem.metadata`` and
+``ContextBudget.reserved_slots`` immutable all the way down.
+
+:func:`freeze_metadata` turns plain data into :class:`FrozenDict` / :class:`FrozenList`
+values (deep-copying anything else), :func:`thaw` turns them back into plain ``dict`` /
+``list`` values for the wire form.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence, Set
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from enum import Enum
+from fractions import Fraction
+from pathlib import PurePath
+from typing import Any, NoReturn, TypeVar
+from uuid import UUID
+
+from cupel._errors import ItemError
+from cupel._text import is_unicode_text
+
+__all__ = ["EMPTY", "MAX_METADATA_DEPTH", "FrozenDict", "FrozenList", "freeze_metadata", "thaw"]
+
+_KT = TypeVar("_KT")
+_VT = TypeVar("_VT")
+
+
+MAX_METADATA_DEPTH = 100
+"""How deeply containers may nest inside ``ContextItem.metadata`` (the metadata mapping
+itself is level 1); deeper values (or a container holding itself) are refused with an
+:class:`~cupel.ItemError` naming the path."""
+
+_ATOMIC: frozenset[type] = frozenset(
+    {
+        type(None),
+        bool,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        Decimal,
+        Fraction,
+        datetime,
+        date,
+        time,
+        timedelta,
+        timezone,
+        UUID,
+        range,
+    }
+)
+"""Immutable value types kept as they are (exact types; subclasses are checked below)."""
+
+
+def _path_text(path: list[str]) -> str:
+    """``metadata['a'][0]``; a long path keeps its first and last steps."""
+    if len(path) > 8:
+        path = [*path[:4], f"...({len(path) - 6} more)...", *path[-2:]]
+    return "".join(path)
+
+
+def _refuse(path: list[str], rule: str, value: Any) -> NoReturn:
+    where = _path_text(path)
+    raise ItemError(f"{where}: {rule}", field=where.split(".", 1)[-1], value=value)
+
+
+def _freeze(value: Any, path: list[str], depth: int) -> Any:
+    """``value`` with every container replaced by a read-only one: mappings by
+    :class:`FrozenDict`, lists (and other sequences) by :class:`FrozenList`, tuples by
+    tuples of frozen values, sets by ``frozenset``, ``bytearray``/``memoryview`` by
+    ``bytes``. Immutable scalars are kept; any other object is deep-copied, so the
+    caller's objects are never shared. Text must be valid Unicode."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        if kind is str and not is_unicode_text(value):
+            _refuse(path, "text must be valid Unicode (it holds a lone surrogate)", value)
+        return value
+    if depth > MAX_METADATA_DEPTH:
+        _refuse(
+            path,
+            f"nested deeper than {MAX_METADATA_DEPTH} levels (the limit for metadata; "
+            f"a container that holds itself also ends here)",
+            value,
+        )
+    if isinstance(value, Mapping):
+        frozen_map: FrozenDict[Any, Any] = FrozenDict.__new__(FrozenDict)
+        for key, inner in value.items():
+            if isinstance(key, str) and not is_unicode_text(key):
+                _refuse(path, f"key {key!r} must be valid Unicode (it holds a lone surrogate)", key)
+            step = f"[{key!r}]"
+            dict.__setitem__(frozen_map, key, _freeze(inner, [*path, step], depth + 1))
+        return frozen_map
+    if isinstance(value, tuple):
+        items = [_freeze(inner, [*path, f"[{i}]"], depth + 1) for i, inner in enumerate(value)]
+        if all(map(_same, items, value)):
+            return value
+        make = getattr(kind, "_make", None)  # a NamedTuple keeps its type
+        return make(items) if callable(make) else tuple(items)
+    if isinstance(value, (str, bytes)):  # subclasses: immutable text and bytes
+        if isinstance(value, str) and not is_unicode_text(value):
+            _refuse(path, "text must be valid Unicode (it holds a lone surrogate)", value)
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, (Sequence, Set)):
+        elements = [_freeze(inner, [*path, f"[{i}]"], depth + 1) for i, inner in enumerate(value)]
+        if isinstance(value, Set):
+            return frozenset(elements)
+        frozen_list: FrozenList[Any] = FrozenList.__new__(FrozenList)
+        list.extend(frozen_list, elements)
+        return frozen_list
+    if isinstance(value, (int, float, complex, Enum, PurePath)):
+        return value  # numbers (numpy scalars too), enum members and paths are immutable
+    try:
+        return copy.deepcopy(value)
+    except Exception as exc:
+        _refuse(
+            path,
+            f"a {kind.__name__} can be neither frozen nor copied ({type(exc).__name__}: {exc}); "
+            f"metadata values must be plain data (text, numbers, lists, mappings, ...) or "
+            f"copyable objects",
+            value,
+        )
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b
+
+
+def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> FrozenDict[str, Any]:
+    """``value`` as item metadata: a :class:`FrozenDict` that is read-only all the way down.
+
+    Keys must be strings. Nested mappings become ``FrozenDict`` s, lists ``FrozenList`` s,
+    sets ``frozenset`` s; tuples keep their type with frozen elements; immutable scalars
+    are kept; other objects are deep-copied, so no mutable object is shared with the
+    caller. Text must be valid Unicode and nesting is limited to
+    :data:`MAX_METADATA_DEPTH` levels; violations raise :class:`~cupel.ItemError`
+    naming the path (``where`` is its first step). A ``FrozenDict`` (read-only all the
+    way down by construction) is returned as it is.
+
+    >>> given = {"source": {"urls": ["a", "b"]}}
+    >>> frozen = freeze_metadata(given)
+    >>> type(frozen["source"]).__name__, type(frozen["source"]["urls"]).__name__
+    ('FrozenDict', 'FrozenList')
+    >>> frozen == given, frozen["source"]["urls"] is given["source"]["urls"]
+    (True, False)
+    >>> freeze_metadata({"k": [[1]]}, where="ContextItem.metadata")["k"][0].append(2)
+    Traceback (most recent call last):
+    ...
+    TypeError: FrozenList is read-only (cupel items and budgets are immutable); ...
+    """
+    if type(value) is FrozenDict:
+        return value
+    if not isinstance(value, Mapping):
+        raise ItemError(
+            f"{where}: must be a mapping of string keys to values, "
+            f"got {type(value).__name__} {value!r}",
+            field=where.split(".", 1)[-1],
+            value=value,
+        )
+    if not value:
+        return EMPTY
+    for key in value:
+        if not isinstance(key, str):
+            raise ItemError(
+                f"{where}: keys must be strings, got {type(key).__name__} {key!r}",
+                field=where.split(".", 1)[-1],
+                value=key,
+            )
+    frozen: FrozenDict[str, Any] = _freeze(value, [where], 1)
+    return frozen
+
+
+class FrozenDict(dict[_KT, _VT]):
+    """A ``dict`` that refuses every change: ``ContextItem.metadata`` and
+    ``ContextBudget.reserved_slots`` are these, so a constructed item or budget stays
+    immutable. Its values are frozen too (nested dicts become ``FrozenDict`` s, lists
+    :class:`FrozenList` s, see :func:`freeze_metadata`). It reads, compares, copies,
+    pickles and serializes as a plain ``dict``.
+
+    >>> slots = FrozenDict({"Memory": 2})
+    >>> slots["Memory"], slots == {"Memory": 2}, isinstance(slots, dict)
+    (2, True, True)
+    >>> slots["Memory"] = 3  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: FrozenDict is read-only (cupel items and budgets are immutable); ...
+    >>> type(FrozenDict({"k": {"nested": [1]}})["k"]["nested"]).__name__
+    'FrozenList'
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        dict.__init__(self, *args, **kwargs)
+        changed = []
+        for key, value in dict.items(self):
+            frozen = _freeze(value, [f"{type(self).__name__}[{key!r}]"], 2)
+            if frozen is not value:
+                changed.append((key, frozen))
+        for key, frozen in changed:
+            dict.__setitem__(self, key, frozen)
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"{type(self).__name__} is read-only (cupel items and budgets are immutable); "
+            f"copy it with dict(...) to change it"
+        )
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+    def __copy__(self) -> FrozenDict[_KT, _VT]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict[_KT, _VT]:
+        return type(self)(copy.deepcopy(dict(self), memo))
+
+
+_T = TypeVar("_T")
+
+
+class FrozenList(list[_T]):
+    """A ``list`` that refuses every change: the lists inside ``ContextItem.metadata``.
+    Its elements are frozen too. It reads, compares (``FrozenList([1]) == [1]``), copies,
+    pickles and serializes as a plain ``list``.
+
+    >>> values = FrozenList([1, {"k": "v"}])
+    >>> values == [1, {"k": "v"}], type(values[1]).__name__
+    (True, 'FrozenDict')
+    >>> values.append(2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: FrozenList is read-only (cupel items and budgets are immutable); ...
+    """
+
+    __slots__ = ()
+
+    def __init__(self, iterable: Iterable[_T] = ()) -> None:
+        name = type(self).__name__
+        list.extend(self, [_freeze(v, [f"{name}[{i}]"], 2) for i, v in enumerate(iterable)])
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"{type(self).__name__} is read-only (cupel items and budgets are immutable); "
+            f"copy it with list(...) to change it"
+        )
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __iadd__ = _read_only
+    __imul__ = _read_only
+    append = _read_only
+    extend = _read_only
+    insert = _read_only
+    pop = _read_only
+    remove = _read_only
+    clear = _read_only
+    sort = _read_only
+    reverse = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (list(self),))
+
+    def __copy__(self) -> FrozenList[_T]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList[_T]:
+        return type(self)(copy.deepcopy(list(self), memo))
+
+
+EMPTY: FrozenDict[Any, Any] = FrozenDict()
+
+
+def thaw(value: Any) -> Any:
+    """A frozen container as plain ``dict`` / ``list`` values, recursively (the wire form)."""
+    if isinstance(value, FrozenDict):
+        return {key: thaw(inner) for key, inner in value.items()}
+    if isinstance(value, FrozenList):
+        return [thaw(inner) for inner in value]
+    return value

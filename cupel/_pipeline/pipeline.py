@@ -1,0 +1,227 @@
+"""The Pipeline: a configuration (scorer, slicer, placer, deduplication, overflow) and its run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cupel._errors import ConfigurationError, InvalidOperationError
+from cupel._model import ContextBudget, ContextItem, OverflowStrategy
+from cupel._pipeline.place import OverflowCallback
+from cupel._pipeline.report import UNTRACED, Stages, Traced
+from cupel.diagnostics._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceCollector
+from cupel.diagnostics._events import OverflowEvent, TraceDetailLevel
+from cupel.diagnostics._report import SelectionReport
+from cupel.placers import ChronologicalPlacer
+from cupel.placers._base import Placer
+from cupel.scorers._base import Scorer
+from cupel.slicers import GreedySlice
+from cupel.slicers._base import Slicer
+
+__all__ = ["ContextResult", "Pipeline", "PipelineRecipe", "set_policy_resolver"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextResult:
+    """The outcome of a run: the window in placed order, its token total, the report
+    (when a diagnostic collector was used, always for ``dry_run``) and the overflow
+    record (``OverflowStrategy.PROCEED`` over target only)."""
+
+    items: list[ContextItem]
+    total_tokens: int
+    report: SelectionReport | None = None
+    overflow: OverflowEvent | None = None
+
+
+class PipelineRecipe(Protocol):
+    """What :meth:`Pipeline.from_policy` builds: an object whose ``build()`` makes a
+    pipeline, i.e. a :class:`~cupel.policy.Policy` (named by its shape: ``cupel.policy``
+    builds on this module, never the reverse)."""
+
+    def build(self) -> Pipeline: ...
+
+
+PolicyResolver = Callable[[Any], "Pipeline"]
+_POLICY_RESOLVER: list[PolicyResolver] = []
+
+
+def set_policy_resolver(resolver: PolicyResolver) -> None:
+    """Install what :meth:`Pipeline.from_policy` calls (``cupel.policy`` does, when it is
+    imported: the policy layer builds on the pipeline, so the pipeline cannot import it)."""
+    _POLICY_RESOLVER[:] = [resolver]
+
+
+def _require(obj: object, method: str, param: str, kind: str) -> None:
+    if obj is None or not callable(getattr(obj, method, None)):
+        raise ConfigurationError(
+            f"Pipeline: {param} must be a {kind} (an object with a callable "
+            f"'{method}' method), got {obj!r}",
+            field=param,
+            value=obj,
+        )
+
+
+class Pipeline:
+    """A configured selection pipeline. Stateless between runs and safe to share.
+
+    Parameters:
+        scorer: ranks items (any object with ``score(item, all_items)``).
+        slicer: fits the budget (default :class:`~cupel.GreedySlice`).
+        placer: orders the window (default :class:`~cupel.ChronologicalPlacer`).
+        deduplication: drop byte-identical content, keeping the best-scored copy.
+        overflow_strategy: what to do when pinned + sliced tokens exceed the target.
+        on_overflow: receives the :class:`~cupel.OverflowEvent` under ``PROCEED``.
+    """
+
+    __slots__ = ("deduplication", "on_overflow", "overflow_strategy", "placer", "scorer", "slicer")
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        slicer: Slicer | None = None,
+        placer: Placer | None = None,
+        *,
+        deduplication: bool = True,
+        overflow_strategy: OverflowStrategy | str = OverflowStrategy.THROW,
+        on_overflow: OverflowCallback | None = None,
+    ) -> None:
+        if slicer is None:
+            slicer = GreedySlice()
+        if placer is None:
+            placer = ChronologicalPlacer()
+        _require(scorer, "score", "scorer", "scorer")
+        _require(slicer, "slice", "slicer", "slicer")
+        _require(placer, "place", "placer", "placer")
+        if not isinstance(deduplication, bool):
+            raise ConfigurationError(
+                f"Pipeline: deduplication must be a bool, got {deduplication!r}",
+                field="deduplication",
+                value=deduplication,
+            )
+        if on_overflow is not None and not callable(on_overflow):
+            raise ConfigurationError(
+                f"Pipeline: on_overflow must be callable, got {on_overflow!r}",
+                field="on_overflow",
+                value=on_overflow,
+            )
+        self.scorer = scorer
+        self.slicer = slicer
+        self.placer = placer
+        self.deduplication = deduplication
+        self.overflow_strategy = OverflowStrategy.parse(overflow_strategy)
+        self.on_overflow = on_overflow
+
+    @classmethod
+    def from_policy(cls, policy: PipelineRecipe | str) -> Pipeline:
+        """A pipeline built from a :class:`~cupel.policy.Policy` or a preset name
+        (``"chat"``, ``"rag"``, ... see :mod:`cupel.presets`).
+
+        >>> Pipeline.from_policy("rag").placer
+        UShapedPlacer()
+        """
+        if not _POLICY_RESOLVER:  # pragma: no cover - cupel/__init__ imports cupel.policy
+            raise InvalidOperationError("Pipeline.from_policy needs cupel.policy imported")
+        return _POLICY_RESOLVER[0](policy)
+
+    def __repr__(self) -> str:
+        return (
+            f"Pipeline(scorer={self.scorer!r}, slicer={self.slicer!r}, placer={self.placer!r}, "
+            f"deduplication={self.deduplication}, "
+            f"overflow_strategy={self.overflow_strategy.name})"
+        )
+
+    # ------------------------------------------------------------------------------
+    def dry_run(
+        self,
+        items: Sequence[ContextItem],
+        budget: ContextBudget,
+        *,
+        detail_level: TraceDetailLevel = TraceDetailLevel.STAGE,
+        on_overflow: OverflowCallback | None = None,
+    ) -> ContextResult:
+        """Run with a fresh :class:`~cupel.DiagnosticTraceCollector`; ``.report`` is set."""
+        return self.run(
+            items,
+            budget,
+            collector=DiagnosticTraceCollector(detail_level),
+            on_overflow=on_overflow,
+        )
+
+    def run(
+        self,
+        items: Sequence[ContextItem],
+        budget: ContextBudget,
+        *,
+        collector: TraceCollector | None = None,
+        on_overflow: OverflowCallback | None = None,
+    ) -> ContextResult:
+        """Select and order ``items`` within ``budget``.
+
+        Raises :class:`~cupel.PinnedBudgetError` when pinned items alone exceed
+        ``max_tokens - output_reserve`` and :class:`~cupel.OverflowBudgetError` when the
+        window exceeds ``target_tokens`` under ``OverflowStrategy.THROW``. ``items`` is
+        never modified; the window holds the very same item objects.
+        """
+        items = _checked_input(items, budget)
+        trace = collector if collector is not None else NULL_COLLECTOR
+        if not trace.is_enabled:
+            return self._run(items, budget, UNTRACED, on_overflow)
+        trace.on_run_start(len(items), budget)
+        try:
+            return self._run(items, budget, Traced(trace), on_overflow)
+        except Exception as exc:
+            trace.on_run_error(exc)
+            raise
+
+    def _run(
+        self,
+        items: Sequence[ContextItem],
+        budget: ContextBudget,
+        stages: Stages,
+        on_overflow: OverflowCallback | None,
+    ) -> ContextResult:
+        """The six stages (see :mod:`cupel._pipeline`); ``stages`` reports them or not.
+
+        From Score to Place the candidates travel as positions into the scoreable items
+        and, when every score is a NaN-free float (all built-in scorers), as float64 /
+        int64 arrays that the built-in slicers and placers read directly. Otherwise, or
+        for custom components, the stages exchange the spec's lists of ScoredItem. Both
+        routes give identical results (tests/core/perf/test_perf_pipeline.py).
+        """
+        classified = stages.classify(items, budget)
+        scores = stages.score(self.scorer, classified)
+        survivors = stages.deduplicate(classified, scores, self.deduplication)
+        ranking = stages.sort(classified, scores, survivors)
+        sliced = stages.slice(self.slicer, classified, ranking, budget)
+        placed = stages.place(
+            self.placer,
+            classified,
+            sliced,
+            budget,
+            self.overflow_strategy,
+            on_overflow if on_overflow is not None else self.on_overflow,
+        )
+        report = stages.report(self.slicer, classified)
+        return ContextResult(placed.items, placed.tokens, report, placed.overflow)
+
+
+def _checked_input(items: Sequence[ContextItem], budget: ContextBudget) -> Sequence[ContextItem]:
+    """``items`` as a sequence the stages may read more than once; a clear error for a
+    budget that is not a ContextBudget or items that are not a sequence of items."""
+    if not isinstance(budget, ContextBudget):
+        raise ConfigurationError(
+            f"Pipeline.run: budget must be a ContextBudget, got {type(budget).__name__}",
+            field="budget",
+            value=budget,
+        )
+    if isinstance(items, (list, tuple)):
+        return items
+    if isinstance(items, (str, bytes, Mapping, ContextItem)) or not isinstance(items, Iterable):
+        raise ConfigurationError(
+            f"Pipeline.run: items must be a sequence (or iterable) of ContextItem, "
+            f"got {type(items).__name__}",
+            field="items",
+            value=items,
+        )
+    return list(items)

@@ -1,0 +1,284 @@
+"""Report building (private): the stages as a traced run sees them.
+
+:data:`UNTRACED` runs the six stages and nothing else. :class:`Traced` runs the same
+stage functions and, around each, tells the collector what it decided: the stage's
+start, its exclusions (and inclusions), its timing event. Selection never reads the
+collector, so a traced run selects exactly what an untraced one does; the report is
+built from the stages' results, in the order the collector has always received them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from time import perf_counter
+from typing import Any
+
+from cupel._fastpath import FloatArray
+from cupel._model import ContextBudget, ContextItem, OverflowStrategy
+from cupel._pipeline.classify import Classified, classify
+from cupel._pipeline.deduplicate import Survivors, deduplicate
+from cupel._pipeline.place import Merged, OverflowCallback, arrange, merge
+from cupel._pipeline.score import score
+from cupel._pipeline.slice import Sliced, slice_items
+from cupel._pipeline.sort import Ranking, ranked_lists, sort
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
+from cupel.diagnostics._collectors import TraceCollector
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem
+from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
+from cupel.diagnostics._outcomes import SliceOutcome
+from cupel.diagnostics._reasons import (
+    BudgetExceeded,
+    CountCapExceeded,
+    Deduplicated,
+    ExclusionReason,
+    InclusionReason,
+    NegativeTokens,
+    PinnedOverride,
+)
+from cupel.diagnostics._report import SelectionReport
+from cupel.placers._base import Placer
+from cupel.scorers._base import Scorer
+from cupel.slicers._base import Slicer
+
+__all__ = ["UNTRACED", "Placed", "Stages", "Traced"]
+
+
+class Placed:
+    """The window in placed order, its token total and the overflow event (if any)."""
+
+    __slots__ = ("items", "overflow", "tokens")
+
+    def __init__(
+        self, items: list[ContextItem], tokens: int, overflow: OverflowEvent | None
+    ) -> None:
+        self.items = items
+        self.tokens = tokens
+        self.overflow = overflow
+
+
+class Stages:
+    """The six stages, untraced."""
+
+    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+        return classify(items, budget)
+
+    def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
+        return score(scorer, classified)
+
+    def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
+        return deduplicate(classified.scoreable, scores, enabled)
+
+    def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
+        return sort(classified, scores, survivors)
+
+    def slice(
+        self, slicer: Slicer, classified: Classified, ranking: Ranking, budget: ContextBudget
+    ) -> Sliced:
+        return slice_items(slicer, classified, ranking, budget)
+
+    def place(
+        self,
+        placer: Placer,
+        classified: Classified,
+        sliced: Sliced,
+        budget: ContextBudget,
+        strategy: OverflowStrategy,
+        on_overflow: OverflowCallback | None,
+    ) -> Placed:
+        merged = merge(classified, sliced, budget, strategy, on_overflow)
+        return Placed(arrange(placer, classified, sliced, merged), merged.tokens, merged.overflow)
+
+    def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
+        """The run's report (an untraced run has none)."""
+        return None
+
+
+UNTRACED = Stages()
+
+
+class Traced(Stages):
+    """The six stages, each reported to ``trace`` as it runs (one per run: it keeps
+    what the last stages' reports need)."""
+
+    def __init__(self, trace: TraceCollector) -> None:
+        self.trace = trace
+        self._sliced: Sliced | None = None
+        self._ranked: tuple[list[ContextItem], list[Any]] | None = None
+
+    def _start(self, stage: PipelineStage) -> float:
+        self.trace.on_stage_start(stage)
+        return perf_counter()
+
+    def _done(self, stage: PipelineStage, start: float, count: int) -> None:
+        self.trace.record_stage_event(TraceEvent(stage, (perf_counter() - start) * 1000.0, count))
+
+    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+        start = self._start(PipelineStage.CLASSIFY)
+        classified = classify(items, budget)
+        for item in classified.negative:
+            self.trace.on_excluded(
+                PipelineStage.CLASSIFY, ExcludedItem(item, 0.0, NegativeTokens(item.tokens))
+            )
+        self._done(PipelineStage.CLASSIFY, start, len(items))
+        return classified
+
+    def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
+        start = self._start(PipelineStage.SCORE)
+        scores = score(scorer, classified)
+        self._done(PipelineStage.SCORE, start, len(classified.scoreable))
+        return scores
+
+    def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
+        start = self._start(PipelineStage.DEDUPLICATE)
+        scoreable = classified.scoreable
+        survivors = deduplicate(scoreable, scores, enabled)
+        if survivors.positions is not None:
+            values, kept_at = survivors.values, survivors.kept
+            for i, content in enumerate(survivors.contents):
+                kept = kept_at[content]
+                if kept != i:
+                    self.trace.on_excluded(
+                        PipelineStage.DEDUPLICATE,
+                        ExcludedItem(
+                            scoreable[i], values[i], Deduplicated(scoreable[kept].content)
+                        ),
+                    )
+        self._done(PipelineStage.DEDUPLICATE, start, len(scoreable))
+        return survivors
+
+    def slice(
+        self, slicer: Slicer, classified: Classified, ranking: Ranking, budget: ContextBudget
+    ) -> Sliced:
+        start = self._start(PipelineStage.SLICE)
+        sliced = slice_items(slicer, classified, ranking, budget)
+        self._sliced = sliced
+        if sliced.ranked is not None:
+            ranked = list(map(ITEM, sliced.ranked)), list(map(SCORE, sliced.ranked))
+        else:
+            ranked = ranked_lists(classified.scoreable, ranking)
+        self._ranked = ranked
+        explained = _slicer_reasons(slicer, *ranked, sliced)
+        _report_slice(self.trace, *ranked, sliced, classified, budget, explained)
+        self._done(PipelineStage.SLICE, start, len(ranking.order))
+        return sliced
+
+    def place(
+        self,
+        placer: Placer,
+        classified: Classified,
+        sliced: Sliced,
+        budget: ContextBudget,
+        strategy: OverflowStrategy,
+        on_overflow: OverflowCallback | None,
+    ) -> Placed:
+        start = self._start(PipelineStage.PLACE)
+        merged = merge(classified, sliced, budget, strategy, on_overflow)
+        _report_truncation(self.trace, merged, classified.pinned)
+        if merged.overflow is not None:
+            self.trace.on_overflow(merged.overflow)
+        placed = arrange(placer, classified, sliced, merged)
+        _report_window(self.trace, placed, merged)
+        self._done(PipelineStage.PLACE, start, len(placed))
+        self.trace.on_run_end(len(classified.items), classified.total_tokens)
+        return Placed(placed, merged.tokens, merged.overflow)
+
+    def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
+        report = self.trace.build_report()
+        rounding = getattr(slicer, "bucket_rounding", None)
+        if rounding is None or report is None or self._ranked is None or self._sliced is None:
+            return report
+        cost = rounding(scored_pairs(*self._ranked), self._sliced.items, self._sliced.budget)
+        return report if cost is None else replace(report, bucket_rounding=cost)
+
+
+def _slicer_reasons(
+    slicer: object, ranked_items: list[ContextItem], ranked_scores: list[Any], sliced: Sliced
+) -> Mapping[int, ExclusionReason]:
+    """The exclusion reasons a slicer gives itself (an optional ``exclusion_reasons``
+    method, e.g. :class:`~cupel.RecencyWindowSlice`'s ``OutsideWindow``), by ``id(item)``."""
+    explain = getattr(slicer, "exclusion_reasons", None)
+    if explain is None:
+        return {}
+    reasons: Mapping[int, ExclusionReason] = explain(
+        scored_pairs(ranked_items, ranked_scores), sliced.items, sliced.budget
+    )
+    return reasons
+
+
+def _report_slice(
+    trace: TraceCollector,
+    ranked_items: list[ContextItem],
+    ranked_scores: list[Any],
+    sliced: Sliced,
+    classified: Classified,
+    budget: ContextBudget,
+    explained: Mapping[int, ExclusionReason],
+) -> None:
+    """One exclusion per candidate the slicer did not select, in ranked order. An
+    object listed more than once (deduplication off) is counted per occurrence: the
+    first ones in ranked order are the selected ones. Equal reasons (immutable values)
+    are built once and shared. ``explained``: reasons the slicer gave itself, keyed by
+    ``id(item)``."""
+    outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
+    if outcome.shortfalls:
+        trace.on_shortfalls(outcome.shortfalls)
+    pinned = classified.pinned
+    selected_ids = Counter(map(id, sliced.items))
+    capped = {id(c.item): c for c in outcome.cap_exclusions}
+    target = sliced.budget.target_tokens
+    available = target - sum(map(TOKENS, sliced.items))
+    without_pinned = budget.target_tokens - budget.output_reserve
+    displaced = PinnedOverride(pinned[0].content) if pinned else None
+    budget_exceeded: dict[int, BudgetExceeded] = {}
+    stage = PipelineStage.SLICE
+    for item, item_score in zip(ranked_items, ranked_scores, strict=True):
+        key = id(item)
+        if selected_ids[key] > 0:
+            selected_ids[key] -= 1
+            continue
+        tokens = item.tokens
+        cap = capped.get(key) if capped else None
+        reason: ExclusionReason
+        if cap is not None:
+            reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
+        elif key in explained:
+            reason = explained[key]
+        elif displaced is not None and target < tokens <= without_pinned:
+            reason = displaced
+        else:
+            shared = budget_exceeded.get(tokens)
+            if shared is None:
+                shared = budget_exceeded[tokens] = BudgetExceeded(tokens, available)
+            reason = shared
+        trace.on_excluded(stage, ExcludedItem(item, item_score, reason))
+
+
+def _report_truncation(trace: TraceCollector, merged: Merged, pinned: list[ContextItem]) -> None:
+    """The entries ``OverflowStrategy.TRUNCATE`` dropped: ``PinnedOverride`` when a pinned
+    item forced them out, else ``BudgetExceeded`` against what the kept items left."""
+    if not merged.dropped:
+        return
+    available = merged.target - merged.tokens
+    for entry, forced_by_pinned in merged.dropped:
+        reason: ExclusionReason = (
+            PinnedOverride(pinned[0].content)
+            if forced_by_pinned
+            else BudgetExceeded(entry.item.tokens, available)
+        )
+        trace.on_excluded(PipelineStage.PLACE, ExcludedItem(entry.item, entry.score, reason))
+
+
+def _report_window(trace: TraceCollector, placed: list[ContextItem], merged: Merged) -> None:
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored."""
+    scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
+    for item in placed:
+        if item.pinned:
+            trace.on_included(IncludedItem(item, 1.0, InclusionReason.PINNED))
+        elif item.tokens == 0:
+            trace.on_included(
+                IncludedItem(item, scores_by_id[id(item)], InclusionReason.ZERO_TOKEN)
+            )
+        else:
+            trace.on_included(IncludedItem(item, scores_by_id[id(item)], InclusionReason.SCORED))

@@ -1,0 +1,137 @@
+"""Stage 5, Slice: the slicer fits the ranked candidates into the effective budget."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from cupel._errors import CupelError
+from cupel._fastpath import FloatArray, IntArray
+from cupel._model import ContextBudget, ContextItem, ScoredItem
+from cupel._pipeline.classify import Classified
+from cupel._pipeline.sort import Ranking, ranked_lists
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs
+from cupel.diagnostics._outcomes import SliceOutcome
+from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
+
+__all__ = ["Sliced", "effective_budget", "slice_items"]
+
+
+class Sliced(NamedTuple):
+    """The selection, in the Sort stage's order (ruling 13), with its scores and total.
+
+    On the array route ``chosen`` holds the selected input positions and ``outcome`` /
+    ``ranked`` are ``None``; on the per-item route ``ranked`` is the slicer's input and
+    ``outcome`` what it returned (cap exclusions and shortfalls included).
+    """
+
+    budget: ContextBudget
+    items: list[ContextItem]
+    scores: FloatArray | list[Any]
+    tokens: int
+    chosen: IntArray | None
+    outcome: SliceOutcome | None
+    ranked: list[ScoredItem] | None
+
+
+def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget:
+    """The budget the slicer sees: the spec's COMPUTE-EFFECTIVE-BUDGET.
+
+    >>> effective_budget(ContextBudget(max_tokens=1000, target_tokens=800, output_reserve=100,
+    ...                                estimation_safety_margin_percent=10.0), 50).target_tokens
+    675
+    """
+    reserved = sum(budget.reserved_slots.values())
+    eff_max = max(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
+    eff_target = min(max(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
+    margin = budget.estimation_safety_margin_percent
+    if margin > 0:
+        multiplier = 1.0 - margin / 100.0
+        eff_max = floor_times(eff_max, multiplier)
+        eff_target = min(floor_times(eff_target, multiplier), eff_max)
+    return ContextBudget(max_tokens=eff_max, target_tokens=eff_target)
+
+
+def slice_items(
+    slicer: Slicer, classified: Classified, ranking: Ranking, budget: ContextBudget
+) -> Sliced:
+    """Run the slicer: its array fast path when it has one and the columns allow it,
+    else its ``slice_detailed`` (or ``slice``) over the spec's ScoredItem list."""
+    scoreable = classified.scoreable
+    sliced_budget = effective_budget(budget, classified.pinned_tokens)
+    order, found, _ = ranking
+    chosen = _fast_slice(slicer, scoreable, ranking, sliced_budget)
+    if chosen is not None and found is not None and isinstance(order, np.ndarray):
+        # Ruling 13: the selection enters the merge in the Sort stage's order.
+        selected = np.zeros(len(scoreable), dtype=np.bool_)
+        selected[chosen] = True
+        chosen = order[selected[order]]
+        return Sliced(
+            sliced_budget,
+            list(map(scoreable.__getitem__, chosen.tolist())),
+            found.scores[chosen],
+            int(found.tokens[chosen].sum()),
+            chosen,
+            None,
+            None,
+        )
+    ranked = scored_pairs(*ranked_lists(scoreable, ranking))
+    outcome = slice_detailed(slicer, ranked, sliced_budget)
+    kept = _reassociate(ranked, outcome.selected, slicer)
+    items = list(map(ITEM, kept))
+    return Sliced(
+        sliced_budget,
+        items,
+        list(map(SCORE, kept)),
+        sum(map(TOKENS, items)),
+        None,
+        outcome,
+        ranked,
+    )
+
+
+def _fast_slice(
+    slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
+) -> IntArray | None:
+    """The built-in slicer's array fast path: the selected positions into
+    ``scoreable`` (in the slicer's output order), or ``None`` (no array path)."""
+    order, found, _ = ranking
+    select = fast_selector(slicer)
+    if select is None or found is None or not isinstance(order, np.ndarray):
+        return None
+    candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
+    positions = select(candidates, budget)
+    return None if positions is None else order[positions]
+
+
+def _reassociate(
+    ranked: list[ScoredItem], selected: Sequence[ContextItem], slicer: object
+) -> list[ScoredItem]:
+    """The slicer's selection with its scores, in ranked order (ruling 13: the selection
+    enters the merge in the Sort stage's order, whatever order the slicer returned it
+    in). Items are matched by identity; the slicer must return a subset of its candidates
+    (an object listed n times may be selected at most n times, its first occurrences in
+    ranked order being the selected ones)."""
+    ids = list(map(id, map(ITEM, ranked)))
+    present = dict.fromkeys(ids)
+    wanted = list(map(id, selected))
+    if not all(map(present.__contains__, wanted)):
+        stranger = next(item for item in selected if id(item) not in present)
+        raise CupelError(
+            f"slicer {slicer!r} returned an item that was not among its candidates: "
+            f"{stranger.content[:60]!r}"
+        )
+    remaining = Counter(wanted)
+    if len(remaining) != len(wanted):
+        available = Counter(ids)
+        if any(count > available[key] for key, count in remaining.items()):
+            raise CupelError(f"slicer {slicer!r} returned the same item more than once")
+    kept: list[ScoredItem] = []
+    for key, entry in zip(ids, ranked, strict=True):
+        if remaining[key] > 0:
+            remaining[key] -= 1
+            kept.append(entry)
+    return kept

@@ -1,0 +1,30 @@
+"""Small value helpers the stages share (private)."""
+
+from __future__ import annotations
+
+from itertools import repeat
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+
+from cupel._fastpath import FloatArray
+from cupel._model import ContextItem, ScoredItem
+
+__all__ = ["CONTENT", "ITEM", "PINNED", "SCORE", "TOKENS", "as_list", "scored_pairs"]
+
+ITEM = itemgetter(0)
+SCORE = itemgetter(1)
+TOKENS = attrgetter("tokens")
+PINNED = attrgetter("pinned")
+CONTENT = attrgetter("content")
+
+
+def as_list(scores: FloatArray | list[Any]) -> list[Any]:
+    """Scores as a list of Python values (floats, never NumPy scalars, in reports)."""
+    return scores.tolist() if isinstance(scores, np.ndarray) else scores
+
+
+def scored_pairs(items: list[ContextItem], scores: list[Any]) -> list[ScoredItem]:
+    """``ScoredItem(item, score)`` pairs, built without a Python-level call per pair."""
+    return list(map(tuple.__new__, repeat(ScoredItem), zip(items, scores, strict=True)))

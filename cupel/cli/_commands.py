@@ -1,0 +1,440 @@
+"""The commands (private): each reads its input, runs, and prints through ``_format``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from typing import Any
+
+from cupel._errors import CliError, CupelError
+from cupel._model import ContextBudget, ContextItem
+from cupel._pipeline import ContextResult, Pipeline
+from cupel.analytics import find_min_budget_for
+from cupel.cli._config import (
+    DEMO_DATA,
+    PROG,
+    bucket_flag,
+    budget_from_flags,
+    build_pipeline,
+    describe_config,
+    load_policy,
+)
+from cupel.cli._explain import CompareRow, explain
+from cupel.cli._format import (
+    compare_header,
+    decay_warnings,
+    explain_header,
+    format_compare,
+    format_demo,
+    format_explanation,
+    format_min_budget,
+    format_report,
+    overflow_lines,
+)
+from cupel.cli._html import render_html
+from cupel.cli._io import parse_items, read_items, terminal_safe, write_json
+from cupel.cli._progress import Progress, track
+from cupel.cli._wording import ReasonWording, clip
+from cupel.diagnostics import OverflowEvent, PipelineStage, SelectionReport
+from cupel.policy import ItemStatus, policy_sensitivity
+
+__all__ = ["COMMANDS", "load_items"]
+
+
+# -- reading items --------------------------------------------------------------------------
+def _reading(source: str) -> Any:
+    def progress(entries: Iterable[Any], total: int) -> Iterable[Any]:
+        return track(entries, total, desc=f"reading {source}")
+
+    return progress
+
+
+def load_items(path: str) -> list[ContextItem]:
+    """Read items from ``path`` (``-`` for stdin): a JSON array or JSON Lines.
+
+    A progress bar shows on a terminal while a large file is read; an empty input is
+    reported on stderr (``cupel: warning: ...``) and selects nothing.
+    """
+    items = read_items(path, progress=_reading(_source_name(path)))
+    if not items:
+        _warn(f"{_source_name(path)} holds no items: there is nothing to select")
+    return items
+
+
+def _warn(message: str) -> None:
+    print(terminal_safe(f"{PROG}: warning: {message}"), file=sys.stderr)
+
+
+def _demo_items() -> list[ContextItem]:
+    text = (resources.files("cupel.data") / DEMO_DATA).read_text(encoding="utf-8")
+    return parse_items(text, DEMO_DATA)
+
+
+def _run(
+    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget
+) -> tuple[ContextResult, SelectionReport, list[OverflowEvent]]:
+    events: list[OverflowEvent] = []
+    result = pipeline.dry_run(items, budget, on_overflow=events.append)
+    if result.report is None:  # dry_run always reports; guard against a broken pipeline
+        raise CupelError("the pipeline returned no selection report")
+    return result, result.report, events
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    write_json(document)
+
+
+def _print(text: str, *, err: bool = False) -> None:
+    """Text output: control characters in user content are shown, not executed."""
+    print(terminal_safe(text), file=sys.stderr if err else sys.stdout)
+
+
+def _write_html(
+    path: str,
+    report: SelectionReport,
+    budget: ContextBudget,
+    *,
+    title: str,
+    subtitle: str,
+    wording: Any,
+    stage_of: dict[int, PipelineStage] | None = None,
+) -> None:
+    page = render_html(
+        report, budget, title=title, subtitle=subtitle, stage_of=stage_of, describe=wording
+    )
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+    _print(f"{PROG}: wrote {path}", err=True)
+
+
+def _check_html_target(args: argparse.Namespace) -> None:
+    """Fail before the run when ``--html`` names a directory or a missing directory."""
+    path = getattr(args, "html", None)
+    if path is None:
+        return
+    if os.path.isdir(path):
+        raise CliError(f"--html {path}: is a directory")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise CliError(f"--html {path}: no such directory {parent}")
+
+
+def _source_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _configured(args: argparse.Namespace) -> tuple[ContextBudget, Pipeline]:
+    """The budget and pipeline the flags give, with ``--html`` checked before any run."""
+    budget = budget_from_flags(args)
+    pipeline = build_pipeline(args)
+    _check_html_target(args)
+    return budget, pipeline
+
+
+# -- commands -------------------------------------------------------------------------------
+def _cmd_select(args: argparse.Namespace) -> int:
+    budget, pipeline = _configured(args)
+    items = load_items(args.items)
+    result, report, events = _run(pipeline, items, budget)
+    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
+    warnings = [*overflow_lines(events), *decay_warnings(pipeline, items)]
+    if args.report == "json":
+        _print_json({"window": [i.to_dict() for i in result.items], "report": report.to_dict()})
+        for line in warnings:
+            _print(line, err=True)
+    else:
+        write_json([i.to_dict() for i in result.items])
+        text = format_report(
+            report,
+            result,
+            budget,
+            pipeline=pipeline,
+            show_all=args.all,
+            bucket_flag=bucket_flag(args),
+        )
+        _print("\n".join([*warnings, text]), err=True)
+    if args.html is not None:
+        _write_html(
+            args.html,
+            report,
+            budget,
+            title=f"cupel select: {_source_name(args.items)}",
+            subtitle=describe_config(args),
+            wording=wording,
+        )
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    budget, pipeline = _configured(args)
+    items = _demo_items()
+    result, report, events = _run(pipeline, items, budget)
+    for line in overflow_lines(events):
+        _print(line, err=True)
+    config = describe_config(args)
+    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
+    for line in decay_warnings(pipeline, items):
+        _print(line, err=True)
+    if args.report == "json":
+        _print_json(
+            {
+                "command": "demo",
+                "source": DEMO_DATA,
+                "config": config,
+                "budget": budget.to_dict(),
+                "window": [i.to_dict() for i in result.items],
+                "report": report.to_dict(),
+            }
+        )
+    else:
+        _print(
+            format_demo(
+                report,
+                result,
+                budget,
+                config,
+                pipeline=pipeline,
+                show_all=args.all,
+                bucket_flag=bucket_flag(args),
+            )
+        )
+    if args.html is not None:
+        _write_html(
+            args.html,
+            report,
+            budget,
+            title=f"cupel demo: {DEMO_DATA}",
+            subtitle=config,
+            wording=wording,
+        )
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    budget, pipeline = _configured(args)
+    items = load_items(args.items)
+    explanation = explain(pipeline, items, budget, bucket_flag=bucket_flag(args))
+    config = describe_config(args)
+    source = _source_name(args.items)
+    report = explanation.report
+    for line in decay_warnings(pipeline, items):
+        _print(line, err=True)
+    if args.report == "json":
+        _print_json(
+            {"command": "explain", "source": source, "config": config} | explanation.to_dict()
+        )
+    else:
+        _print(format_explanation(explanation, explain_header(report, budget, source, config)))
+    if args.html is not None:
+        _write_html(
+            args.html,
+            report,
+            budget,
+            title=f"cupel explain: {source}",
+            subtitle=config,
+            stage_of=explanation.stage_of,
+            wording=explanation.wording,
+        )
+    return 0
+
+
+def _policy_labels(specs: Sequence[str]) -> list[str]:
+    """Column labels: preset names as given, policy files by their stem (the path as
+    given when two stems collide)."""
+    stems = [
+        os.path.splitext(os.path.basename(spec))[0]
+        if spec.lower().endswith((".json", ".toml"))
+        else spec
+        for spec in specs
+    ]
+    labels = [
+        spec if stems.count(stem) > 1 else stem for spec, stem in zip(specs, stems, strict=True)
+    ]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise CliError(f"--policy {label} is given more than once")
+    return labels
+
+
+def _reason_for(report: SelectionReport, content: str) -> str | None:
+    """Why ``report`` left out ``content``: the first reason other than Deduplicated
+    (a removed copy says less than the kept copy's fate), else Deduplicated."""
+    names = [e.reason.name for e in report.excluded if e.item.content == content]
+    return next((n for n in names if n != "Deduplicated"), names[0] if names else None)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    specs: list[str] = args.policy or []
+    if len(specs) < 2:
+        raise CliError(
+            f"compare needs at least two --policy options, got {len(specs)} "
+            "(e.g. --policy chat --policy rag)"
+        )
+    labels = _policy_labels(specs)
+    budget = budget_from_flags(args)
+    variants = [(label, load_policy(spec)) for label, spec in zip(labels, specs, strict=True)]
+    items = load_items(args.items)
+    sensitivity = policy_sensitivity(items, budget, variants)
+    reports = dict(sensitivity.variants)
+    rows = []
+    for diff in sensitivity.diffs:  # in first-seen order of the items
+        cells = []
+        for label, status in diff.statuses:
+            included = status is ItemStatus.INCLUDED
+            reason = None if included else _reason_for(reports[label], diff.content)
+            cells.append((label, included, reason))
+        rows.append(CompareRow(diff.content, tuple(cells)))
+    totals = [(len(r.included), r.included_tokens) for _, r in sensitivity.variants]
+    source = _source_name(args.items)
+    if args.report == "json":
+        _print_json(
+            {
+                "command": "compare",
+                "source": source,
+                "budget": budget.to_dict(),
+                "variants": [
+                    {
+                        "label": label,
+                        "policy": spec,
+                        "included_items": len(report.included),
+                        "included_tokens": report.included_tokens,
+                        "report": report.to_dict(),
+                    }
+                    for (label, report), spec in zip(sensitivity.variants, specs, strict=True)
+                ],
+                "diffs": [row.to_dict() for row in rows],
+            }
+        )
+        return 0
+    header = compare_header(items, source, budget, len(rows))
+    _print(format_compare(header, labels, rows, totals))
+    return 0
+
+
+def _find_target(items: Sequence[ContextItem], content: str) -> ContextItem:
+    """The one item whose content is ``content``, or else uniquely starts with it."""
+    if not content:
+        raise CliError("--item must not be empty: give the item's content or its beginning")
+    exact = [i for i, item in enumerate(items) if item.content == content]
+    matches = exact or [i for i, item in enumerate(items) if item.content.startswith(content)]
+    if not matches:
+        raise CliError(f"--item {clip(content, 60)!r}: no item's content is or starts with it")
+    if len(matches) > 1:
+        where = ", ".join(str(i) for i in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        where = f"(items {where}, counting from 0)"
+        if len({items[i].content for i in matches}) == 1:
+            raise CliError(
+                f"--item {clip(content, 60)!r} is ambiguous: {len(matches)} items have the "
+                f"same content {where}; duplicates cannot be told apart by content"
+            )
+        raise CliError(
+            f"--item {clip(content, 60)!r} is ambiguous: {len(matches)} items have content "
+            f"starting with it {where}; give more of the content"
+        )
+    return items[matches[0]]
+
+
+class _ProbingPipeline(Pipeline):
+    """The same pipeline, counting each dry run (a budget probe) on a progress bar."""
+
+    __slots__ = ("_progress",)
+
+    def __init__(self, pipeline: Pipeline, progress: Progress) -> None:
+        super().__init__(
+            pipeline.scorer,
+            pipeline.slicer,
+            pipeline.placer,
+            deduplication=pipeline.deduplication,
+            overflow_strategy=pipeline.overflow_strategy,
+            on_overflow=pipeline.on_overflow,
+        )
+        self._progress = progress
+
+    def dry_run(
+        self, items: Sequence[ContextItem], budget: ContextBudget, **kwargs: Any
+    ) -> ContextResult:
+        self._progress.step(f"budget {budget.max_tokens:,}")
+        return super().dry_run(items, budget, **kwargs)
+
+
+def _probes(low: int, high: int) -> int:
+    """Dry runs a binary search over ``[low, high]`` makes (the ceiling, then halving)."""
+    return 1 + max(high - low + 1, 1).bit_length()
+
+
+def _cmd_min_budget(args: argparse.Namespace) -> int:
+    pipeline = build_pipeline(args)
+    items = load_items(args.items)
+    target = _find_target(items, args.item)
+    ceiling = args.search_ceiling
+    if ceiling is None:
+        ceiling = sum(max(item.tokens, 0) for item in items)
+    for line in decay_warnings(pipeline, items):
+        _print(line, err=True)
+    pinned = sum(i.tokens for i in items if i.pinned and i.tokens >= 0)
+    low = max(target.tokens, pinned)
+    with Progress(
+        total=_probes(low, ceiling), desc="min-budget: trying budgets", unit="run"
+    ) as progress:
+        minimum = find_min_budget_for(_ProbingPipeline(pipeline, progress), items, target, ceiling)
+    config = describe_config(args)
+    source = _source_name(args.items)
+    # The run at the answer (or at the ceiling): the report the decision rests on. At the
+    # ceiling the run itself may be refused (pinned items alone over it): say so instead.
+    at = minimum if minimum is not None else ceiling
+    report: SelectionReport | None = None
+    refusal = ""
+    try:
+        report = _run(pipeline, items, ContextBudget(max_tokens=at, target_tokens=at))[1]
+    except CupelError as exc:
+        if minimum is not None:
+            raise
+        refusal = str(exc)
+    if args.report == "json":
+        _print_json(
+            {
+                "command": "min-budget",
+                "source": source,
+                "config": config,
+                "item": target.to_dict(),
+                "search_ceiling": ceiling,
+                "min_budget": minimum,
+                "report_budget": at,
+                "report": report.to_dict() if report is not None else None,
+            }
+        )
+        return 0
+    why = ""
+    if minimum is None:
+        why = f"; at {ceiling:,}: {refusal}" if refusal else ""
+        entry = (
+            None if report is None else next((e for e in report.excluded if e.item is target), None)
+        )
+        if report is not None and entry is not None:
+            wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
+            why = f"; at {ceiling:,}: {wording(entry)}"
+    _print(format_min_budget(target, minimum, ceiling, why, config))
+    return 0
+
+
+def _cmd_conformance(args: argparse.Namespace) -> int:
+    from cupel.conformance import report
+
+    return report(args.paths, as_json=args.json or args.report == "json", prog=PROG)
+
+
+COMMANDS = {
+    "select": _cmd_select,
+    "explain": _cmd_explain,
+    "compare": _cmd_compare,
+    "min-budget": _cmd_min_budget,
+    "demo": _cmd_demo,
+    "conformance": _cmd_conformance,
+}
+"""The handler of each command."""

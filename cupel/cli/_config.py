@@ -1,0 +1,308 @@
+"""What the command line runs (private): its constants, the budget its flags give, and
+the pipeline: ``--policy NAME|FILE``, or the configuration flags turned into a
+:class:`~cupel.policy.Policy` and built like any other (one vocabulary: the scorers and
+slicers ``--scorer`` / ``--slicer`` offer, and what their flags set, are the components'
+own parameters).
+
+>>> scorer_names()
+('recency', 'priority', 'kind', 'tag', 'frequency', 'reflexive', 'metadata-trust', 'decay')
+>>> slicer_names()
+('greedy', 'knapsack', 'recency-window')
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from cupel._errors import CliError, CupelError, PolicyError
+from cupel._model import ContextBudget, OverflowStrategy
+from cupel._pipeline import Pipeline
+from cupel.policy import Policy, resolve_pipeline
+from cupel.policy._derive import spec_of
+from cupel.policy._specs import PLACERS, SCORERS, SLICERS, type_name
+from cupel.presets import PRESET_NAMES, preset
+from cupel.scorers import TagScorer
+
+__all__ = [
+    "DEFAULT_SCORERS",
+    "DEMO_DATA",
+    "DEMO_MAX_TOKENS",
+    "DEMO_TARGET_TOKENS",
+    "PROG",
+    "bucket_flag",
+    "budget_from_flags",
+    "build_pipeline",
+    "describe_config",
+    "load_policy",
+    "overflow_names",
+    "placer_names",
+    "policy_from_flags",
+    "scorer_names",
+    "slicer_names",
+]
+
+PROG = "cupel"
+DEMO_DATA = "demo_conversation.jsonl"
+"""The example shipped in ``cupel/data`` (an agent debugging a failed deployment)."""
+DEFAULT_SCORERS = ("recency:3", "kind:1")
+DEMO_MAX_TOKENS = 8000
+DEMO_TARGET_TOKENS = 6000
+
+FLAGS = {"tag_weights": "--tag-weight", "curve": "--half-life", "bucket_size": "--bucket-size"}
+"""The component parameters a configuration flag sets (every other parameter keeps its
+default)."""
+
+
+def _offered(classes: tuple[type, ...]) -> tuple[str, ...]:
+    """The components whose required parameters the flags can give, by their policy
+    ``type`` (hyphenated, as on the command line)."""
+    return tuple(
+        type_name(cls).replace("_", "-")
+        for cls in classes
+        if all(
+            key in FLAGS
+            for key, field in spec_of(cls).model_fields.items()
+            if key != "type" and field.is_required()
+        )
+    )
+
+
+def scorer_names() -> tuple[str, ...]:
+    """The scorers ``--scorer`` offers."""
+    return _offered(SCORERS)
+
+
+def slicer_names() -> tuple[str, ...]:
+    """The slicers ``--slicer`` offers."""
+    return _offered(SLICERS)
+
+
+def overflow_names() -> tuple[str, ...]:
+    """The strategies ``--overflow`` offers."""
+    return tuple(member.folded() for member in OverflowStrategy)
+
+
+def placer_names() -> tuple[str, ...]:
+    """The placers ``--placer`` offers."""
+    return tuple(type_name(cls).replace("_", "-") for cls in PLACERS)
+
+
+def _scorer_spec(spec: str) -> tuple[str, float]:
+    name, sep, weight = spec.partition(":")
+    name = name.strip().lower().replace("_", "-")
+    names = scorer_names()
+    if name not in names:
+        raise CliError(f"unknown scorer {name!r} (choose from {', '.join(names)})")
+    if not sep:
+        return name, 1.0
+    try:
+        value = float(weight)
+    except ValueError:
+        raise CliError(f"--scorer {spec}: weight {weight!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise CliError(f"--scorer {spec}: weight must be a positive number")
+    return name, value
+
+
+def _tag_weights(specs: Sequence[str]) -> dict[str, float]:
+    weights = {}
+    for spec in specs:
+        tag, sep, weight = spec.partition("=")
+        try:
+            if not sep or not tag:
+                raise ValueError
+            weights[tag] = float(weight)
+        except ValueError:
+            raise CliError(f"--tag-weight {spec!r}: expected TAG=WEIGHT") from None
+    return weights
+
+
+def _half_life(args: argparse.Namespace) -> float:
+    """``--half-life`` in seconds, checked in the flag's own words."""
+    if args.half_life is None:
+        raise CliError("--scorer decay needs --half-life SECONDS")
+    seconds: float = args.half_life
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise CliError(f"--half-life must be a positive number of seconds, got {seconds:g}")
+    try:
+        half_life = timedelta(seconds=seconds)
+    except OverflowError:
+        raise CliError(f"--half-life {seconds:g}: too large for a duration") from None
+    if half_life <= timedelta(0):
+        raise CliError(f"--half-life {seconds:g}: rounds to zero (the unit is a microsecond)")
+    return seconds
+
+
+def _scorer_table(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The policy table of one ``--scorer`` (its flags set the parameters they name)."""
+    table: dict[str, Any] = {"type": name.replace("-", "_")}
+    if name == "tag":
+        if not args.tag_weight:
+            raise CliError("--scorer tag needs at least one --tag-weight TAG=WEIGHT")
+        weights = _tag_weights(args.tag_weight)
+        TagScorer(weights)  # the weights checked in the scorer's own words, as before
+        table["tag_weights"] = weights
+    elif name == "decay":
+        table["curve"] = {"type": "exponential", "half_life_secs": _half_life(args)}
+    return table
+
+
+def _slicer_table(args: argparse.Namespace) -> dict[str, Any]:
+    name = (args.slicer or "greedy").replace("-", "_")
+    if name == "knapsack":
+        bucket_size = 100 if args.bucket_size is None else args.bucket_size
+        if bucket_size <= 0:
+            raise CliError(f"--bucket-size must be a positive integer, got {bucket_size}")
+        return {"type": name, "bucket_size": bucket_size}
+    if args.bucket_size is not None:
+        raise CliError("--bucket-size applies only with --slicer knapsack")
+    return {"type": name}
+
+
+def policy_from_flags(args: argparse.Namespace) -> Policy:
+    """The policy the configuration flags describe (defaults: recency:3 + kind:1, greedy,
+    chronological, deduplication on, overflow throw)."""
+    specs = [_scorer_spec(s) for s in (args.scorer or DEFAULT_SCORERS)]
+    names = {name for name, _ in specs}
+    if args.tag_weight and "tag" not in names:
+        raise CliError("--tag-weight applies only with --scorer tag")
+    if args.half_life is not None and "decay" not in names:
+        raise CliError("--half-life applies only with --scorer decay")
+    tables = [(_scorer_table(name, args), weight) for name, weight in specs]
+    scorer = (
+        tables[0][0]
+        if len(tables) == 1
+        else {"type": "composite", "scorers": [{"weight": w, "scorer": t} for t, w in tables]}
+    )
+    data = {
+        "scorer": scorer,
+        "slicer": _slicer_table(args),
+        "placer": args.placer or "chronological",
+        "deduplication": not args.no_dedup,
+        "overflow_strategy": args.overflow or "throw",
+    }
+    try:
+        return Policy.from_dict(data)
+    except PolicyError as exc:
+        raise CliError(_in_flag_words(exc)) from None
+
+
+def _in_flag_words(exc: PolicyError) -> str:
+    """A policy error from the flags, naming the flag (``--tag-weight: must be >= 0``)."""
+    parts = []
+    for path, rule, _ in exc.problems:
+        flag = next((f for key, f in FLAGS.items() if key in path), None)
+        if flag is None and path.endswith(".weight"):
+            flag = "--scorer"
+        parts.append(f"{flag}: {rule}" if flag is not None else f"{path}: {rule}")
+    return "; ".join(parts)
+
+
+_CONFIG_FLAGS = (
+    ("scorer", "--scorer"),
+    ("tag_weight", "--tag-weight"),
+    ("half_life", "--half-life"),
+    ("slicer", "--slicer"),
+    ("bucket_size", "--bucket-size"),
+    ("placer", "--placer"),
+    ("no_dedup", "--no-dedup"),
+    ("overflow", "--overflow"),
+)
+
+
+def load_policy(spec: str) -> Policy:
+    """The policy ``spec`` names: a preset name, or the path of a ``.json`` / ``.toml`` file."""
+
+    if not spec.lower().endswith((".json", ".toml")):
+        try:
+            return preset(spec)
+        except PolicyError:
+            raise CliError(
+                f"--policy {spec!r} is neither a preset ({', '.join(PRESET_NAMES)}) "
+                "nor a .json / .toml policy file"
+            ) from None
+    try:
+        return Policy.load(spec)
+    except OSError as exc:
+        raise CliError(f"--policy: cannot read {spec}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"--policy {spec}: not UTF-8 text ({exc.reason})") from None
+    except PolicyError as exc:
+        raise CliError(f"policy file {spec}: {exc}") from None
+
+
+def _given(value: object) -> bool:
+    """Whether a configuration flag was given (``0`` counts: ``--bucket-size 0`` was)."""
+    return value is not None and value is not False and value != []
+
+
+def build_pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline the configuration flags (or ``--policy``) describe."""
+    policy = getattr(args, "policy", None)
+    if policy is None:
+        return resolve_pipeline(policy_from_flags(args))
+    given = [flag for dest, flag in _CONFIG_FLAGS if _given(getattr(args, dest))]
+    if given:
+        raise CliError(
+            f"--policy cannot be combined with {', '.join(given)}: the policy sets the "
+            "scorer, slicer, placer, deduplication and overflow strategy"
+        )
+    return resolve_pipeline(load_policy(policy))
+
+
+def describe_config(args: argparse.Namespace) -> str:
+    policy = getattr(args, "policy", None)
+    if policy is not None:
+        return f"policy {policy}"
+    scorers = " + ".join(args.scorer or DEFAULT_SCORERS)
+    slicer = (args.slicer or "greedy") + (
+        f"(bucket {args.bucket_size})" if args.bucket_size else ""
+    )
+    dedup = "off" if args.no_dedup else "on"
+    return (
+        f"scorer {scorers}; slicer {slicer}; placer {args.placer or 'chronological'}; "
+        f"dedup {dedup}; overflow {args.overflow or 'throw'}"
+    )
+
+
+_BUDGET_FLAGS = (
+    ("max_tokens", "--max-tokens"),
+    ("target_tokens", "--target-tokens"),
+    ("output_reserve", "--output-reserve"),
+)
+
+
+def budget_from_flags(args: argparse.Namespace) -> ContextBudget:
+    """The budget the flags give; defaults derive from what the user typed.
+
+    ``select``, ``explain`` and ``compare``: ``--max-tokens`` is required and the target
+    defaults to it. ``demo`` (which has no required flags): 8,000 / 6,000 when neither
+    is given; ``--max-tokens N`` alone targets 3/4 of N (the demo's ratio); without
+    ``--max-tokens``, the max grows past 8,000 to fit the target plus the output reserve.
+    """
+    max_tokens, target = args.max_tokens, args.target_tokens
+    if getattr(args, "command", None) == "demo":
+        if max_tokens is None:
+            target = DEMO_TARGET_TOKENS if target is None else target
+            max_tokens = max(DEMO_MAX_TOKENS, target + args.output_reserve)
+        elif target is None:
+            target = max_tokens * 3 // 4
+    elif target is None:
+        target = max_tokens
+    try:
+        return ContextBudget(
+            max_tokens=max_tokens, target_tokens=target, output_reserve=args.output_reserve
+        )
+    except CupelError as exc:
+        message = str(exc).removeprefix("ContextBudget.")
+        for field, flag in _BUDGET_FLAGS:
+            message = message.replace(field, flag)
+        raise CliError(f"invalid budget: {message}") from None
+
+
+def bucket_flag(args: argparse.Namespace) -> str:
+    return "the policy's bucket_size" if getattr(args, "policy", None) else "--bucket-size"

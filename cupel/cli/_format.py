@@ -1,0 +1,406 @@
+"""Every text the command line prints (private): the ``select`` report, the demo summary,
+the ``explain`` account, the ``compare`` table and the warnings, in one place."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from cupel._errors import PinnedBudgetError, TableTooLargeError
+from cupel._model import ContextBudget, ContextItem
+from cupel._pipeline import ContextResult, Pipeline
+from cupel.cli._config import DEMO_DATA, PROG
+from cupel.cli._explain import CompareRow, Decision, Explanation
+from cupel.cli._io import terminal_safe
+from cupel.cli._wording import ReasonWording, clip, count, undated_note
+from cupel.diagnostics import (
+    ExcludedItem,
+    IncludedItem,
+    InclusionReason,
+    OverflowEvent,
+    SelectionReport,
+)
+from cupel.scorers import DecayScorer, ExponentialDecay, Scorer
+
+
+def _decision_line(d: Decision, width: int) -> str:
+    if d.score is not None:
+        score = f"{d.score:6.3f}"
+    else:
+        score = "pinned" if d.reason == InclusionReason.PINNED.value else "   n/a"
+    mark = "+" if d.included else "-"
+    preview = '"' + clip(d.item.content, 44) + '"'
+    verdict = "included" if d.included else "excluded"
+    head = (
+        f"  {mark} {score} {d.item.tokens:>6} tok {clip(str(d.item.kind), 12):<12} {preview:<46} "
+    )
+    line = f"{head}{verdict}: {d.detail}"
+    if len(line) > width and "; " in d.detail:
+        # The reason's numbers on the line, the why on the next one.
+        first, rest = d.detail.split("; ", 1)
+        line = f"{head}{verdict}: {first};\n{' ' * 11}{rest}"
+    return "\n".join(
+        part if len(part) <= width else part[: width - 1] + "…" for part in line.split("\n")
+    )
+
+
+def format_explanation(explanation: Explanation, header: Sequence[str], width: int = 160) -> str:
+    """The readable account: header lines, each stage with its decisions, the window
+    in placed order, and a summary."""
+    lines = [*header]
+    for account in explanation.stages:
+        lines += ["", f"{account.stage}: {account.summary}"]
+        lines += [_decision_line(d, width) for d in account.decisions]
+        if account.stage == "Place":
+            lines.append("  window (placed order):")
+            for i, entry in enumerate(explanation.report.included, start=1):
+                lines.append(
+                    f"  {i:>6}. {entry.item.tokens:>6} tok {clip(str(entry.item.kind), 12):<12} "
+                    f"{clip(entry.item.content, 60)}"
+                )
+    s = explanation.summary()
+    budget = explanation.budget
+    target_pct = _pct(s["target_utilization"])
+    max_pct = _pct(s["budget_utilization"])
+    lines += [
+        "",
+        "Summary:",
+        f"  included {s['included']} of {s['candidates']} items, "
+        f"{s['included_tokens']:,} of {s['tokens_considered']:,} tokens",
+        f"  budget use: {target_pct} of target {budget.target_tokens:,}, "
+        f"{max_pct} of max {budget.max_tokens:,}"
+        + (f" (output reserve {budget.output_reserve:,})" if budget.output_reserve else ""),
+    ]
+    lines.append(
+        f"  window mix: {count(s['kind_diversity'], 'kind')}, "
+        f"{_pct(s['timestamp_coverage'])} of items timestamped"
+    )
+    by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
+    lines.append(f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""))
+    shortfalls = explanation.report.count_requirement_shortfalls
+    if shortfalls:
+        for sf in shortfalls:
+            lines.append(
+                f"  shortfall: kind {sf.kind} has {sf.satisfied_count} of "
+                f"{sf.required_count} required items"
+            )
+    else:
+        lines.append("  shortfalls: none")
+    overflow: OverflowEvent | None = explanation.report.overflow
+    lines.append(
+        f"  overflow: window exceeds target by {overflow.tokens_over_budget:,} tokens"
+        if overflow is not None
+        else "  overflow: none"
+    )
+    return "\n".join(lines)
+
+
+def explain_header(
+    report: SelectionReport, budget: ContextBudget, source: str, config: str
+) -> list[str]:
+    """The two lines above an ``explain`` account: the candidates, the budget, the
+    configuration."""
+    return [
+        f"{PROG} explain: {report.total_candidates} candidates "
+        f"({report.total_tokens_considered:,} tokens) from {source}",
+        f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}"
+        + (f" / output reserve {budget.output_reserve:,}" if budget.output_reserve else "")
+        + f"; {config}",
+    ]
+
+
+def compare_header(
+    items: Sequence[ContextItem], source: str, budget: ContextBudget, changed: int
+) -> list[str]:
+    """The line above a ``compare`` table."""
+    return [
+        f"{PROG} compare: {len(items)} candidates "
+        f"({sum(i.tokens for i in items):,} tokens) from {source}, "
+        f"budget max {budget.max_tokens:,} / target {budget.target_tokens:,}; "
+        f"{changed} item{'' if changed == 1 else 's'} change status"
+    ]
+
+
+def format_min_budget(
+    target: ContextItem, minimum: int | None, ceiling: int, why: str, config: str
+) -> str:
+    """The ``min-budget`` answer; ``why`` says (after ``; ``) why the item stays out at
+    the ceiling when no budget includes it."""
+    shown = f'"{clip(target.content, 60)}" ({target.tokens:,} tokens, {target.kind})'
+    lines = [f"{PROG} min-budget: {minimum if minimum is not None else 'not reachable'}"]
+    lines.append(f"  item:     {shown}")
+    if minimum is not None:
+        lines.append(
+            f"  answer:   included at max tokens = target tokens = {minimum:,} "
+            "(add any output reserve on top)"
+        )
+    else:
+        lines.append(
+            f"  answer:   not included at any budget up to the search ceiling {ceiling:,}{why}"
+        )
+    lines.append(f"  searched: {target.tokens:,}..{ceiling:,} tokens; {config}")
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100.0 * value:.1f}%"
+
+
+def _cell(included: bool, reason: str | None) -> str:
+    if included:
+        return "included"
+    return f"excluded ({reason})" if reason else "excluded"
+
+
+def format_compare(
+    header: Sequence[str],
+    labels: Sequence[str],
+    rows: Sequence[CompareRow],
+    totals: Sequence[tuple[int, int]],
+) -> str:
+    """An aligned table: one row per swinging item, one column per policy, then totals."""
+    preview = [f'"{clip(row.content, 48)}"' for row in rows]
+    first = max([len("item"), len("included items"), len("included tokens"), *map(len, preview)])
+    cells = [[_cell(inc, reason) for _, inc, reason in row.cells] for row in rows]
+    total_cells = [[f"{n:,}" for n, _ in totals], [f"{t:,}" for _, t in totals]]
+    widths = [
+        max([len(label), *(len(c[i]) for c in cells), *(len(c[i]) for c in total_cells)])
+        for i, label in enumerate(labels)
+    ]
+
+    def line(first_cell: str, rest: Sequence[str]) -> str:
+        out = first_cell.ljust(first)
+        for value, w in zip(rest, widths, strict=True):
+            out += "  " + value.ljust(w)
+        return out.rstrip()
+
+    lines = [*header, ""]
+    lines.append(line("item", labels))
+    lines.append(line("-" * first, ["-" * w for w in widths]))
+    if rows:
+        lines += [line(p, c) for p, c in zip(preview, cells, strict=True)]
+    else:
+        lines.append("(no item changes status between these policies)")
+    lines.append(line("-" * first, ["-" * w for w in widths]))
+    lines.append(line("included items", total_cells[0]))
+    lines.append(line("included tokens", total_cells[1]))
+    return "\n".join(lines)
+
+
+SUMMARY_HEAD, SUMMARY_TAIL = 8, 12  # window lines a summary shows (all with --all)
+SUMMARY_EXCLUDED = 12  # excluded lines a summary shows (all with --all)
+DEMO_HEAD, DEMO_TAIL = 8, 12  # window lines the demo shows (all with --all)
+
+
+def totals(report: SelectionReport, result: ContextResult, budget: ContextBudget) -> str:
+    used = result.total_tokens
+    target_pct = 100.0 * used / budget.target_tokens if budget.target_tokens else math.nan
+    max_pct = 100.0 * used / budget.max_tokens if budget.max_tokens else math.nan
+    return (
+        f"{len(report.included)} of {report.total_candidates} items selected, "
+        f"{used:,} of {report.total_tokens_considered:,} tokens "
+        f"({target_pct:.1f}% of target {budget.target_tokens:,}, "
+        f"{max_pct:.1f}% of max {budget.max_tokens:,})"
+    )
+
+
+def _wording(report: SelectionReport, pipeline: Pipeline | None, bucket_flag: str) -> Any:
+    if pipeline is None:
+        return lambda entry: terminal_safe(entry.reason.describe())
+    return ReasonWording(report, pipeline, bucket_flag=bucket_flag)
+
+
+def format_report(
+    report: SelectionReport,
+    result: ContextResult,
+    budget: ContextBudget,
+    *,
+    pipeline: Pipeline | None = None,
+    show_all: bool = False,
+    bucket_flag: str = "--bucket-size",
+) -> str:
+    """The ``select`` report: totals, the window in placed order, the exclusions (best
+    score first) with their reasons in words.
+
+    Long lists are summarised unless ``show_all``: the window's first and last items,
+    the best-scored exclusions and a count of the rest by reason. ``pipeline`` (the one
+    that ran) lets the wording explain knapsack bucket rounding.
+    """
+    wording = _wording(report, pipeline, bucket_flag)
+    lines = [f"{PROG}: {totals(report, result, budget)}", "included (placed order):"]
+    window = report.included
+    shown: list[tuple[int, IncludedItem] | None] = list(enumerate(window, start=1))
+    if not show_all and len(window) > SUMMARY_HEAD + SUMMARY_TAIL + 1:
+        shown = [*shown[:SUMMARY_HEAD], None, *shown[-SUMMARY_TAIL:]]
+    for entry in shown:
+        if entry is None:
+            hidden = len(window) - SUMMARY_HEAD - SUMMARY_TAIL
+            lines.append(f"        … {hidden:,} more items (--all lists every item) …")
+            continue
+        i, inc = entry
+        item = inc.item
+        lines.append(
+            f"  {i:>4}. {inc.score:6.3f} {item.tokens:>6} tok {clip(str(item.kind), 12):<12} "
+            f"{clip(item.content, 50)}  ({inc.reason.value})"
+        )
+    excluded = report.excluded
+    lines.append("excluded (score descending):")
+    short = show_all or len(excluded) <= SUMMARY_EXCLUDED + 1
+    listed = excluded if short else excluded[:SUMMARY_EXCLUDED]
+    for exc in listed:
+        item = exc.item
+        lines.append(
+            f"        {exc.score:6.3f} {item.tokens:>6} tok {clip(str(item.kind), 12):<12} "
+            f"{clip(item.content, 40)}  <- {wording(exc)}"
+        )
+    if len(listed) < len(excluded):
+        rest = Counter(e.reason.name for e in excluded[len(listed) :]).most_common()
+        by_reason = ", ".join(f"{name} {n:,}" for name, n in rest)
+        lines.append(
+            f"        … {len(excluded) - len(listed):,} more excluded ({by_reason}; "
+            "--all lists every item) …"
+        )
+    for shortfall in report.count_requirement_shortfalls:
+        lines.append(
+            f"shortfall: kind {shortfall.kind} has {shortfall.satisfied_count} of "
+            f"{shortfall.required_count} required items"
+        )
+    note = undated_note(pipeline, report) if pipeline is not None else None
+    if note is not None:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def format_demo(
+    report: SelectionReport,
+    result: ContextResult,
+    budget: ContextBudget,
+    config: str,
+    *,
+    pipeline: Pipeline | None = None,
+    show_all: bool = False,
+    bucket_flag: str = "--bucket-size",
+) -> str:
+    """The concise demo summary: the window, then exclusions grouped by reason."""
+    wording = _wording(report, pipeline, bucket_flag)
+    lines = [
+        f"cupel demo: {report.total_candidates} candidate items "
+        f"({report.total_tokens_considered:,} tokens) from {DEMO_DATA}",
+        f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}; {config}",
+        "",
+        f"Window ({len(report.included)} items, {result.total_tokens:,} tokens, placed order):",
+    ]
+    window = report.included
+    shown: list[IncludedItem | None] = list(window)
+    if not show_all and len(window) > DEMO_HEAD + DEMO_TAIL + 1:
+        shown = [*window[:DEMO_HEAD], None, *window[-DEMO_TAIL:]]
+    for inc in shown:
+        if inc is None:
+            hidden = len(window) - DEMO_HEAD - DEMO_TAIL
+            lines.append(f"  … {hidden} more items (--all lists every item) …")
+            continue
+        head = f"  {inc.score:4.2f} {inc.reason.value:<6} {clip(str(inc.item.kind), 12):<12} "
+        lines.append(head + clip(inc.item.content, 80 - len(head)))
+    by_kind = Counter(str(inc.item.kind) for inc in report.included).most_common()
+    lines.append("  by kind: " + ", ".join(f"{k} {n}" for k, n in by_kind))
+    note = undated_note(pipeline, report) if pipeline is not None else None
+    if note is not None:
+        lines.append(f"  note: {note}")
+    groups: dict[str, list[ExcludedItem]] = {}
+    for exc in report.excluded:
+        groups.setdefault(exc.reason.name, []).append(exc)
+    lines += ["", f"Excluded ({len(report.excluded)} items):"]
+    for name, entries in groups.items():
+        tokens = sum(e.item.tokens for e in entries)
+        kinds = Counter(str(e.item.kind) for e in entries).most_common()
+        kind_text = ", ".join(f"{k} {n}" for k, n in kinds)
+        lines.append(f"  {name}: {len(entries)} items, {tokens:,} tokens ({kind_text})")
+        for e in entries[:3]:
+            head = f"    {e.score:4.2f} {clip(e.item.content, 40)}  <- "
+            lines.append(head + wording(e))
+    lines += ["", totals(report, result, budget)]
+    return "\n".join(lines)
+
+
+def _scorers(scorer: Scorer) -> Iterable[Scorer]:
+    yield scorer
+    children = getattr(scorer, "children", None)
+    if callable(children):
+        for child in children():
+            yield from _scorers(child)
+
+
+def decay_warnings(pipeline: Pipeline, items: Sequence[ContextItem]) -> list[str]:
+    """A decay scorer under which every dated item scores 0 ranks nothing (and puts any
+    undated item, scored ``null_timestamp_score``, above them all): say so on stderr."""
+    warnings = []
+    scored = [i for i in items if not i.pinned and i.tokens >= 0]
+    dated = [i for i in scored if i.timestamp is not None]
+    decays = {id(s): s for s in _scorers(pipeline.scorer) if isinstance(s, DecayScorer)}
+    for decay in decays.values():
+        if not dated or any(decay.score_all(dated)):
+            continue
+        stamps = [i.timestamp for i in dated if i.timestamp is not None]
+        newest = max(s if s.tzinfo is not None else s.replace(tzinfo=timezone.utc) for s in stamps)
+        age = datetime.now(timezone.utc) - newest
+        why = f"the newest is {_age(age)} old"
+        if isinstance(decay.curve, ExponentialDecay) and age > timedelta(0):
+            half_life = decay.curve.half_life
+            why += f", {age / half_life:,.0f} half-lives of {_age(half_life)}"
+        undated = len(scored) - len(dated)
+        if undated:
+            score = f"{decay.null_timestamp_score:g}"
+            why += (
+                f"; the undated item scores {score} and outranks them all"
+                if undated == 1
+                else f"; the {undated:,} undated items score {score} and outrank them all"
+            )
+        warnings.append(
+            f"{PROG}: warning: every dated item scores 0 under the decay scorer ({why}), "
+            "so it does not rank them: use a longer --half-life"
+        )
+    return warnings
+
+
+def _age(delta: timedelta) -> str:
+    seconds = delta.total_seconds()
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if abs(seconds) >= size:
+            n = seconds / size
+            return f"{n:,.0f} {unit}{'' if round(n) == 1 else 's'}"
+    return f"{seconds:g} seconds"
+
+
+def overflow_lines(events: list[OverflowEvent]) -> list[str]:
+    return [
+        f"{PROG}: warning: window exceeds target_tokens by {e.tokens_over_budget} tokens "
+        f"(overflow proceed)"
+        for e in events
+    ]
+
+
+def table_message(exc: TableTooLargeError, args: argparse.Namespace | None) -> str:
+    """TableTooLargeError in the words of the command line (its flags, not parameters)."""
+    if args is None or getattr(args, "policy", None) or not hasattr(args, "bucket_size"):
+        return str(exc)
+    size = args.bucket_size if args.bucket_size is not None else 100
+    return (
+        f"KnapsackSlice DP table too large: {exc.candidates:,} candidates x "
+        f"({exc.capacity:,} + 1) capacity = {exc.cells:,} cells exceeds the limit of "
+        f"{exc.limit:,} cells; increase --bucket-size (now {size}) or lower "
+        "--target-tokens / --max-tokens"
+    )
+
+
+def pinned_message(exc: PinnedBudgetError, args: argparse.Namespace | None) -> str:
+    """PinnedBudgetError with the flag that fixes it, when a budget flag set the budget."""
+    if args is None or not hasattr(args, "max_tokens"):
+        return str(exc)
+    reserve = args.output_reserve or 0
+    return f"{exc}: raise --max-tokens to at least {exc.pinned_tokens + reserve:,}" + (
+        f" (pinned tokens + --output-reserve {reserve:,})" if reserve else ""
+    )

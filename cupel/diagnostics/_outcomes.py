@@ -1,0 +1,87 @@
+"""What a slicer reports besides its selection, and what the report says about slicing.
+
+A slicer's ``slice_detailed`` returns a :class:`SliceOutcome`: the selection, the items a
+count cap removed (:class:`CapExclusion`) and the count requirements it could not meet
+(:class:`CountRequirementShortfall`). The pipeline turns them into report entries; the
+report also carries :class:`BucketRounding` when a knapsack's rounding cost an item.
+These are plain values: the slicers produce them and the diagnostics read them, so they
+live here, below both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cupel._model import ContextItem
+
+__all__ = ["BucketRounding", "CapExclusion", "CountRequirementShortfall", "SliceOutcome"]
+
+
+@dataclass(frozen=True, slots=True)
+class CountRequirementShortfall:
+    """A count quota whose ``require_count`` the candidates could not satisfy."""
+
+    kind: str
+    required_count: int
+    satisfied_count: int
+
+    def to_dict(self) -> dict[str, object]:
+        """Wire form."""
+        return {
+            "kind": self.kind,
+            "required_count": self.required_count,
+            "satisfied_count": self.satisfied_count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BucketRounding:
+    """What knapsack rounding cost a selection: ``items_left_out`` candidates fit the
+    ``unused_tokens`` left in the slicer's budget, but not in the whole buckets of
+    ``bucket_size`` tokens left (item sizes round up, the budget down)."""
+
+    bucket_size: int
+    unused_tokens: int
+    items_left_out: int
+
+    def to_dict(self) -> dict[str, int]:
+        """Wire form."""
+        return {
+            "bucket_size": self.bucket_size,
+            "unused_tokens": self.unused_tokens,
+            "items_left_out": self.items_left_out,
+        }
+
+    def describe(self) -> str:
+        """In words.
+
+        >>> print(BucketRounding(100, 99, 1).describe())  # doctest: +NORMALIZE_WHITESPACE
+        knapsack bucket rounding (buckets of 100 tokens) left 99 tokens unused and 1 item
+        out that fits them
+        """
+        items = "item" if self.items_left_out == 1 else "items"
+        fit = "fits" if self.items_left_out == 1 else "fit"
+        return (
+            f"knapsack bucket rounding (buckets of {self.bucket_size} tokens) left "
+            f"{self.unused_tokens} tokens unused and {self.items_left_out} {items} out "
+            f"that {fit} them"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CapExclusion:
+    """An item a count-quota slicer removed because its kind had reached ``cap``."""
+
+    item: ContextItem
+    kind: str
+    cap: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SliceOutcome:
+    """What a slicer selected, plus cap removals and shortfalls (count quotas only)."""
+
+    selected: list[ContextItem]
+    cap_exclusions: tuple[CapExclusion, ...] = field(default=())
+    shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())

@@ -1,0 +1,188 @@
+"""Running policies and comparing them: :func:`dry_run_with_policy` and
+:func:`policy_sensitivity` (which items swing between configurations)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from cupel._errors import ConfigurationError
+from cupel._model import ContextBudget, ContextItem
+from cupel._pipeline import ContextResult, Pipeline
+from cupel.diagnostics._events import TraceDetailLevel
+from cupel.diagnostics._report import SelectionReport, require_report
+from cupel.policy._policy import Policy
+from cupel.policy._resolve import resolve_pipeline
+
+__all__ = [
+    "ItemStatus",
+    "PolicySensitivityDiffEntry",
+    "PolicySensitivityReport",
+    "dry_run_with_policy",
+    "policy_sensitivity",
+]
+
+
+def dry_run_with_policy(
+    items: Sequence[ContextItem],
+    budget: ContextBudget,
+    policy: Policy | str,
+    *,
+    detail_level: TraceDetailLevel = TraceDetailLevel.STAGE,
+) -> ContextResult:
+    """Dry-run ``items`` through a pipeline built from ``policy`` (or a preset name);
+    the returned result's ``report`` is always set. The budget is explicit: a policy
+    carries none.
+
+    >>> from cupel import ContextBudget, ContextItem
+    >>> from cupel.policy import Policy, PrioritySpec
+    >>> items = [ContextItem(content="a", tokens=40, priority=1),
+    ...          ContextItem(content="b", tokens=40, priority=9)]
+    >>> result = dry_run_with_policy(items, ContextBudget(max_tokens=50, target_tokens=40),
+    ...                              Policy(scorer=PrioritySpec()))
+    >>> [e.item.content for e in result.report.included]
+    ['b']
+    """
+    pipeline = resolve_pipeline(policy, owner="dry_run_with_policy", pipelines=False)
+    return pipeline.dry_run(items, budget, detail_level=detail_level)
+
+
+class ItemStatus(str, Enum):
+    """Whether a variant included an item (by content)."""
+
+    INCLUDED = "Included"
+    EXCLUDED = "Excluded"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySensitivityDiffEntry:
+    """An item (identified by ``content``) that at least two variants disagree on;
+    ``statuses`` has one ``(label, status)`` pair per variant, in variant order."""
+
+    content: str
+    statuses: tuple[tuple[str, ItemStatus], ...]
+
+    def status(self, label: str) -> ItemStatus:
+        """The status under the variant labelled ``label``."""
+        for name, status in self.statuses:
+            if name == label:
+                return status
+        raise KeyError(label)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form."""
+        return {
+            "content": self.content,
+            "statuses": [{"label": n, "status": s.value} for n, s in self.statuses],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySensitivityReport:
+    """The per-variant reports (in input order) and the swinging items (``diffs``, in
+    first-seen input order of the items)."""
+
+    variants: tuple[tuple[str, SelectionReport], ...]
+    diffs: tuple[PolicySensitivityDiffEntry, ...]
+
+    def report(self, label: str) -> SelectionReport:
+        """The report of the variant labelled ``label``."""
+        for name, report in self.variants:
+            if name == label:
+                return report
+        raise KeyError(label)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form (each variant's report in the SelectionReport wire form)."""
+        return {
+            "variants": [{"label": n, "report": r.to_dict()} for n, r in self.variants],
+            "diffs": [d.to_dict() for d in self.diffs],
+        }
+
+
+def policy_sensitivity(
+    items: Sequence[ContextItem],
+    budget: ContextBudget,
+    variants: Sequence[tuple[str, Policy | Pipeline | str]],
+) -> PolicySensitivityReport:
+    """Dry-run ``items`` under each ``(label, policy)`` variant and list the items whose
+    inclusion differs between variants.
+
+    A variant is a :class:`Policy`, a :class:`~cupel.Pipeline` or a preset name. At least
+    two variants with distinct labels are required (:class:`~cupel.ConfigurationError`
+    ``"policy_sensitivity requires at least 2 variants"`` otherwise). Items are matched by
+    content (ordinal equality): an item is included under a variant when an included
+    item has its content. Only items on which variants disagree appear in ``diffs``, in
+    the order their content first appears in ``items``.
+
+    >>> from cupel import ContextBudget, ContextItem
+    >>> from cupel.policy import Policy, PrioritySpec, ReflexiveSpec
+    >>> items = [ContextItem(content="a", tokens=40, priority=10, future_relevance_hint=0.1),
+    ...          ContextItem(content="b", tokens=40, priority=1, future_relevance_hint=0.9)]
+    >>> report = policy_sensitivity(items, ContextBudget(max_tokens=50, target_tokens=40),
+    ...     [("priority", Policy(scorer=PrioritySpec())),
+    ...      ("reflexive", Policy(scorer=ReflexiveSpec()))])
+    >>> [(d.content, [s.value for _, s in d.statuses]) for d in report.diffs]
+    [('a', ['Included', 'Excluded']), ('b', ['Excluded', 'Included'])]
+    """
+    if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
+        raise ConfigurationError(
+            f"policy_sensitivity: variants must be a sequence of (label, policy) pairs, "
+            f"got {type(variants).__name__}",
+            field="variants",
+            value=variants,
+        )
+    if len(variants) < 2:
+        raise ConfigurationError(
+            "policy_sensitivity requires at least 2 variants", field="variants", value=variants
+        )
+    pipelines: list[tuple[str, Pipeline]] = []
+    seen: set[str] = set()
+    for index, variant in enumerate(variants):
+        if not isinstance(variant, tuple) or len(variant) != 2:
+            raise ConfigurationError(
+                f"policy_sensitivity: variants[{index}] must be a (label, policy) pair, "
+                f"got {variant!r}",
+                field=f"variants[{index}]",
+                value=variant,
+            )
+        label, policy = variant
+        if not isinstance(label, str):
+            raise ConfigurationError(
+                f"policy_sensitivity: variants[{index}] label must be a string, got {label!r}",
+                field=f"variants[{index}]",
+                value=label,
+            )
+        if label in seen:
+            raise ConfigurationError(
+                f"policy_sensitivity: variants[{index}] repeats the label {label!r}; "
+                f"labels must be distinct",
+                field=f"variants[{index}]",
+                value=label,
+            )
+        seen.add(label)
+        pipelines.append((label, resolve_pipeline(policy, field=f"variants[{index}] policy")))
+
+    reports: list[tuple[str, SelectionReport]] = []
+    included: list[set[str]] = []
+    for label, pipeline in pipelines:
+        report = require_report(pipeline.dry_run(items, budget).report)
+        reports.append((label, report))
+        included.append({entry.item.content for entry in report.included})
+
+    diffs: list[PolicySensitivityDiffEntry] = []
+    for content in dict.fromkeys(item.content for item in items):
+        flags = [content in chosen for chosen in included]
+        if any(flags) and not all(flags):
+            diffs.append(
+                PolicySensitivityDiffEntry(
+                    content,
+                    tuple(
+                        (label, ItemStatus.INCLUDED if flag else ItemStatus.EXCLUDED)
+                        for (label, _), flag in zip(reports, flags, strict=True)
+                    ),
+                )
+            )
+    return PolicySensitivityReport(tuple(reports), tuple(diffs))
