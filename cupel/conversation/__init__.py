@@ -33,13 +33,8 @@ message (an agent's task) and the recent tool rounds kept after it.
 """
 
 from cupel._public import publish
-from cupel.conversation._history import (
-    DEFAULT_UNIT_KINDS,
-    UNIT_TYPES,
-    HistoryItems,
-    PinnedOptions,
-    synthetic_timestamps,
-)
+from cupel.conversation._columns import PinnedOptions, synthetic_timestamps
+from cupel.conversation._history import DEFAULT_UNIT_KINDS, UNIT_TYPES, HistoryItems
 from cupel.conversation._stable import (
     DEFAULT_LOW_WATER,
     DEFAULT_MAX_CONVERSATIONS,

@@ -1,29 +1,22 @@
-"""A conversation as context items: the selection columns now, the items on first use."""
+"""A conversation as context items: :class:`HistoryItems` builds the selection columns
+(:class:`~cupel.conversation._columns.HistoryColumns`) and selects a window."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any
 
-from cupel._batch import item_row, trusted_items
-from cupel._errors import ConfigurationError, PinnedBudgetError
-from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource, freeze_metadata
+from cupel._errors import ConfigurationError
+from cupel._model import ContextBudget, ContextKind
 from cupel._pipeline import Pipeline
-from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Conversation
-from cupel.conversation._window import HistoryWindow, identity_positions, select_window
+from cupel.conversation._columns import HistoryColumns, PinnedOptions, _Source
+from cupel.conversation._structure import SYSTEM, Conversation
+from cupel.conversation._window import HistoryWindow, select_window
 from cupel.diagnostics._events import OverflowEvent
-from cupel.diagnostics._reasons import InvalidToolCall
 from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY
 
-__all__ = [
-    "DEFAULT_UNIT_KINDS",
-    "UNIT_TYPES",
-    "HistoryItems",
-    "PinnedOptions",
-    "synthetic_timestamps",
-]
+__all__ = ["DEFAULT_UNIT_KINDS", "UNIT_TYPES", "HistoryItems"]
 
 UNIT_TYPES = ("system", "user", "assistant", "exchange", "tool", "other")
 """The unit types a kind is chosen for (``exchange``: an assistant message calling tools
@@ -39,56 +32,8 @@ DEFAULT_UNIT_KINDS: Mapping[str, ContextKind] = {
 }
 """The kind of each unit type's item."""
 
-_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
-_STEP = timedelta(microseconds=1)
-_synthetic: list[datetime] = []
 
-
-def synthetic_timestamps(count: int) -> list[datetime]:
-    """``count`` increasing UTC timestamps one microsecond apart from 2000-01-01: the
-    order of a conversation, for recency scorers, the recency window and the
-    chronological placer (cached and shared; datetimes are immutable).
-
-    >>> first, second = synthetic_timestamps(2)
-    >>> second - first
-    datetime.timedelta(microseconds=1)
-    """
-    have = len(_synthetic)
-    if have < count:
-        start = _EPOCH + _STEP * have
-        _synthetic.extend([start + _STEP * i for i in range(count - have)])
-    return _synthetic[:count]
-
-
-def _ordered(carried: Sequence[datetime | None]) -> list[datetime]:
-    """Per-message timestamps that follow message order: a carried (aware, UTC) timestamp
-    is kept unless it is not after the previous message's, which then wins by one
-    microsecond; a missing one follows the previous message by a microsecond."""
-    out: list[datetime] = []
-    previous: datetime | None = None
-    base = synthetic_timestamps(len(carried))
-    for index, moment in enumerate(carried):
-        if moment is None:
-            moment = base[index] if previous is None else previous + _STEP
-        elif previous is not None and moment <= previous:
-            moment = previous + _STEP
-        out.append(moment)
-        previous = moment
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class PinnedOptions:
-    """How a component names the options that pin messages, for the error raised when
-    the pinned messages alone exceed the budget (``None``: the component has no such
-    option)."""
-
-    system: str | None = "keep_system=False"
-    latest_user: str | None = None
-    last: str | None = None
-
-
-class HistoryItems:
+class HistoryItems(HistoryColumns):
     """A :class:`Conversation` mapped to context items: one item per unit.
 
     The selection columns are computed up front — ``units`` (the unit behind each
@@ -101,95 +46,7 @@ class HistoryItems:
     Build it with :meth:`from_conversation`.
     """
 
-    __slots__ = (
-        "_bad",
-        "_bare",
-        "_flags",
-        "_invalid",
-        "_items",
-        "_position",
-        "_source",
-        "block_key",
-        "blocks",
-        "conversation",
-        "pinned",
-        "pinned_tokens",
-        "tokens",
-        "units",
-    )
-
-    def __init__(
-        self,
-        conversation: Conversation,
-        units: list[int],
-        tokens: list[int],
-        blocks: list[int | None],
-        pinned: list[int],
-        pinned_tokens: Mapping[str, int],
-        bad: list[tuple[int, int]],
-        source: _Source,
-    ) -> None:
-        self.conversation = conversation
-        self.units = units
-        """The unit of each position."""
-        self.tokens = tokens
-        """The tokens of each position's unit."""
-        self.blocks = blocks
-        """The block of each position (its turn) under ``block_key``; ``None``: alone."""
-        self.block_key = source.block_key
-        self.pinned = pinned
-        """The pinned positions (ascending)."""
-        self.pinned_tokens = pinned_tokens
-        """Pinned tokens by cause: ``system``, ``latest_user``, ``last``."""
-        self._flags = [False] * len(units)
-        for position in pinned:
-            self._flags[position] = True
-        self._bad = bad  # (unit, tokens) of the units providers would reject
-        self._source = source
-        self._items: list[ContextItem] | None = None
-        self._bare: list[ContextItem] | None = None
-        self._invalid: list[tuple[ContextItem, InvalidToolCall]] | None = None
-        self._position: dict[int, int] | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"HistoryItems({len(self.units)} items, {len(self._bad)} invalid, "
-            f"{len(self.pinned)} pinned)"
-        )
-
-    def is_pinned(self, position: int) -> bool:
-        """Whether the item at ``position`` is pinned."""
-        return self._flags[position]
-
-    @property
-    def items(self) -> list[ContextItem]:
-        """One item per position (built on first use, then the same objects)."""
-        items = self._items
-        if items is None:
-            items, bad = self._source.build(self, with_metadata=True)
-            problems = self.conversation._problems
-            reasons = [InvalidToolCall(*problems[k]) for k, _ in self._bad]
-            self._invalid = list(zip(bad, reasons, strict=True))
-            self._items = items
-        return items
-
-    @property
-    def invalid(self) -> list[tuple[ContextItem, InvalidToolCall]]:
-        """The units providers would reject, as items with why (built on first use)."""
-        if self._invalid is None:
-            self.items  # noqa: B018 - builds both
-        return self._invalid  # type: ignore[return-value]
-
-    def bare_items(self) -> list[ContextItem]:
-        """Like :attr:`items` but without the caller's per-unit metadata (the block key
-        stays): for a pipeline that reads no metadata and builds no report, whose items
-        never leave the selection (:func:`reads_unit_metadata`)."""
-        if self._source.metadata is None:
-            return self.items
-        bare = self._bare
-        if bare is None:
-            bare = self._bare = self._source.build(self, with_metadata=False)[0]
-        return bare
+    __slots__ = ()
 
     @classmethod
     def from_conversation(
@@ -315,53 +172,6 @@ class HistoryItems:
         source = _Source(texts, timestamps, table, metadata, block_key)
         return cls(conversation, units, unit_counts, blocks, pinned, pinned_tokens, bad, source)
 
-    def positions(self, selected: Sequence[ContextItem]) -> list[int]:
-        """The positions (in :attr:`items`) of ``selected``, ascending, found by identity.
-
-        Raises :class:`~cupel.ConfigurationError` for an item not built here."""
-        position = self._position
-        if position is None:
-            position = self._position = {id(item): k for k, item in enumerate(self.items)}
-        return identity_positions(position, selected)
-
-    def messages_at(self, positions: Sequence[int]) -> list[int]:
-        """The message indices of the items at ``positions`` (ascending)."""
-        conversation = self.conversation
-        units = self.units
-        out: list[int] = []
-        for position in positions:
-            out.extend(conversation.messages_of(units[position]))
-        out.sort()
-        return out
-
-    def check_pinned(self, budget: ContextBudget, options: PinnedOptions) -> None:
-        """Raise :class:`~cupel.PinnedBudgetError` when the pinned items alone exceed
-        ``max_tokens - output_reserve``, naming what they need and the options (as the
-        component spells them) that would unpin them."""
-        need = sum(self.pinned_tokens.values())
-        available = budget.max_tokens - budget.output_reserve
-        if need <= available:
-            return
-        parts = []
-        remedies = ["raise the budget", "shorten them"]
-        for cause, label, option in (
-            ("system", "system messages", options.system),
-            ("latest_user", "the latest user message", options.latest_user),
-            ("last", "the latest units kept", options.last),
-        ):
-            tokens = self.pinned_tokens.get(cause, 0)
-            if tokens:
-                parts.append(f"{label}: {tokens}")
-                if option is not None:
-                    remedies.append(f"pass {option}")
-        error = PinnedBudgetError(need, available)
-        error.args = (
-            f"The messages that are always kept need {need} tokens ({', '.join(parts)}), "
-            f"but the budget allows {available} (max_tokens - output_reserve); "
-            f"{', '.join(remedies[:-1])} or {remedies[-1]}",
-        )
-        raise error
-
     def select(
         self,
         pipeline: Pipeline,
@@ -407,106 +217,6 @@ class HistoryItems:
             on_overflow=on_overflow,
             previous=previous,
         )
-
-
-class _Source:
-    """What the items are made of, kept until they are first built."""
-
-    __slots__ = ("block_key", "kinds", "metadata", "texts", "timestamps")
-
-    def __init__(
-        self,
-        texts: Sequence[str],
-        timestamps: Sequence[datetime | None] | None,
-        kinds: Mapping[str, ContextKind],
-        metadata: Callable[[int], Mapping[str, Any]] | None,
-        block_key: str | None,
-    ) -> None:
-        self.texts = texts
-        self.timestamps = timestamps
-        self.kinds = kinds
-        self.metadata = metadata
-        self.block_key = block_key
-
-    def build(
-        self, history: HistoryItems, *, with_metadata: bool
-    ) -> tuple[list[ContextItem], list[ContextItem]]:
-        """The items of ``history``'s positions, and (``with_metadata``) of its invalid
-        units."""
-        conversation = history.conversation
-        texts = self.texts
-        n = conversation.n_messages
-        stamps = synthetic_timestamps(n) if self.timestamps is None else _ordered(self.timestamps)
-        firsts = conversation._firsts
-        groups = conversation._members
-        roles = conversation._roles
-        turns = conversation._turns
-        table = self.kinds
-        # Per unit type: its kind and whether its source is Tool; other roles are "other".
-        kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
-        exchange_kind = table["exchange"]
-        other_kind = table["other"]
-        tool_source = ContextSource.TOOL
-        block_key = self.block_key
-        metadata = self.metadata if with_metadata else None
-        # Without adapter metadata, the units of one turn share one read-only block dict.
-        shared: dict[int, Mapping[str, Any]] = {}
-        template = item_row("", 0)
-
-        def row(k: int, need: int, pinned: bool, block: int | None) -> dict[str, Any]:
-            role = roles[k]
-            first = firsts[k]
-            group = groups.get(k)
-            out = template.copy()
-            if group is None:
-                text = texts[first]
-                out["content"] = text if text else f"[{role} message]"
-                kind = kind_of.get(role)
-                if kind is None:
-                    out["kind"] = other_kind
-                else:
-                    out["kind"] = kind
-                    if role == TOOL:
-                        out["source"] = tool_source
-            else:
-                out["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
-                out["kind"] = exchange_kind
-                out["source"] = tool_source
-            out["tokens"] = need
-            out["timestamp"] = stamps[first]
-            if pinned:
-                out["pinned"] = True
-            if metadata is not None:
-                meta = dict(metadata(k))
-                if block_key is not None:
-                    if block is None:
-                        meta.pop(block_key, None)
-                    else:
-                        meta[block_key] = block
-                out["metadata"] = meta
-            elif block is not None:
-                frozen = shared.get(block)
-                if frozen is None:
-                    frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
-                out["metadata"] = frozen
-            return out
-
-        flags = history._flags
-        rows = [
-            row(k, need, flags[p], block)
-            for p, (k, need, block) in enumerate(
-                zip(history.units, history.tokens, history.blocks, strict=True)
-            )
-        ]
-        bad_rows: list[dict[str, Any]] = []
-        if with_metadata:
-            latest_user = conversation.latest_user
-            latest_turn = turns[latest_user] if latest_user >= 0 else 0
-            for k, need in history._bad:
-                turn = turns[k]
-                blocked = block_key is not None and turn < latest_turn
-                bad_rows.append(row(k, need, False, turn if blocked else None))
-        return trusted_items(rows), trusted_items(bad_rows)
 
 
 def _last_units(conversation: Conversation, count: int) -> set[int]:

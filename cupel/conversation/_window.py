@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cupel._errors import ConfigurationError, CupelError
+from cupel._errors import CupelError
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline import Pipeline, effective_budget
+from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
 from cupel.conversation._structure import SYSTEM
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
 from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
-
-if TYPE_CHECKING:
-    from cupel.conversation._history import HistoryItems, PinnedOptions
 
 __all__ = [
     "STABLE_CUT_FILTER",
@@ -36,7 +34,7 @@ STABLE_CUT_FILTER = "before_stable_cut"
 @dataclass(frozen=True, slots=True, eq=False)
 class HistoryWindow:
     """A selected window: ``messages`` (indices into the history, ascending),
-    ``positions`` (of the selected units in :attr:`HistoryItems.items`, ascending),
+    ``positions`` (of the selected units in :attr:`HistoryColumns.items`, ascending),
     their ``tokens``, and the ``report`` when the selection built one (else
     :meth:`explain` builds it on demand).
 
@@ -44,7 +42,7 @@ class HistoryWindow:
     its leading messages are those of the previous window, in the same order — the prefix a
     provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
     is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
-    is where the window's stretch of the conversation starts (see ``HistoryItems.select``).
+    is where the window's stretch of the conversation starts (see ``HistoryColumns.select``).
     """
 
     messages: list[int]
@@ -54,7 +52,7 @@ class HistoryWindow:
     cut: int = 0
     stable_prefix: int = 0
     cut_moved: bool = True
-    history: HistoryItems | None = field(default=None, repr=False)
+    history: HistoryColumns | None = field(default=None, repr=False)
     _rerun: _Rerun | None = field(default=None, repr=False)
 
     @property
@@ -75,7 +73,7 @@ class HistoryWindow:
             return self.report
         rerun = self._rerun
         if rerun is None or self.history is None:
-            raise CupelError("this window was not selected by HistoryItems.select")
+            raise CupelError("this window was not selected by HistoryColumns.select")
         if rerun.report is None:
             again = select_window(
                 self.history,
@@ -123,7 +121,7 @@ def _ignore(event: OverflowEvent) -> None:
 
 
 def select_window(
-    history: HistoryItems,
+    history: HistoryColumns,
     pipeline: Pipeline,
     budget: ContextBudget,
     *,
@@ -133,7 +131,7 @@ def select_window(
     on_overflow: Callable[[OverflowEvent], Any] | None,
     previous: Collection[int] | None,
 ) -> HistoryWindow:
-    """:meth:`HistoryItems.select` (see there)."""
+    """:meth:`HistoryColumns.select` (see there)."""
     history.check_pinned(budget, options)
     offered: list[int] | None = None  # positions offered to the pipeline (None: all)
     before_cut: list[int] = []
@@ -191,24 +189,8 @@ def select_window(
     )
 
 
-def identity_positions(position: Mapping[int, int], selected: Sequence[ContextItem]) -> list[int]:
-    """The positions of ``selected`` by ``position`` (``id(item)`` → position), ascending;
-    an item not in it is a :class:`~cupel.ConfigurationError`."""
-    try:
-        out = [position[id(item)] for item in selected]
-    except KeyError:
-        stranger = next(item for item in selected if id(item) not in position)
-        raise ConfigurationError(
-            f"item {getattr(stranger, 'content', stranger)!r:.60} was not built from this history",
-            field="items",
-            value=stranger,
-        ) from None
-    out.sort()
-    return out
-
-
 def _plain(
-    history: HistoryItems,
+    history: HistoryColumns,
     pipeline: Pipeline,
     budget: ContextBudget,
     offered: list[int] | None,
@@ -247,7 +229,7 @@ def _plain(
     return chosen
 
 
-def _unit_positions(history: HistoryItems, messages: Collection[int]) -> list[int]:
+def _unit_positions(history: HistoryColumns, messages: Collection[int]) -> list[int]:
     """The positions of the valid units holding any of ``messages``."""
     conversation = history.conversation
     unit_of: dict[int, int] = {}
@@ -257,7 +239,7 @@ def _unit_positions(history: HistoryItems, messages: Collection[int]) -> list[in
     return sorted({unit_of[m] for m in messages if m in unit_of})
 
 
-def _since(history: HistoryItems, since: int) -> tuple[list[int], list[int]]:
+def _since(history: HistoryColumns, since: int) -> tuple[list[int], list[int]]:
     """The positions offered after a previous cut, and those left before it.
 
     Offered: pinned units, units starting at or after ``since``, and — so that no
@@ -284,7 +266,7 @@ def _since(history: HistoryItems, since: int) -> tuple[list[int], list[int]]:
     return offered, before
 
 
-def _cut(history: HistoryItems, positions: list[int]) -> int:
+def _cut(history: HistoryColumns, positions: list[int]) -> int:
     """Where the window's stretch starts: the first message of its oldest non-system
     unit — the pinned latest user message included only when no unit between it and
     the window's newest unit is left out (no gap after it; units newer than the
@@ -308,7 +290,7 @@ def _cut(history: HistoryItems, positions: list[int]) -> int:
 
 
 def _start_on(
-    history: HistoryItems, positions: list[int], start_on: Collection[str]
+    history: HistoryColumns, positions: list[int], start_on: Collection[str]
 ) -> tuple[list[int], list[int]]:
     conversation = history.conversation
     units = history.units
@@ -385,7 +367,7 @@ def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
 
 def reads_unit_metadata(pipeline: Pipeline) -> bool:
     """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
-    block key (which :class:`HistoryItems` always sets): ``False`` only when its scorer
+    block key (which :class:`HistoryColumns` always sets): ``False`` only when its scorer
     tree, slicer and placer are all cupel's own components that look at other fields
     (exact classes: a subclass could read anything; the metadata scorers do read it) and
     no overflow callback receives the items. A history selection that builds no report
