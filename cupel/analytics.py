@@ -22,13 +22,14 @@ item). Both match items by identity and are deterministic.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
+from cupel._pipeline.probe import BudgetProbe
 from cupel.diagnostics._entries import IncludedItem
 from cupel.diagnostics._reasons import InclusionReason
 from cupel.diagnostics._report import SelectionReport, require_report
@@ -344,6 +345,8 @@ def find_min_budget_for(
     items: Sequence[ContextItem],
     target_item: ContextItem,
     search_ceiling: int,
+    *,
+    on_probe: Callable[[int], object] | None = None,
 ) -> int | None:
     """The smallest budget in ``[target_item.tokens, search_ceiling]`` whose dry run
     includes ``target_item``, or ``None``.
@@ -396,8 +399,15 @@ def find_min_budget_for(
     if low > ceiling:
         return None
 
+    probe = BudgetProbe(runner, items) if type(runner) is Pipeline else None
+
     def included(tokens: int) -> bool:
-        return _included(runner.dry_run(items, _probe_budget(tokens)).report, target_item)
+        if on_probe is not None:
+            on_probe(tokens)
+        budget = _probe_budget(tokens)
+        if probe is not None:
+            return probe.selects(target_item, budget)
+        return _included(runner.dry_run(items, budget).report, target_item)
 
     if not included(ceiling):
         return None

@@ -17,7 +17,7 @@ from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
-__all__ = ["Sliced", "effective_budget", "slice_items"]
+__all__ = ["Sliced", "effective_budget", "fast_slice", "slice_items"]
 
 
 class Sliced(NamedTuple):
@@ -63,7 +63,7 @@ def slice_items(
     scoreable = classified.scoreable
     sliced_budget = effective_budget(budget, classified.pinned_tokens)
     order, found, _ = ranking
-    chosen = _fast_slice(slicer, scoreable, ranking, sliced_budget)
+    chosen = fast_slice(slicer, scoreable, ranking, sliced_budget)
     if chosen is not None and found is not None and isinstance(order, np.ndarray):
         # Ruling 13: the selection enters the merge in the Sort stage's order.
         selected = np.zeros(len(scoreable), dtype=np.bool_)
@@ -93,7 +93,7 @@ def slice_items(
     )
 
 
-def _fast_slice(
+def fast_slice(
     slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
 ) -> IntArray | None:
     """The built-in slicer's array fast path: the selected positions into

@@ -340,31 +340,8 @@ def _find_target(items: Sequence[ContextItem], content: str) -> ContextItem:
     return items[matches[0]]
 
 
-class _ProbingPipeline(Pipeline):
-    """The same pipeline, counting each dry run (a budget probe) on a progress bar."""
-
-    __slots__ = ("_progress",)
-
-    def __init__(self, pipeline: Pipeline, progress: Progress) -> None:
-        super().__init__(
-            pipeline.scorer,
-            pipeline.slicer,
-            pipeline.placer,
-            deduplication=pipeline.deduplication,
-            overflow_strategy=pipeline.overflow_strategy,
-            on_overflow=pipeline.on_overflow,
-        )
-        self._progress = progress
-
-    def dry_run(
-        self, items: Sequence[ContextItem], budget: ContextBudget, **kwargs: Any
-    ) -> ContextResult:
-        self._progress.step(f"budget {budget.max_tokens:,}")
-        return super().dry_run(items, budget, **kwargs)
-
-
 def _probes(low: int, high: int) -> int:
-    """Dry runs a binary search over ``[low, high]`` makes (the ceiling, then halving)."""
+    """Probes a binary search over ``[low, high]`` makes (the ceiling, then halving)."""
     return 1 + max(high - low + 1, 1).bit_length()
 
 
@@ -382,7 +359,13 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
     with Progress(
         total=_probes(low, ceiling), desc="min-budget: trying budgets", unit="run"
     ) as progress:
-        minimum = find_min_budget_for(_ProbingPipeline(pipeline, progress), items, target, ceiling)
+        minimum = find_min_budget_for(
+            pipeline,
+            items,
+            target,
+            ceiling,
+            on_probe=lambda tokens: progress.step(f"budget {tokens:,}"),
+        )
     config = describe_config(args)
     source = _source_name(args.items)
     # The run at the answer (or at the ceiling): the report the decision rests on. At the

@@ -1,0 +1,96 @@
+"""Budget probes: one pipeline's window at many budgets over the same items.
+
+Classify, Score, Deduplicate and Sort do not depend on the budget (only Classify's
+pinned-budget check does, and a probe repeats it), so :class:`BudgetProbe` runs them
+once and each probe runs Slice and the merge of Place — which decide the window's
+membership; the placer only orders it. A probe's window holds exactly the items
+``pipeline.run(items, budget)`` returns (tested against it), without a report.
+
+>>> from cupel import ContextBudget, ContextItem, Pipeline, PriorityScorer
+>>> items = [ContextItem(content=c, tokens=t, priority=p)
+...          for c, t, p in [("a", 30, 3), ("b", 50, 2), ("c", 20, 1)]]
+>>> probe = BudgetProbe(Pipeline(PriorityScorer()), items)
+>>> [[i.content for i in probe.window(ContextBudget(max_tokens=b, target_tokens=b))]
+...  for b in (30, 60, 100)]
+[['a'], ['a', 'c'], ['a', 'b', 'c']]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from cupel._errors import PinnedBudgetError
+from cupel._fastpath import IntArray
+from cupel._model import ContextBudget, ContextItem
+from cupel._pipeline.classify import classify
+from cupel._pipeline.deduplicate import deduplicate
+from cupel._pipeline.pipeline import Pipeline
+from cupel._pipeline.place import merge
+from cupel._pipeline.score import score
+from cupel._pipeline.slice import effective_budget, fast_slice, slice_items
+from cupel._pipeline.sort import sort
+
+__all__ = ["BudgetProbe"]
+
+
+class BudgetProbe:
+    """``pipeline``'s window over ``items`` at any budget (:meth:`window`), scoring,
+    deduplicating and sorting once. For :class:`~cupel.Pipeline` itself (a subclass
+    may change how a run works: use its ``run`` instead)."""
+
+    __slots__ = ("_classified", "_pipeline", "_positions", "_ranking")
+
+    def __init__(self, pipeline: Pipeline, items: Sequence[ContextItem]) -> None:
+        # The budget only gates the pinned items: check them per probe instead.
+        unlimited = ContextBudget(max_tokens=2**62, target_tokens=2**62)
+        classified = classify(list(items), unlimited)
+        scores = score(pipeline.scorer, classified)
+        survivors = deduplicate(classified.scoreable, scores, pipeline.deduplication)
+        self._classified = classified
+        self._ranking = sort(classified, scores, survivors)
+        self._pipeline = pipeline
+        self._positions: dict[int, IntArray] = {}  # id(item) -> its scoreable positions
+
+    def window(self, budget: ContextBudget) -> list[ContextItem]:
+        """The items ``pipeline.run(items, budget)`` selects (in merge order, not placed),
+        raising what that run raises (:class:`~cupel.PinnedBudgetError`,
+        :class:`~cupel.OverflowBudgetError` under ``THROW``); the pipeline's
+        ``on_overflow`` receives an overflow under ``PROCEED`` as in a run."""
+        classified = self._classified
+        pipeline = self._pipeline
+        available = budget.max_tokens - budget.output_reserve
+        if classified.pinned_tokens > available:
+            raise PinnedBudgetError(classified.pinned_tokens, available)
+        sliced = slice_items(pipeline.slicer, classified, self._ranking, budget)
+        merged = merge(classified, sliced, budget, pipeline.overflow_strategy, pipeline.on_overflow)
+        return merged.items
+
+    def selects(self, item: ContextItem, budget: ContextBudget) -> bool:
+        """Whether :meth:`window` at ``budget`` holds ``item`` (by identity), raising what
+        it raises. On the array route without an overflow, read off the slicer's
+        positions (no item lists built)."""
+        classified = self._classified
+        if item.pinned or item.tokens < 0:
+            return any(entry is item for entry in self.window(budget))
+        available = budget.max_tokens - budget.output_reserve
+        if classified.pinned_tokens > available:
+            raise PinnedBudgetError(classified.pinned_tokens, available)
+        ranking = self._ranking
+        sliced_budget = effective_budget(budget, classified.pinned_tokens)
+        chosen = fast_slice(self._pipeline.slicer, classified.scoreable, ranking, sliced_budget)
+        found = ranking.columns
+        if chosen is None or found is None:
+            return any(entry is item for entry in self.window(budget))
+        target = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
+        if classified.pinned_tokens + int(found.tokens[chosen].sum()) > target:
+            return any(entry is item for entry in self.window(budget))  # the overflow rules
+        positions = self._positions.get(id(item))
+        if positions is None:
+            scoreable = classified.scoreable
+            positions = np.fromiter(
+                (i for i, entry in enumerate(scoreable) if entry is item), dtype=np.intp
+            )
+            self._positions = {id(item): positions}  # one target at a time
+        return bool(np.isin(positions, chosen).any())
