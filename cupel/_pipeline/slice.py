@@ -17,7 +17,7 @@ from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
-__all__ = ["Sliced", "effective_budget", "fast_slice", "slice_items"]
+__all__ = ["Sliced", "effective_budget", "effective_limits", "fast_slice", "slice_items"]
 
 
 class Sliced(NamedTuple):
@@ -44,6 +44,12 @@ def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget
     ...                                estimation_safety_margin_percent=10.0), 50).target_tokens
     675
     """
+    eff_max, eff_target = effective_limits(budget, pinned_tokens)
+    return ContextBudget(max_tokens=eff_max, target_tokens=eff_target)
+
+
+def effective_limits(budget: ContextBudget, pinned_tokens: int) -> tuple[int, int]:
+    """:func:`effective_budget`'s ``(max_tokens, target_tokens)``, without building it."""
     reserved = sum(budget.reserved_slots.values())
     eff_max = max(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
     eff_target = min(max(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
@@ -52,7 +58,7 @@ def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget
         multiplier = 1.0 - margin / 100.0
         eff_max = floor_times(eff_max, multiplier)
         eff_target = min(floor_times(eff_target, multiplier), eff_max)
-    return ContextBudget(max_tokens=eff_max, target_tokens=eff_target)
+    return eff_max, eff_target
 
 
 def slice_items(

@@ -8,7 +8,8 @@ from typing import Any
 
 from cupel._errors import CupelError
 from cupel._model import ContextBudget, ContextItem
-from cupel._pipeline import Pipeline, effective_budget
+from cupel._pipeline import Pipeline
+from cupel._pipeline.slice import effective_limits
 from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
 from cupel.conversation._structure import SYSTEM
 from cupel.diagnostics._events import OverflowEvent
@@ -216,7 +217,7 @@ def _plain(
     pinned_tokens = sum(history.pinned_tokens.values())
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None
-    target = effective_budget(budget, pinned_tokens).target_tokens
+    target = effective_limits(budget, pinned_tokens)[1]
     flags = history._flags
     tokens = history.tokens
     blocks = history.blocks
