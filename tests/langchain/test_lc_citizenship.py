@@ -20,6 +20,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.load import dumpd, dumps, loads
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 
 from cupel import ConfigurationError, Pipeline, RecencyScorer, SelectionReport
@@ -108,6 +109,40 @@ def test_documents_components_honour_current_fields() -> None:
     assert len(retriever.invoke("q")) == 8
     retriever.max_tokens = 20
     assert sum(-(-len(d.page_content) // 4) for d in retriever.invoke("q")) <= 20
+
+
+class ServableRetriever(BaseRetriever):
+    """A retriever that opts in to LangChain serialization (as some integrations do)."""
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        return cls.__module__.split(".")
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return docs()
+
+
+def test_retriever_honours_copies_and_configurable_fields_and_round_trips() -> None:
+    def tokens(found: list[Document]) -> int:
+        return sum(-(-len(d.page_content) // 4) for d in found)
+
+    retriever = CupelRetriever(base_retriever=ServableRetriever(), max_tokens=500)
+    assert len(retriever.invoke("q")) == 8
+    narrow = retriever.model_copy(update={"max_tokens": 20})
+    assert 0 < tokens(narrow.invoke("q")) <= 20 and len(retriever.invoke("q")) == 8
+    configurable = retriever.configurable_fields(max_tokens=ConfigurableField(id="doc_tokens"))
+    assert 0 < tokens(configurable.with_config(configurable={"doc_tokens": 20}).invoke("q")) <= 20
+    for copied in (copy.deepcopy(narrow), pickle.loads(pickle.dumps(narrow))):
+        assert copied is not narrow and copied.invoke("q") == narrow.invoke("q")
+    namespaces = ["cupel_langchain", ServableRetriever.get_lc_namespace()[0]]
+    allowed = [CupelRetriever, ServableRetriever]
+    restored = loads(dumps(narrow), allowed_objects=allowed, valid_namespaces=namespaces)
+    assert type(restored.base_retriever) is ServableRetriever and restored.max_tokens == 20
+    assert dumpd(restored) == dumpd(narrow) and restored.invoke("q") == narrow.invoke("q")
 
 
 def test_middleware_settings_are_live_attributes() -> None:
