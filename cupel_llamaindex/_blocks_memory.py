@@ -63,7 +63,12 @@ MEMORY_BLOCK_KEY = "llamaindex_memory_block"
 """Item metadata key naming the memory block an item stands for."""
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
-_OPTIONS = PinnedOptions(system="pin_system=False", latest_user="pin_last_user=False", last=None)
+_OPTIONS = PinnedOptions(
+    system="pin_system=False",
+    latest_user="pin_last_user=False",
+    last=None,
+    budget="token_limit less the memory blocks",
+)
 # Memory blocks compete by priority (LlamaIndex's rule: higher first); priority 0 is pinned.
 _BLOCKS = Pipeline(PriorityScorer(), GreedySlice(), ChronologicalPlacer())
 

@@ -61,7 +61,10 @@ DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 
 _START_ON_USER = frozenset({USER})
 PINNED_OPTIONS = PinnedOptions(
-    system="pin_system=False", latest_user="pin_last_user=False", last=None
+    system="pin_system=False",
+    latest_user="pin_last_user=False",
+    last=None,
+    budget="token_limit - initial_token_count",
 )
 """The memory's pinning options, named in the error raised when pinned messages alone
 exceed the budget."""

@@ -57,11 +57,12 @@ def _ordered(carried: Sequence[datetime | None]) -> list[datetime]:
 class PinnedOptions:
     """How a component names the options that pin messages, for the error raised when
     the pinned messages alone exceed the budget (``None``: the component has no such
-    option)."""
+    option), and how it names the budget they are held against (``budget``)."""
 
     system: str | None = "keep_system=False"
     latest_user: str | None = None
     last: str | None = None
+    budget: str = "max_tokens - output_reserve"
 
 
 class HistoryColumns:
@@ -206,7 +207,7 @@ class HistoryColumns:
         error = PinnedBudgetError(need, available)
         error.args = (
             f"The messages that are always kept need {need} tokens ({', '.join(parts)}), "
-            f"but the budget allows {available} (max_tokens - output_reserve); "
+            f"but the budget allows {available} ({options.budget}); "
             f"{', '.join(remedies[:-1])} or {remedies[-1]}",
         )
         raise error

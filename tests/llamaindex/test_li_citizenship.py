@@ -28,7 +28,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
-from cupel import ConfigurationError, SelectionReport
+from cupel import ConfigurationError, PinnedBudgetError, SelectionReport
 from cupel_llamaindex import CupelChatMemory, CupelMemory, CupelNodePostprocessor
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -107,6 +107,19 @@ def _stored(sent: Sequence[ChatMessage], active: Sequence[ChatMessage]) -> list[
         ]
         out.append(match)
     return sorted(out, key=lambda m: [id(a) for a in active].index(id(m)))
+
+
+def test_cupel_memory_pinned_messages_over_the_limit_name_its_budget_and_options() -> None:
+    memory = CupelMemory.from_defaults(token_limit=20, tokenizer_fn=_split)
+    memory.set(
+        [ChatMessage(role="system", content="x " * 30), ChatMessage(role="user", content="q")]
+    )
+    with pytest.raises(PinnedBudgetError) as raised:
+        memory.get()
+    message = str(raised.value)
+    assert "(token_limit less the memory blocks)" in message, message
+    assert "pass pin_system=False or pass pin_last_user=False" in message, message
+    assert "max_tokens" not in message
 
 
 @settings(max_examples=25, deadline=None)

@@ -163,7 +163,7 @@ def test_pinned_messages_over_the_limit_raise_a_clear_error() -> None:
     assert (raised.value.pinned_tokens, raised.value.available_tokens) == (33, 20)
     assert str(raised.value) == (
         "The messages that are always kept need 33 tokens (system messages: 31, the latest "
-        "user message: 2), but the budget allows 20 (max_tokens - output_reserve); raise the "
+        "user message: 2), but the budget allows 20 (token_limit - initial_token_count); raise the "
         "budget, shorten them, pass pin_system=False or pass pin_last_user=False"
     )
 
