@@ -25,6 +25,7 @@ if __package__ in (None, ""):
 
 from benchmarks import bench_core
 from cupel import ContextBudget, ContextItem, Pipeline, find_min_budget_for
+from cupel.analytics import smallest_included
 
 
 @dataclass
@@ -61,16 +62,7 @@ def by_dry_runs(
 
     pinned = sum(i.tokens for i in items if i.pinned and i.tokens >= 0)
     low = max(target.tokens, pinned)
-    if low > ceiling or not included(ceiling):
-        return None
-    below, high = low - 1, ceiling
-    while high - below > 1:
-        mid = below + (high - below) // 2
-        if included(mid):
-            high = mid
-        else:
-            below = mid
-    return high
+    return None if low > ceiling else smallest_included(low, ceiling, included)
 
 
 def _median_ms(func: Callable[[], object], runs: int) -> float:

@@ -409,6 +409,13 @@ def find_min_budget_for(
             return probe.selects(target_item, budget)
         return _included(runner.dry_run(items, budget).report, target_item)
 
+    return smallest_included(low, ceiling, included)
+
+
+def smallest_included(low: int, ceiling: int, included: Callable[[int], bool]) -> int | None:
+    """The binary search of :func:`find_min_budget_for`: ``None`` unless
+    ``included(ceiling)``; else the smallest budget ``b`` in ``[low, ceiling]`` found with
+    ``included(b)`` and not ``included(b - 1)`` (or ``b == low``)."""
     if not included(ceiling):
         return None
     below, high = low - 1, ceiling  # invariant: selected at `high`, not at `below`

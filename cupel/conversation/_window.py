@@ -334,32 +334,21 @@ def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
     use: the component packages import this layer's neighbours)."""
     global _BLIND
     if _BLIND is None:
-        from cupel.placers import ChronologicalPlacer, UShapedPlacer
-        from cupel.scorers import (
-            CompositeScorer,
-            DecayScorer,
-            FrequencyScorer,
-            KindScorer,
-            PriorityScorer,
-            RecencyScorer,
-            ReflexiveScorer,
-            ScaledScorer,
-            TagScorer,
-        )
+        from cupel import placers, scorers
 
         _BLIND = (
-            frozenset({ChronologicalPlacer, UShapedPlacer}),
+            frozenset({placers.ChronologicalPlacer, placers.UShapedPlacer}),
             frozenset(
                 {
-                    CompositeScorer,
-                    DecayScorer,
-                    FrequencyScorer,
-                    KindScorer,
-                    PriorityScorer,
-                    RecencyScorer,
-                    ReflexiveScorer,
-                    ScaledScorer,
-                    TagScorer,
+                    scorers.CompositeScorer,
+                    scorers.DecayScorer,
+                    scorers.FrequencyScorer,
+                    scorers.KindScorer,
+                    scorers.PriorityScorer,
+                    scorers.RecencyScorer,
+                    scorers.ReflexiveScorer,
+                    scorers.ScaledScorer,
+                    scorers.TagScorer,
                 }
             ),
         )

@@ -25,6 +25,7 @@ from cupel import (
     find_min_budget_for,
 )
 from cupel._pipeline.probe import BudgetProbe
+from cupel.analytics import smallest_included
 
 SLICERS = [GreedySlice(), SpecGreedy(), KnapsackSlice(bucket_size=3), RecencyWindowSlice()]
 
@@ -109,16 +110,7 @@ def min_budget_by_dry_runs(
         return None
     pinned = sum(i.tokens for i in items if i.pinned and i.tokens >= 0)
     low = max(target.tokens, pinned)
-    if low > ceiling or not included(ceiling):
-        return None
-    below, high = low - 1, ceiling
-    while high - below > 1:
-        mid = below + (high - below) // 2
-        if included(mid):
-            high = mid
-        else:
-            below = mid
-    return high
+    return None if low > ceiling else smallest_included(low, ceiling, included)
 
 
 @settings(max_examples=300, deadline=None)
