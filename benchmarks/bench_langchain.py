@@ -27,9 +27,11 @@ import argparse
 import gc
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import (
@@ -41,6 +43,10 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.timing import per_call_us
 from cupel_langchain import CupelMessageSelector, select_messages, tool_call_problems
 
 SEED = 20261122
@@ -229,7 +235,7 @@ def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
     assert report is not None and report.included_tokens <= budget
 
     def us(func: Callable[[], Any]) -> float:
-        return _median_ms(func, runs, warmups)[0] * 1000.0
+        return per_call_us(func, runs)
 
     return SmallRow(
         n=n,

@@ -18,6 +18,7 @@ says so. Peak memory (tracemalloc, one untimed call) is reported except for that
 
     python benchmarks/bench_llamaindex.py              # W6 (1k, 10k) and W7
     python benchmarks/bench_llamaindex.py W6 --sizes 1000
+    python benchmarks/bench_llamaindex.py W8          # small histories, 10 ... 1,000 messages
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence, Sized
+from pathlib import Path
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.memory import ChatMemoryBuffer
@@ -37,6 +39,10 @@ from llama_index.core.postprocessor import LongContextReorder
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.storage.chat_store import SimpleChatStore
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.timing import per_call_us
 from cupel_llamaindex import CupelChatMemory, CupelNodePostprocessor, tool_call_ids
 
 SEED = 20261122
@@ -229,6 +235,29 @@ def w6(n: int, runs: int, slow_runs: int) -> None:
         print(f"  cupel {label:8s} / incumbent = {ratio:.4f}  (1/{1 / ratio:,.0f}){verdict}")
 
 
+def small(n: int, runs: int = 51) -> tuple[float, float]:
+    """W8 (small histories): ``CupelChatMemory.get()`` with its defaults and
+    ``ChatMemoryBuffer.get()`` over the W6 conversation of ``n`` messages held by the same
+    kind of store, budget B = 25%: medians in µs, (cupel, incumbent). The memory builds
+    its report on first read of ``last_report`` (at once if an instrumentation handler
+    listens), so ``get()`` alone is what a chat engine pays per turn."""
+    history = conversation(n)
+    budget = len(quarter_tokenizer(" ".join(str(m.content) for m in history))) // 4
+
+    def store() -> SimpleChatStore:
+        chat_store = SimpleChatStore()
+        chat_store.set_messages("chat_history", list(history))
+        return chat_store
+
+    ours = CupelChatMemory(token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=store())
+    theirs = ChatMemoryBuffer(
+        token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=store()
+    )
+    problems = window_problems(ours.get(), history)
+    assert not problems, problems
+    return per_call_us(ours.get, runs), per_call_us(theirs.get, runs)
+
+
 def w7(runs: int) -> None:
     nodes = scored_nodes()
     mean_tokens = statistics.mean(len(quarter_tokenizer(n.node.get_content())) for n in nodes)
@@ -297,8 +326,13 @@ def main(argv: list[str] | None = None) -> int:
                 w6(n, args.runs, args.slow_runs)
         elif key == "W7":
             w7(args.runs)
+        elif key == "W8":
+            print(f"{'N':>6} {'ChatMemoryBuffer.get':>21} {'CupelChatMemory.get':>20} {'ratio':>6}")
+            for n in (10, 50, 200, 1000):
+                ours, theirs = small(n, max(args.runs, 21))
+                print(f"{n:>6} {theirs:>18.0f} us {ours:>17.0f} us {ours / theirs:>6.2f}")
         else:
-            parser.error(f"unknown workload {name!r}; choose W6 or W7")
+            parser.error(f"unknown workload {name!r}; choose W6, W7 or W8")
     return 0
 
 
