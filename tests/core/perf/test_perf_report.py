@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -178,13 +179,13 @@ def test_item_detail_and_observers_take_the_per_item_route() -> None:
     assert sum(m.startswith("included") for m in seen) == 3
     deferred = report_key(pipeline.dry_run(items, budget).report)
     assert report_key(result.report)[:2] == deferred[:2]  # entries (events: item ones too)
-    stage_only: list[str] = []
+    stage_only: list[object] = []
     pipeline.run(
         items,
         budget,
-        collector=DiagnosticTraceCollector(observer=lambda e: stage_only.append(e.stage.value)),
+        collector=DiagnosticTraceCollector(observer=lambda e: stage_only.append(e.stage)),
     )
-    assert stage_only == ["Classify", "Score", "Deduplicate", "Slice", "Place"]
+    assert stage_only == list(PipelineStage)
 
 
 def test_dry_run_builds_no_entry_until_the_report_is_read(
@@ -305,7 +306,7 @@ def test_scored_items_of_a_custom_slicer_are_checked_before_the_report_is_read()
     """A slicer returning a stranger fails during the run, not when the report is read."""
 
     class Stranger:
-        def slice(self, scored: list[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
+        def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
             return [ContextItem(content="stranger", tokens=1)]
 
     with pytest.raises(CupelError, match="not among its candidates"):
