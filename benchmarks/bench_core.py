@@ -1,4 +1,5 @@
-"""Core pipeline workloads W1-W4 and W3f of ../shared/bench/WORKLOADS.md.
+"""Core pipeline workloads W1-W4 and W3f of ../shared/bench/WORKLOADS.md, and W11 (W3 at a
+million items, Greedy and Chronological).
 
 Each builder generates its items with a fixed seed (same seed → same items) and returns
 the items, budget and pipeline, built *before* any timing. :func:`floor` is the
@@ -57,6 +58,17 @@ class CoreCase:
     def run(self) -> object:
         """The timed call."""
         return self.pipeline.run(self.items, self.budget)
+
+    def dry_run(self) -> object:
+        """The same run with its report (W9, W11)."""
+        return self.pipeline.dry_run(self.items, self.budget)
+
+    def dry_run_read(self) -> object:
+        """``dry_run`` and every entry of its report read (W9)."""
+        report = self.pipeline.dry_run(self.items, self.budget).report
+        if report is None:  # pragma: no cover - dry_run always reports
+            raise RuntimeError("dry_run returned no report")
+        return report.included, report.excluded
 
 
 def _content(rng: random.Random, i: int, tokens: int) -> str:
@@ -154,6 +166,13 @@ def w4(n: int = 10_000) -> CoreCase:
         [QuotaEntry("Message", require=20.0), QuotaEntry("ToolOutput", cap=30.0)],
     )
     return CoreCase(items, _share(items, 5), Pipeline(scorer, slicer, ChronologicalPlacer()))
+
+
+def w11(n: int = 1_000_000) -> CoreCase:
+    """W11 a million: W3's items and scorer, Greedy, Chronological, 10%."""
+    case = w3(n)
+    scorer = case.pipeline.scorer
+    return CoreCase(case.items, case.budget, Pipeline(scorer, GreedySlice(), ChronologicalPlacer()))
 
 
 def floor(items: list[ContextItem]) -> Callable[[], object]:

@@ -3,6 +3,7 @@
     python -m benchmarks                 # from the repository root; or: python benchmarks/run.py
     python -m benchmarks --quick         # small N, 3 runs: a smoke test of the harness
     python -m benchmarks --only W1,W3 --runs 11 --json results.json
+    python -m benchmarks --only W11 --million   # W11: a million items (several minutes)
 
 For each case the inputs, budget and pipeline (or adapter) are built before timing; the
 timed call runs after warm-ups, ``--runs`` times (median, min and max reported), then once
@@ -12,6 +13,11 @@ more under tracemalloc for the peak memory (an untimed pass). Per row:
   tokens plus one ``sorted()`` of N distinct floats, timed in the same process);
 - ``÷incumbent``: median ÷ the incumbent's median, both measured in this run (W5-W7);
 - ``×10 N``: median ÷ the median of the same workload at a tenth of the items.
+
+W9 (the report's price) times ``dry_run`` against ``run`` (the ``÷incumbent`` column, both
+measured in this run) for W1 and W3, and once more with every report entry read. W11 (a
+million items) runs W3's items with Greedy and Chronological, ``run`` and ``dry_run``; it is
+left out unless ``--million`` is given (building the items alone takes about a minute).
 
 A summary checks the targets of WORKLOADS.md against this run. Incumbent calls slower
 than 2 s (``ChatMemoryBuffer.get()`` at 10,000 messages) get 3 runs, no warm-up and no
@@ -143,7 +149,7 @@ class Plan:
 
 
 FULL_SIZES = {
-    "W1": [1_000, 10_000],
+    "W1": [1_000, 10_000, 100_000],
     "W2": [100, 1],  # bucket sizes; N = 200 documents
     "W3": [1_000, 10_000, 100_000],
     "W3f": [1_000, 10_000, 100_000],
@@ -151,6 +157,8 @@ FULL_SIZES = {
     "W5": [1_000, 10_000],
     "W6": [1_000, 10_000],
     "W7": [200],
+    "W9": [10_000, 100_000],
+    "W11": [1_000_000],
 }
 QUICK_SIZES = {
     "W1": [100, 1_000],
@@ -161,8 +169,12 @@ QUICK_SIZES = {
     "W5": [100, 1_000],
     "W6": [100, 1_000],
     "W7": [200],
+    "W9": [1_000],
+    "W11": [100_000],
 }
 WORKLOADS = tuple(FULL_SIZES)
+MILLION = "W11"
+"""The workload that runs only with ``--million`` (or when named in ``--only``)."""
 SPEC_SIZES = {"W3f": {10_000}, "W4": {10_000}}
 """Sizes WORKLOADS.md defines; the others listed above are extra points for the ×10 column."""
 
@@ -190,6 +202,50 @@ def core_cases(workload: str, sizes: list[int]) -> Iterator[Case]:
             floor=bench_core.floor(case.items),
             note="extra size (scaling)" if extra else "",
         )
+
+
+def w9_cases(sizes: list[int]) -> Iterator[Case]:
+    """W9: ``dry_run`` (the report included) against ``run`` on W1's and W3's items; and
+    ``dry_run`` with every entry of the report read (``included`` and ``excluded``)."""
+    builders = (("W1", bench_core.w1), ("W3", bench_core.w3))
+    for size in sizes:
+        for name, build in builders:
+            built, input_mib = traced_build(lambda size=size, build=build: build(size))  # type: ignore[misc]
+            case: bench_core.CoreCase = built  # type: ignore[assignment]
+            yield Case(
+                "W9",
+                f"W9 report {name}",
+                len(case.items),
+                case.dry_run,
+                input_mib=input_mib,
+                incumbent=case.run,
+                incumbent_label="run",
+                note="dry_run ÷ run",
+            )
+            yield Case(
+                "W9",
+                f"W9 report {name}, entries read",
+                len(case.items),
+                case.dry_run_read,
+                input_mib=input_mib,
+                incumbent=case.run,
+                incumbent_label="run",
+                note="dry_run and every report entry read ÷ run (no target: the price of reading)",
+            )
+            del case, built
+
+
+def w11_cases(sizes: list[int]) -> Iterator[Case]:
+    """W11: W3's items at a million, Greedy and Chronological; ``run`` and ``dry_run``
+    on one build of the items."""
+    for size in sizes:
+        built, input_mib = traced_build(lambda size=size: bench_core.w11(size))  # type: ignore[misc]
+        case: bench_core.CoreCase = built  # type: ignore[assignment]
+        floor = bench_core.floor(case.items)
+        n = len(case.items)
+        yield Case("W11", "W11 million run", n, case.run, input_mib=input_mib, floor=floor)
+        yield Case("W11", "W11 million dry_run", n, case.dry_run, input_mib=input_mib, floor=floor)
+        del case, built
 
 
 def w5_cases(sizes: list[int]) -> Iterator[Case]:
@@ -340,6 +396,10 @@ ADAPTER_CASES: dict[str, Callable[[list[int]], Iterator[Case]]] = {
     "W6": w6_cases,
     "W7": w7_cases,
 }
+CORE_CASES: dict[str, Callable[[list[int]], Iterator[Case]]] = {
+    "W9": w9_cases,
+    "W11": w11_cases,
+}
 ADAPTER_HELPERS = {
     "W5": "benchmarks/bench_langchain.py: make_history(n); cupel_langchain: select_messages, "
     "tool_call_problems",
@@ -354,9 +414,12 @@ def measure_workload(workload: str, plan: Plan) -> list[Row]:
     """Build and measure the workload's cases one at a time (so a large case's items are
     freed before the next is built)."""
     sizes = plan.sizes[workload]
-    cases = (
-        ADAPTER_CASES[workload](sizes) if workload in ADAPTER_CASES else core_cases(workload, sizes)
-    )
+    if workload in ADAPTER_CASES:
+        cases = ADAPTER_CASES[workload](sizes)
+    elif workload in CORE_CASES:
+        cases = CORE_CASES[workload](sizes)
+    else:
+        cases = core_cases(workload, sizes)
     rows = []
     incumbents: dict[Callable[[], object], Timing] = {}
     while True:
@@ -511,6 +574,16 @@ def _check(name: str) -> Measure:
     return measure
 
 
+def _floor_growth(row: Row) -> tuple[float, str] | None:
+    """How much the ÷floor ratio grew from a tenth of the items (``scaling ÷ floor
+    scaling``: above 1 the pipeline grows faster than its floor)."""
+    if row.scaling is None or not row.floor_scaling or row.floor_ratio is None:
+        return None
+    growth = row.scaling / row.floor_scaling
+    before = row.floor_ratio / growth
+    return growth, f"÷floor {before:.1f} → {row.floor_ratio:.1f} (×{growth:.2f})"
+
+
 def _scaling(row: Row) -> tuple[float, str] | None:
     if row.scaling is None:
         return None
@@ -531,6 +604,7 @@ class Goal:
     n: int | None = None
     workloads: tuple[str, ...] | None = None
     n_for: tuple[str, int] | None = None  # (workload, n): that workload only at that size
+    sizes: tuple[int, ...] | None = None  # only rows of these sizes
 
 
 GOALS: tuple[Goal, ...] = (
@@ -570,19 +644,47 @@ GOALS: tuple[Goal, ...] = (
         "W6 llamaindex memory, fresh",
         10_000,
     ),
-    Goal("{label} {tenth:,} → {n:,}: ×10 items ≤ ×12 time", _scaling, 12.0),
+    Goal(
+        "{label} {n:,} ÷ floor ≤ 4 (issue 15)",
+        _floor,
+        4.0,
+        workloads=("W1", "W3"),
+        sizes=(10_000, 100_000),
+    ),
+    Goal(
+        "{label} {tenth:,} → {n:,}: ÷ floor not growing",
+        _floor_growth,
+        1.0,
+        workloads=("W1", "W3"),
+        sizes=(100_000,),
+    ),
+    Goal("W9 {label} {n:,}: dry_run ≤ 1.3× run", _incumbent(2), 1.3, "W9 report W1"),
+    Goal("W9 {label} {n:,}: dry_run ≤ 1.3× run", _incumbent(2), 1.3, "W9 report W3"),
+    Goal("W11 run {n:,} ≤ 1 s", _ms(0), 1000.0, "W11 million run"),
+    Goal("W11 dry_run {n:,} ≤ 1.5 s", _ms(0), 1500.0, "W11 million dry_run"),
+    Goal("W11 run {n:,} peak ≤ 1× input memory", _memory, 1.0, "W11 million run"),
+    Goal("W11 dry_run {n:,} peak ≤ 1× input memory", _memory, 1.0, "W11 million dry_run"),
+    Goal(
+        "{label} {tenth:,} → {n:,}: ×10 items ≤ ×12 time",
+        _scaling,
+        12.0,
+        workloads=tuple(w for w in FULL_SIZES if w not in ("W9", "W11")),
+    ),
 )
 """The speed, memory and behaviour targets, in the order the report lists them."""
 
 
 def _judged(goal: Goal, rows: list[Row]) -> list[Row]:
     if goal.label is not None:
-        return [row for row in rows if (row.label, row.n) == (goal.label, goal.n)][:1]
+        return [
+            row for row in rows if row.label == goal.label and (goal.n is None or row.n == goal.n)
+        ][: None if goal.n is None else 1]
     return [
         row
         for row in rows
         if (goal.workloads is None or row.workload in goal.workloads)
         and (goal.n_for is None or row.workload != goal.n_for[0] or row.n == goal.n_for[1])
+        and (goal.sizes is None or row.n in goal.sizes)
     ]
 
 
@@ -624,17 +726,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small N and 3 runs (smoke test)")
     parser.add_argument(
         "--only",
-        default=",".join(WORKLOADS),
-        help=f"comma-separated subset of {','.join(WORKLOADS)}",
+        default=None,
+        help=f"comma-separated subset of {','.join(WORKLOADS)} (default: all but {MILLION})",
     )
     parser.add_argument(
         "--runs", type=int, default=None, help="timed runs per case (default 7; 3 with --quick)"
     )
     parser.add_argument("--warmups", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        help=f"also run {MILLION} (a million items: building them takes about a minute)",
+    )
     args = parser.parse_args(argv)
+    only = args.only if args.only is not None else ",".join(w for w in WORKLOADS if w != MILLION)
+    if args.million and MILLION.lower() not in only.lower().split(","):
+        only += f",{MILLION}"
     wanted = []
-    for name in args.only.split(","):
+    for name in only.split(","):
         match = [w for w in WORKLOADS if w.lower() == name.strip().lower()]
         if not match:
             parser.error(f"unknown workload {name!r} (choose from {', '.join(WORKLOADS)})")
@@ -649,6 +759,8 @@ def main(argv: list[str] | None = None) -> int:
         f"median of {runs} runs after {args.warmups} warm-ups"
         + (" (--quick)" if args.quick else "")
     )
+    if MILLION not in wanted:
+        plan.skipped.append(f"{MILLION} (a million items) not run: add --million")
     rows: list[Row] = []
     for workload in wanted:
         rows.extend(measure_workload(workload, plan))

@@ -5,12 +5,21 @@ stage functions and, around each, tells the collector what it decided: the stage
 start, its exclusions (and inclusions), its timing event. Selection never reads the
 collector, so a traced run selects exactly what an untraced one does; the report is
 built from the stages' results, in the order the collector has always received them.
+
+Each stage's entries come from one builder (``_negative_entries``, ``_duplicate_entries``,
+``_slice_entries``, ``_truncation_entries``, ``_window_entries``). When a collector needs
+them one by one (observers at item detail, OpenTelemetry, a subclass's ``on_excluded``),
+they are built as the stage runs and passed on per item; when it does not
+(:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s collector), the builder
+itself is handed over with the arrays it reads, and the report runs it on its first read
+of ``included`` / ``excluded``. Both give the same entries in the same order
+(tests/core/perf/test_perf_report.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from time import perf_counter
 from typing import Any
@@ -24,7 +33,7 @@ from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
 from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
-from cupel.diagnostics._collectors import TraceCollector
+from cupel.diagnostics._collectors import TraceCollector, deferring
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
 from cupel.diagnostics._outcomes import SliceOutcome
@@ -104,7 +113,9 @@ class Traced(Stages):
 
     def __init__(self, trace: TraceCollector) -> None:
         self.trace = trace
+        self.deferred = deferring(trace)
         self._sliced: Sliced | None = None
+        self._ranking: Ranking | None = None
         self._ranked: tuple[list[ContextItem], list[Any]] | None = None
 
     def _start(self, stage: PipelineStage) -> float:
@@ -114,13 +125,20 @@ class Traced(Stages):
     def _done(self, stage: PipelineStage, start: float, count: int) -> None:
         self.trace.record_stage_event(TraceEvent(stage, (perf_counter() - start) * 1000.0, count))
 
+    def _excluded(self, stage: PipelineStage, build: Callable[[], list[ExcludedItem]]) -> None:
+        """The stage's exclusions: handed over unbuilt, or built and reported per item."""
+        if self.deferred is not None:
+            self.deferred.defer_excluded(build)
+            return
+        for entry in build():
+            self.trace.on_excluded(stage, entry)
+
     def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
         start = self._start(PipelineStage.CLASSIFY)
         classified = classify(items, budget)
-        for item in classified.negative:
-            self.trace.on_excluded(
-                PipelineStage.CLASSIFY, ExcludedItem(item, 0.0, NegativeTokens(item.tokens))
-            )
+        negative = classified.negative
+        if negative:
+            self._excluded(PipelineStage.CLASSIFY, lambda: _negative_entries(negative))
         self._done(PipelineStage.CLASSIFY, start, len(items))
         return classified
 
@@ -135,32 +153,42 @@ class Traced(Stages):
         scoreable = classified.scoreable
         survivors = deduplicate(scoreable, scores, enabled)
         if survivors.positions is not None:
-            values, kept_at = survivors.values, survivors.kept
-            for i, content in enumerate(survivors.contents):
-                kept = kept_at[content]
-                if kept != i:
-                    self.trace.on_excluded(
-                        PipelineStage.DEDUPLICATE,
-                        ExcludedItem(
-                            scoreable[i], values[i], Deduplicated(scoreable[kept].content)
-                        ),
-                    )
+            self._excluded(
+                PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)
+            )
         self._done(PipelineStage.DEDUPLICATE, start, len(scoreable))
         return survivors
+
+    def _ranked_lists(self, classified: Classified) -> tuple[list[ContextItem], list[Any]]:
+        """The slicer's candidates and scores, best first (built once, when needed)."""
+        if self._ranked is None:
+            sliced, ranking = self._sliced, self._ranking
+            if sliced is not None and sliced.ranked is not None:
+                self._ranked = list(map(ITEM, sliced.ranked)), list(map(SCORE, sliced.ranked))
+            elif ranking is not None:
+                self._ranked = ranked_lists(classified.scoreable, ranking)
+            else:  # pragma: no cover - only read after the Slice stage
+                self._ranked = [], []
+        return self._ranked
 
     def slice(
         self, slicer: Slicer, classified: Classified, ranking: Ranking, budget: ContextBudget
     ) -> Sliced:
         start = self._start(PipelineStage.SLICE)
         sliced = slice_items(slicer, classified, ranking, budget)
-        self._sliced = sliced
-        if sliced.ranked is not None:
-            ranked = list(map(ITEM, sliced.ranked)), list(map(SCORE, sliced.ranked))
-        else:
-            ranked = ranked_lists(classified.scoreable, ranking)
-        self._ranked = ranked
-        explained = _slicer_reasons(slicer, *ranked, sliced)
-        _report_slice(self.trace, *ranked, sliced, classified, budget, explained)
+        self._sliced, self._ranking = sliced, ranking
+        explained: Mapping[int, ExclusionReason] = {}
+        if getattr(slicer, "exclusion_reasons", None) is not None:
+            explained = _slicer_reasons(slicer, *self._ranked_lists(classified), sliced)
+        outcome = sliced.outcome
+        if outcome is not None and outcome.shortfalls:
+            self.trace.on_shortfalls(outcome.shortfalls)
+
+        def build() -> list[ExcludedItem]:
+            ranked = self._ranked_lists(classified)
+            return _slice_entries(*ranked, sliced, classified, budget, explained)
+
+        self._excluded(PipelineStage.SLICE, build)
         self._done(PipelineStage.SLICE, start, len(ranking.order))
         return sliced
 
@@ -175,11 +203,17 @@ class Traced(Stages):
     ) -> Placed:
         start = self._start(PipelineStage.PLACE)
         merged = merge(classified, sliced, budget, strategy, on_overflow)
-        _report_truncation(self.trace, merged, classified.pinned)
+        if merged.dropped:
+            pinned = classified.pinned
+            self._excluded(PipelineStage.PLACE, lambda: _truncation_entries(merged, pinned))
         if merged.overflow is not None:
             self.trace.on_overflow(merged.overflow)
         placed = arrange(placer, classified, sliced, merged)
-        _report_window(self.trace, placed, merged)
+        if self.deferred is not None:
+            self.deferred.defer_included(lambda: _window_entries(placed, merged))
+        else:
+            for entry in _window_entries(placed, merged):
+                self.trace.on_included(entry)
         self._done(PipelineStage.PLACE, start, len(placed))
         self.trace.on_run_end(len(classified.items), classified.total_tokens)
         return Placed(placed, merged.tokens, merged.overflow)
@@ -187,9 +221,10 @@ class Traced(Stages):
     def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
         report = self.trace.build_report()
         rounding = getattr(slicer, "bucket_rounding", None)
-        if rounding is None or report is None or self._ranked is None or self._sliced is None:
+        if rounding is None or report is None or self._sliced is None:
             return report
-        cost = rounding(scored_pairs(*self._ranked), self._sliced.items, self._sliced.budget)
+        ranked = self._ranked_lists(classified)
+        cost = rounding(scored_pairs(*ranked), self._sliced.items, self._sliced.budget)
         return report if cost is None else replace(report, bucket_rounding=cost)
 
 
@@ -207,23 +242,36 @@ def _slicer_reasons(
     return reasons
 
 
-def _report_slice(
-    trace: TraceCollector,
+def _negative_entries(negative: list[ContextItem]) -> list[ExcludedItem]:
+    """Classify: one exclusion per negative-token item, in input order."""
+    return [ExcludedItem(item, 0.0, NegativeTokens(item.tokens)) for item in negative]
+
+
+def _duplicate_entries(scoreable: list[ContextItem], survivors: Survivors) -> list[ExcludedItem]:
+    """Deduplicate: one exclusion per removed copy, in input order."""
+    values, kept_at = survivors.values, survivors.kept
+    out: list[ExcludedItem] = []
+    for i, content in enumerate(survivors.contents):
+        kept = kept_at[content]
+        if kept != i:
+            out.append(ExcludedItem(scoreable[i], values[i], Deduplicated(scoreable[kept].content)))
+    return out
+
+
+def _slice_entries(
     ranked_items: list[ContextItem],
     ranked_scores: list[Any],
     sliced: Sliced,
     classified: Classified,
     budget: ContextBudget,
     explained: Mapping[int, ExclusionReason],
-) -> None:
+) -> list[ExcludedItem]:
     """One exclusion per candidate the slicer did not select, in ranked order. An
     object listed more than once (deduplication off) is counted per occurrence: the
     first ones in ranked order are the selected ones. Equal reasons (immutable values)
     are built once and shared. ``explained``: reasons the slicer gave itself, keyed by
     ``id(item)``."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
-    if outcome.shortfalls:
-        trace.on_shortfalls(outcome.shortfalls)
     pinned = classified.pinned
     selected_ids = Counter(map(id, sliced.items))
     capped = {id(c.item): c for c in outcome.cap_exclusions}
@@ -232,7 +280,7 @@ def _report_slice(
     without_pinned = budget.target_tokens - budget.output_reserve
     displaced = PinnedOverride(pinned[0].content) if pinned else None
     budget_exceeded: dict[int, BudgetExceeded] = {}
-    stage = PipelineStage.SLICE
+    out: list[ExcludedItem] = []
     for item, item_score in zip(ranked_items, ranked_scores, strict=True):
         key = id(item)
         if selected_ids[key] > 0:
@@ -252,33 +300,34 @@ def _report_slice(
             if shared is None:
                 shared = budget_exceeded[tokens] = BudgetExceeded(tokens, available)
             reason = shared
-        trace.on_excluded(stage, ExcludedItem(item, item_score, reason))
+        out.append(ExcludedItem(item, item_score, reason))
+    return out
 
 
-def _report_truncation(trace: TraceCollector, merged: Merged, pinned: list[ContextItem]) -> None:
+def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[ExcludedItem]:
     """The entries ``OverflowStrategy.TRUNCATE`` dropped: ``PinnedOverride`` when a pinned
     item forced them out, else ``BudgetExceeded`` against what the kept items left."""
-    if not merged.dropped:
-        return
     available = merged.target - merged.tokens
+    out: list[ExcludedItem] = []
     for entry, forced_by_pinned in merged.dropped:
         reason: ExclusionReason = (
             PinnedOverride(pinned[0].content)
             if forced_by_pinned
             else BudgetExceeded(entry.item.tokens, available)
         )
-        trace.on_excluded(PipelineStage.PLACE, ExcludedItem(entry.item, entry.score, reason))
+        out.append(ExcludedItem(entry.item, entry.score, reason))
+    return out
 
 
-def _report_window(trace: TraceCollector, placed: list[ContextItem], merged: Merged) -> None:
+def _window_entries(placed: list[ContextItem], merged: Merged) -> list[IncludedItem]:
     """One inclusion per placed item: pinned (score 1.0), zero-token or scored."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
+    out: list[IncludedItem] = []
     for item in placed:
         if item.pinned:
-            trace.on_included(IncludedItem(item, 1.0, InclusionReason.PINNED))
+            out.append(IncludedItem(item, 1.0, InclusionReason.PINNED))
         elif item.tokens == 0:
-            trace.on_included(
-                IncludedItem(item, scores_by_id[id(item)], InclusionReason.ZERO_TOKEN)
-            )
+            out.append(IncludedItem(item, scores_by_id[id(item)], InclusionReason.ZERO_TOKEN))
         else:
-            trace.on_included(IncludedItem(item, scores_by_id[id(item)], InclusionReason.SCORED))
+            out.append(IncludedItem(item, scores_by_id[id(item)], InclusionReason.SCORED))
+    return out

@@ -30,13 +30,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ascii_fold
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
 from cupel.diagnostics._outcomes import CountRequirementShortfall
-from cupel.diagnostics._report import SelectionReport
+from cupel.diagnostics._report import Deferred, SelectionReport
+
+Entry = TypeVar("Entry", IncludedItem, ExcludedItem)
 
 __all__ = [
     "DiagnosticTraceCollector",
@@ -45,9 +48,13 @@ __all__ = [
     "ObserverError",
     "ObserverErrorWarning",
     "TraceCollector",
+    "deferring",
     "exclusion_event",
     "inclusion_event",
 ]
+
+Entries = Callable[[], Sequence[Entry]]
+"""Builds a stage's entries when the report is first read (see :func:`deferring`)."""
 
 TraceObserver = Callable[[TraceEvent], object]
 """An observer receives each recorded :class:`TraceEvent`; its return value is ignored."""
@@ -229,6 +236,11 @@ class DiagnosticTraceCollector(TraceCollector):
         """Exceptions the observer raised, in order, with the events that triggered them."""
         self._included: list[IncludedItem] = []
         self._excluded: list[ExcludedItem] = []
+        # Entries the pipeline hands over unbuilt (see deferring): (how many recorded
+        # entries precede them, their builder), in decision order.
+        self._deferred_included: list[tuple[int, Entries[IncludedItem]]] = []
+        self._deferred_excluded: list[tuple[int, Entries[ExcludedItem]]] = []
+        self._entries: tuple[Deferred[IncludedItem], Deferred[ExcludedItem]] | None = None
         self._shortfalls: list[CountRequirementShortfall] = []
         self._totals: tuple[int, int] | None = None
         self._started = False
@@ -283,6 +295,15 @@ class DiagnosticTraceCollector(TraceCollector):
         if self.detail_level >= TraceDetailLevel.ITEM:
             self.record_item_event(inclusion_event(included))
 
+    def defer_excluded(self, build: Entries[ExcludedItem]) -> None:
+        """Exclusions decided now, their entries built by ``build()`` when the report's
+        ``excluded`` is first read (only through :func:`deferring`)."""
+        self._deferred_excluded.append((len(self._excluded), build))
+
+    def defer_included(self, build: Entries[IncludedItem]) -> None:
+        """Inclusions decided now, built when the report's ``included`` is first read."""
+        self._deferred_included.append((len(self._included), build))
+
     def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
         self._shortfalls.extend(shortfalls)
 
@@ -298,17 +319,76 @@ class DiagnosticTraceCollector(TraceCollector):
             raise InvalidOperationError(
                 "DiagnosticTraceCollector has no completed run to report on"
             )
+        if self._deferred_included or self._deferred_excluded:
+            if self._entries is None:
+                included = _spliced(self._included, self._deferred_included)
+                unsorted = _spliced(self._excluded, self._deferred_excluded)
+                self._entries = (
+                    Deferred(included),
+                    Deferred(lambda: sorted(unsorted(), key=_minus_score)),
+                )
+            return SelectionReport.deferred(
+                tuple(self.events),
+                *self._entries,
+                self._totals[0],
+                self._totals[1],
+                tuple(self._shortfalls),
+                self._overflow,
+            )
         # Stable sort: equal scores keep exclusion order.
-        excluded = sorted(self._excluded, key=lambda e: -e.score)
         return SelectionReport(
             events=tuple(self.events),
             included=tuple(self._included),
-            excluded=tuple(excluded),
+            excluded=tuple(sorted(self._excluded, key=_minus_score)),
             total_candidates=self._totals[0],
             total_tokens_considered=self._totals[1],
             count_requirement_shortfalls=tuple(self._shortfalls),
             overflow=self._overflow,
         )
+
+
+def deferring(trace: TraceCollector) -> DiagnosticTraceCollector | None:
+    """``trace`` when nothing it does needs the entries one by one as the run goes: a
+    :class:`DiagnosticTraceCollector` at ``STAGE`` detail whose per-item methods are its
+    own (observers then see stage events only). The pipeline then hands it each stage's
+    entries unbuilt (:meth:`~DiagnosticTraceCollector.defer_excluded`), and the report
+    builds them on first read; else it calls ``on_excluded`` / ``on_included`` per item."""
+    if not isinstance(trace, DiagnosticTraceCollector):
+        return None
+    if trace.detail_level >= TraceDetailLevel.ITEM:
+        return None
+    cls = type(trace)
+    if any(
+        getattr(cls, name) is not getattr(DiagnosticTraceCollector, name)
+        for name in ("on_excluded", "on_included", "record_item_event")
+    ):
+        return None
+    return trace
+
+
+def _spliced(
+    recorded: list[Entry], deferred: list[tuple[int, Entries[Entry]]]
+) -> Callable[[], list[Entry]]:
+    """The builder of all entries in decision order: the recorded ones with the deferred
+    ones built and put back where they were decided."""
+    recorded = list(recorded)
+    deferred = list(deferred)
+
+    def build() -> list[Entry]:
+        out: list[Entry] = []
+        done = 0
+        for at, entries in deferred:
+            out.extend(recorded[done:at])
+            out.extend(entries())
+            done = at
+        out.extend(recorded[done:])
+        return out
+
+    return build
+
+
+def _minus_score(entry: ExcludedItem) -> float:
+    return -entry.score
 
 
 def _detail_level(value: object) -> TraceDetailLevel:

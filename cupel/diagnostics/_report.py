@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from cupel._errors import InvalidOperationError
 from cupel._model import ContextItem
@@ -19,7 +20,9 @@ from cupel.diagnostics._reasons import (
     exclusion_reason_from_dict,
 )
 
-__all__ = ["SelectionReport", "require_report"]
+__all__ = ["Deferred", "SelectionReport", "require_report"]
+
+Entry = TypeVar("Entry", IncludedItem, ExcludedItem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,30 @@ class SelectionReport(ReportAssertions):
     count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())
     overflow: OverflowEvent | None = None
     bucket_rounding: BucketRounding | None = None
+
+    @classmethod
+    def deferred(
+        cls,
+        events: tuple[TraceEvent, ...],
+        included: Deferred[IncludedItem],
+        excluded: Deferred[ExcludedItem],
+        total_candidates: int,
+        total_tokens_considered: int,
+        count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = (),
+        overflow: OverflowEvent | None = None,
+    ) -> SelectionReport:
+        """A report whose ``included`` and ``excluded`` are built on their first read
+        (private: the pipeline's route when no collector needs per-item callbacks). Once
+        built, the report is indistinguishable from one constructed with the tuples."""
+        return cls(
+            events,
+            cast("tuple[IncludedItem, ...]", included),
+            cast("tuple[ExcludedItem, ...]", excluded),
+            total_candidates,
+            total_tokens_considered,
+            count_requirement_shortfalls,
+            overflow,
+        )
 
     @property
     def included_tokens(self) -> int:
@@ -179,6 +206,63 @@ class SelectionReport(ReportAssertions):
     def from_json(cls, text: str | bytes) -> SelectionReport:
         """Parse JSON text."""
         return cls.from_dict(json.loads(text))
+
+
+class Deferred(Generic[Entry]):
+    """Report entries not built yet: ``build()`` makes them, once, on the first read of
+    the report field that holds this (thread-safe; every reader gets the same tuple)."""
+
+    __slots__ = ("_build", "_entries", "_lock")
+
+    def __init__(self, build: Callable[[], Sequence[Entry]]) -> None:
+        self._build: Callable[[], Sequence[Entry]] = build
+        self._entries: tuple[Entry, ...] | None = None
+        self._lock = threading.Lock()
+
+    def entries(self) -> tuple[Entry, ...]:
+        """The entries (built on the first call)."""
+        entries = self._entries
+        if entries is None:
+            with self._lock:
+                entries = self._entries
+                if entries is None:
+                    entries = self._entries = tuple(self._build())
+                    self._build = _built
+        return entries
+
+
+def _built() -> Sequence[Any]:  # pragma: no cover - never called: the entries exist
+    return ()
+
+
+class _EntriesField:
+    """The descriptor of ``SelectionReport.included`` / ``.excluded``: the dataclass slot,
+    read through so that a :class:`Deferred` value is built on its first read and the
+    slot then holds the tuple. Writes go to the slot unchanged."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot
+
+    def __get__(self, report: object, owner: type | None = None) -> Any:
+        if report is None:
+            return self._slot
+        value = self._slot.__get__(report, owner)
+        if type(value) is Deferred:
+            value = value.entries()
+            self._slot.__set__(report, value)
+        return value
+
+    def __set__(self, report: object, value: Any) -> None:
+        self._slot.__set__(report, value)
+
+    def __delete__(self, report: object) -> None:
+        self._slot.__delete__(report)
+
+
+for _name in ("included", "excluded"):
+    setattr(SelectionReport, _name, _EntriesField(SelectionReport.__dict__[_name]))
 
 
 def _minus_score(entry: ExcludedItem) -> float:

@@ -117,6 +117,19 @@ def test_adapter_workloads_are_measured_against_their_incumbent_or_skipped_with_
             assert f"note: {note}" in stdout
 
 
+def test_the_report_price_is_measured_against_run_in_the_same_process(
+    quick_run: tuple[str, dict[str, object]],
+) -> None:
+    stdout, data = quick_run
+    rows = {(row[0], row[1]): row for row in table(stdout)[1:]}
+    for label in ("W9 report W1", "W9 report W3"):
+        for variant in (label, f"{label}, entries read"):
+            row = rows[(variant, "1,000")]
+            assert re.fullmatch(NUMBER, row[7]) and re.fullmatch(NUMBER, row[8])
+            assert abs(float(row[2]) / float(row[7]) - float(row[8])) < 0.01
+    assert "W11 (a million items) not run: add --million" in data["skipped"]  # type: ignore[operator]
+
+
 def test_json_output_holds_the_same_rows(quick_run: tuple[str, dict[str, object]]) -> None:
     stdout, data = quick_run
     assert data["quick"] is True and data["runs"] == 3
