@@ -170,8 +170,39 @@ def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> Fro
                 field=where.split(".", 1)[-1],
                 value=key,
             )
+    if type(value) is dict and _flat(value):
+        flat: FrozenDict[str, Any] = FrozenDict.__new__(FrozenDict)
+        dict.update(flat, value)
+        return flat
     frozen: FrozenDict[str, Any] = _freeze(value, [where], 1)
     return frozen
+
+
+_TUPLE_ATOMS = frozenset({int, str})
+"""What a flat mapping's tuple values may hold (indices and ids, as adapters write)."""
+
+
+def _flat(value: dict[str, Any]) -> bool:
+    """Whether ``value`` (string keys, checked) holds only atomic values or tuples of ints
+    and strings, all text valid Unicode: its freeze is a plain copy (what
+    :func:`_freeze` would give, without walking it)."""
+    atomic = _ATOMIC
+    for key, inner in value.items():
+        if not key.isascii() and not is_unicode_text(key):
+            return False
+        kind = type(inner)
+        if kind is str:
+            if not inner.isascii() and not is_unicode_text(inner):
+                return False
+        elif kind is tuple:
+            for element in inner:
+                if type(element) not in _TUPLE_ATOMS or (
+                    type(element) is str and not is_unicode_text(element)
+                ):
+                    return False
+        elif kind not in atomic:
+            return False
+    return True
 
 
 class FrozenDict(dict[_KT, _VT]):

@@ -13,6 +13,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cupel._errors import BudgetError, ConfigurationError, CupelError, ItemError
 from cupel._model import (
@@ -640,3 +642,34 @@ class TestTimestampRange:
             )
         with pytest.raises(ItemError, match=r"must be a datetime"):
             utc_timestamp("2024-01-01")  # type: ignore[arg-type]
+
+
+_FLAT_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(),
+    st.text(alphabet=st.sampled_from(["a", "é", "\ud800"])),
+    st.tuples(st.integers(), st.text(alphabet=st.sampled_from(["x", "\udc00"]))),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(alphabet=st.sampled_from(["k", "é", "\ud800"])), _FLAT_VALUES))
+def test_flat_metadata_freezes_as_the_walk_does(value: dict[str, object]) -> None:
+    """A flat mapping skips the recursive walk; the result (or the error) is the walk's."""
+    from cupel._frozen import _freeze
+
+    def outcome(freeze: object) -> object:
+        try:
+            frozen = freeze()  # type: ignore[operator]
+        except ItemError as error:
+            return ("error", type(error))
+        return (type(frozen), dict(frozen), {k: type(v) for k, v in frozen.items()})
+
+    if value:  # (an empty mapping is the shared EMPTY)
+        walked = outcome(lambda: _freeze(value, ["metadata"], 1))
+        assert outcome(lambda: freeze_metadata(value)) == walked
