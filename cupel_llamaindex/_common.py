@@ -50,7 +50,7 @@ __all__ = [
     "dispatcher",
     "emit_selection",
     "has_listeners",
-    "is_observed",
+    "has_span_handlers",
     "raise_configuration_error",
     "resolve_pipeline",
     "stable_fields",
@@ -111,12 +111,10 @@ def has_listeners() -> bool:
     return _reaches("event_handlers", NullEventHandler)
 
 
-def is_observed() -> bool:
-    """Whether a span or an event of :data:`dispatcher` reaches a handler other than
-    LlamaIndex's defaults (then a selection runs inside a span: events carry its id)."""
-    return _reaches("event_handlers", NullEventHandler) or _reaches(
-        "span_handlers", NullSpanHandler
-    )
+def has_span_handlers() -> bool:
+    """Whether a span of :data:`dispatcher` reaches a handler other than LlamaIndex's
+    default ``NullSpanHandler`` (then a selection runs inside a span)."""
+    return _reaches("span_handlers", NullSpanHandler)
 
 
 def _reaches(handlers: str, default: type) -> bool:

@@ -43,7 +43,7 @@ from cupel_llamaindex._common import (
     dispatcher,
     emit_selection,
     has_listeners,
-    is_observed,
+    has_span_handlers,
     raise_configuration_error,
     resolve_pipeline,
     stable_fields,
@@ -424,18 +424,28 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     ) -> list[ChatMessage]:
         """The selection, inside a LlamaIndex span when a span or event handler listens
         (the span costs more than a small history's selection)."""
-        if is_observed():
-            return self._select(history, input, initial_token_count)
-        return self._choose(history, input, initial_token_count)
+        listening = has_listeners()
+        if listening or has_span_handlers():
+            return self._select(history, input, initial_token_count, listening)
+        return self._choose(history, input, initial_token_count, listening=False)
 
     @dispatcher.span
     def _select(
-        self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
+        self,
+        history: Sequence[ChatMessage],
+        input: str | None,
+        initial_token_count: int,
+        listening: bool,
     ) -> list[ChatMessage]:
-        return self._choose(history, input, initial_token_count)
+        return self._choose(history, input, initial_token_count, listening=listening)
 
     def _choose(
-        self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
+        self,
+        history: Sequence[ChatMessage],
+        input: str | None,
+        initial_token_count: int,
+        *,
+        listening: bool,
     ) -> list[ChatMessage]:
         if (
             isinstance(initial_token_count, bool)
@@ -465,7 +475,6 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         )
         pipeline = self._current_pipeline()
         start_on = _START_ON_USER if self.start_on_user else frozenset()
-        listening = has_listeners()
         stable = self.cache_stable is not False
         previous: list[int] | None = None
         if stable:  # per chat store key: the previous window, if this history extends it
