@@ -29,7 +29,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,6 +245,81 @@ def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
         trim_function_us=us(trim_function),
         function_us=us(function),
     )
+
+
+def batched(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+    """``fn`` called ``calls`` times (small cases are timed in batches: one call of tens
+    of µs is below the timer's resolution and the machine's noise)."""
+
+    def batch() -> Any:
+        for _ in range(calls):
+            fn()
+
+    return batch
+
+
+def w8_cases(sizes: list[int]) -> Iterator[Any]:
+    """W8 rows for ``python -m benchmarks``: the selector (defaults: report on, built when
+    read unless a callback listens) against ``trim_messages`` used as a Runnable; the same
+    followed by reading ``last_report`` (no target: the price of reading it); and
+    ``select_messages`` against the ``trim_messages`` function. Each call is repeated
+    ``2000 // n`` times per timed sample (at least once), the incumbent likewise."""
+    from benchmarks.run import Case
+
+    for n in sizes:
+        history = make_history(n)
+        budget = count_tokens_approximately(history) // 4
+        calls = max(1, 2000 // n)
+        trimmer = trim_messages(
+            strategy="last", max_tokens=budget, token_counter=count_tokens_approximately
+        )
+        selector = CupelMessageSelector(max_tokens=budget)
+
+        def read(selector: CupelMessageSelector = selector, history: Any = history) -> Any:
+            selector.invoke(history)
+            return selector.last_report
+
+        def trim_function(history: Any = history, budget: int = budget) -> Any:
+            return trim_messages(
+                history,
+                strategy="last",
+                max_tokens=budget,
+                token_counter=count_tokens_approximately,
+            )
+
+        def function(history: Any = history, budget: int = budget) -> Any:
+            return select_messages(history, max_tokens=budget)
+
+        assert not tool_call_problems(function())
+        runnable = batched(lambda trimmer=trimmer, history=history: trimmer.invoke(history), calls)
+        note = f"{calls} calls per sample" if calls > 1 else ""
+        yield Case(
+            "W8",
+            "W8 selector",
+            n,
+            batched(lambda selector=selector, history=history: selector.invoke(history), calls),
+            incumbent=runnable,
+            incumbent_label="trim_messages Runnable",
+            note=note,
+        )
+        yield Case(
+            "W8",
+            "W8 selector, report read",
+            n,
+            batched(read, calls),
+            incumbent=runnable,
+            incumbent_label="trim_messages Runnable",
+            note=f"{note}; no target: the price of reading the report".lstrip("; "),
+        )
+        yield Case(
+            "W8",
+            "W8 select_messages",
+            n,
+            batched(function, calls),
+            incumbent=batched(trim_function, calls),
+            incumbent_label="trim_messages",
+            note=note,
+        )
 
 
 def print_small(sizes: list[int], runs: int) -> None:

@@ -30,8 +30,9 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Iterator, Sequence, Sized
 from pathlib import Path
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.memory import ChatMemoryBuffer
@@ -256,6 +257,42 @@ def small(n: int, runs: int = 51) -> tuple[float, float]:
     problems = window_problems(ours.get(), history)
     assert not problems, problems
     return per_call_us(ours.get, runs), per_call_us(theirs.get, runs)
+
+
+def w8_cases(sizes: list[int]) -> Iterator[Any]:
+    """W8 rows for ``python -m benchmarks``: ``CupelChatMemory.get()`` (defaults) against
+    ``ChatMemoryBuffer.get()`` on the W6 conversation at ``n`` messages (at most 1,000:
+    the incumbent is quadratic), each repeated ``2000 // n`` times per timed sample."""
+    from benchmarks.bench_langchain import batched
+    from benchmarks.run import Case
+
+    for n in (size for size in sizes if size <= 1000):
+        history = conversation(n)
+        budget = len(quarter_tokenizer(" ".join(str(m.content) for m in history))) // 4
+        calls = max(1, 2000 // n)
+        stores = []
+        for _ in range(2):
+            chat_store = SimpleChatStore()
+            chat_store.set_messages("chat_history", list(history))
+            stores.append(chat_store)
+        ours = CupelChatMemory(
+            token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=stores[0]
+        )
+        theirs = ChatMemoryBuffer(
+            token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=stores[1]
+        )
+        problems = window_problems(ours.get(), history)
+        yield Case(
+            "W8",
+            "W8 chat memory",
+            n,
+            batched(ours.get, calls),
+            incumbent=batched(theirs.get, calls),
+            incumbent_label="ChatMemoryBuffer.get",
+            note=(f"{calls} calls per sample; " if calls > 1 else "")
+            + f"window problems: {', '.join(problems) or 'none'}",
+            checks={"cupel window valid": not problems},
+        )
 
 
 def w7(runs: int) -> None:

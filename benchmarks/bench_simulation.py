@@ -16,9 +16,10 @@ import gc
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -88,6 +89,39 @@ def run(n: int, runs: int = 3) -> SimulationRow:
     probe_ms = _median_ms(lambda: find_min_budget_for(pipeline, items, target, ceiling), runs)
     dry_ms = _median_ms(lambda: by_dry_runs(pipeline, items, target, ceiling), max(1, runs // 2))
     return SimulationRow(n, len(probed), answer, probe_ms, dry_ms)
+
+
+def w10_cases(sizes: list[int]) -> Iterator[Any]:
+    """W10 rows for ``python -m benchmarks``: ``find_min_budget_for`` on W3's items, the
+    item of median score; checked once against the search over full dry runs (not timed:
+    it takes tens of seconds at 100,000 items)."""
+    from benchmarks.run import Case
+
+    for n in sizes:
+        case = bench_core.w3(n)
+        items, pipeline = case.items, case.pipeline
+        target = middle_item(pipeline, items)
+        ceiling = sum(max(i.tokens, 0) for i in items)
+        answer = find_min_budget_for(pipeline, items, target, ceiling)
+        same = answer == by_dry_runs(pipeline, items, target, ceiling)
+
+        def search(
+            pipeline: Pipeline = pipeline,
+            items: list[ContextItem] = items,
+            target: ContextItem = target,
+            ceiling: int = ceiling,
+        ) -> object:
+            return find_min_budget_for(pipeline, items, target, ceiling)
+
+        yield Case(
+            "W10",
+            "W10 min budget",
+            n,
+            search,
+            note=f"answer {answer}, same as the search over full dry runs: {same}",
+            checks={"same answer as full dry runs": same},
+        )
+        del case
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -157,7 +157,9 @@ FULL_SIZES = {
     "W5": [1_000, 10_000],
     "W6": [1_000, 10_000],
     "W7": [200],
+    "W8": [10, 50, 200, 1_000, 10_000],
     "W9": [10_000, 100_000],
+    "W10": [100_000],
     "W11": [1_000_000],
 }
 QUICK_SIZES = {
@@ -169,7 +171,9 @@ QUICK_SIZES = {
     "W5": [100, 1_000],
     "W6": [100, 1_000],
     "W7": [200],
+    "W8": [10, 1_000],
     "W9": [1_000],
+    "W10": [1_000],
     "W11": [100_000],
 }
 WORKLOADS = tuple(FULL_SIZES)
@@ -391,13 +395,30 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+def w8_cases(sizes: list[int]) -> Iterator[Case]:
+    """W8 (small histories): the LangChain rows, then the LlamaIndex memory's."""
+    from benchmarks import bench_langchain, bench_llamaindex
+
+    yield from bench_langchain.w8_cases(sizes)
+    yield from bench_llamaindex.w8_cases(sizes)
+
+
+def w10_cases(sizes: list[int]) -> Iterator[Case]:
+    """W10 (budget simulation): see benchmarks/bench_simulation.py."""
+    from benchmarks import bench_simulation
+
+    yield from bench_simulation.w10_cases(sizes)
+
+
 ADAPTER_CASES: dict[str, Callable[[list[int]], Iterator[Case]]] = {
     "W5": w5_cases,
     "W6": w6_cases,
     "W7": w7_cases,
+    "W8": w8_cases,
 }
 CORE_CASES: dict[str, Callable[[list[int]], Iterator[Case]]] = {
     "W9": w9_cases,
+    "W10": w10_cases,
     "W11": w11_cases,
 }
 ADAPTER_HELPERS = {
@@ -407,6 +428,8 @@ ADAPTER_HELPERS = {
     "cupel_llamaindex: CupelChatMemory",
     "W7": "benchmarks/bench_llamaindex.py: scored_nodes(n), quarter_tokenizer, W7_BUDGET; "
     "cupel_llamaindex: CupelNodePostprocessor",
+    "W8": "benchmarks/bench_langchain.py: w8_cases; benchmarks/bench_llamaindex.py: w8_cases "
+    "(both extras)",
 }
 
 
@@ -574,6 +597,18 @@ def _check(name: str) -> Measure:
     return measure
 
 
+def _flag(name: str) -> Measure:
+    """A check the case made (no incumbent needed): 0 when it holds, else 1."""
+
+    def measure(row: Row) -> tuple[float, str] | None:
+        if name not in row.checks:
+            return None
+        valid = row.checks[name]
+        return (0.0 if valid else 1.0), _yes(valid)
+
+    return measure
+
+
 def _floor_growth(row: Row) -> tuple[float, str] | None:
     """How much the ÷floor ratio grew from a tenth of the items (``scaling ÷ floor
     scaling``: above 1 the pipeline grows faster than its floor)."""
@@ -660,6 +695,23 @@ GOALS: tuple[Goal, ...] = (
     ),
     Goal("W9 {label} {n:,}: dry_run ≤ 1.3× run", _incumbent(2), 1.3, "W9 report W1"),
     Goal("W9 {label} {n:,}: dry_run ≤ 1.3× run", _incumbent(2), 1.3, "W9 report W3"),
+    *(
+        Goal(f"{label} {{n:,}}: ≤ {limit:.1f}× {baseline}", _incumbent(2), limit, label, n)
+        for label, baseline in (
+            ("W8 selector", "trim_messages Runnable"),
+            ("W8 select_messages", "trim_messages"),
+            ("W8 chat memory", "ChatMemoryBuffer.get"),
+        )
+        for n, limit in ((10, 1.0), (50, 1.0), (200, 1.0), (1_000, 1.0), (10_000, 0.6))
+    ),
+    Goal("W8 chat memory {n:,}: window valid", _flag("cupel window valid"), 0.0, "W8 chat memory"),
+    Goal("W10 min budget {n:,} ≤ 1 s", _ms(0), 1000.0, "W10 min budget"),
+    Goal(
+        "W10 min budget {n:,}: same answer as full dry runs",
+        _flag("same answer as full dry runs"),
+        0.0,
+        "W10 min budget",
+    ),
     Goal("W11 run {n:,} ≤ 1 s", _ms(0), 1000.0, "W11 million run"),
     Goal("W11 dry_run {n:,} ≤ 1.5 s", _ms(0), 1500.0, "W11 million dry_run"),
     Goal("W11 run {n:,} peak ≤ 1× input memory", _memory, 1.0, "W11 million run"),
@@ -668,7 +720,7 @@ GOALS: tuple[Goal, ...] = (
         "{label} {tenth:,} → {n:,}: ×10 items ≤ ×12 time",
         _scaling,
         12.0,
-        workloads=tuple(w for w in FULL_SIZES if w not in ("W9", "W11")),
+        workloads=tuple(w for w in FULL_SIZES if w not in ("W8", "W9", "W10", "W11")),
     ),
 )
 """The speed, memory and behaviour targets, in the order the report lists them."""

@@ -136,3 +136,19 @@ def test_json_output_holds_the_same_rows(quick_run: tuple[str, dict[str, object]
     printed = {(row[0], row[1]) for row in table(stdout)[1:]}
     dumped = {(row["label"], f"{row['n']:,}") for row in data["rows"]}  # type: ignore[attr-defined]
     assert printed == dumped
+
+
+def test_small_histories_and_budget_simulation_are_measured(
+    quick_run: tuple[str, dict[str, object]],
+) -> None:
+    """W8 rows against their incumbents (same run), W10 with its check against full runs."""
+    stdout, data = quick_run
+    rows = {(row[0], row[1]): row for row in table(stdout)[1:]}
+    if not any(str(note).startswith("W8") for note in data["skipped"]):  # type: ignore[attr-defined]
+        for label in ("W8 selector", "W8 select_messages", "W8 chat memory"):
+            for n in ("10", "1,000"):
+                row = rows[(label, n)]
+                assert re.fullmatch(NUMBER, row[7]) and re.fullmatch(NUMBER, row[8])
+                assert abs(float(row[2]) / float(row[7]) - float(row[8])) < 0.01
+    assert re.fullmatch(NUMBER, rows[("W10 min budget", "1,000")][2])
+    assert "same as the search over full dry runs: True" in stdout
