@@ -48,10 +48,10 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
     If the keyed values are already strictly increasing (a chronological history: one
     pass of comparisons shows it), each one's rank is its position among them. Otherwise
     they are sorted once, and walking the sorted list backwards into a dict leaves, for
-    each distinct key, the index of its *first* occurrence: the number of strictly smaller keys (equal keys share it; equality
-    is the keys' own, so equal instants in different time zones tie). ``None`` has rank 0,
-    which divides to 0.0. The division ``rank / (keyed - 1)`` is the same IEEE 754
-    division as the per-item algorithm's.
+    each distinct key, the index of its *first* occurrence: the number of strictly
+    smaller keys (equal keys share it; equality is the keys' own, so equal instants in
+    different time zones tie). ``None`` has rank 0, which divides to 0.0. The division
+    ``rank / (keyed - 1)`` is the same IEEE 754 division as the per-item algorithm's.
 
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]

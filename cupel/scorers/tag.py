@@ -129,8 +129,8 @@ class TagScorer(ArrayScorer):
         if 2 * len(first) > n:  # mostly distinct: not worth the lookup table
             return self._tuple_scores(tags)
         by_code = np.zeros(n)
-        by_code[np.fromiter(first.values(), dtype=np.intp, count=len(first))] = (
-            self._tuple_scores(list(first))
+        by_code[np.fromiter(first.values(), dtype=np.intp, count=len(first))] = self._tuple_scores(
+            list(first)
         )
         result: FloatArray = by_code[codes]
         return result
