@@ -37,6 +37,7 @@ __all__ = [
     "columns",
     "fast_method",
     "float_column",
+    "stable_argsort",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -126,3 +127,37 @@ def columns(
     if tokens and ((not nonnegative and min(tokens) < 0) or sum(tokens) >= MAX_EXACT_TOKENS):
         return None
     return Columns(array, np.array(tokens, dtype=np.int64))
+
+
+def stable_argsort(keys: FloatArray) -> IntArray:
+    """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN, several times
+    faster on large arrays: NumPy's default (unstable, vectorised) sort, then, only where
+    equal keys are adjacent, those runs put back in ascending position order, which is
+    exactly what the stable sort gives (equal keys, ``0.0`` and ``-0.0`` included, keep
+    their order). ``keys`` with NaN get the stable sort itself.
+
+    >>> keys = np.array([0.5, 0.0, 0.5, -0.0, 1.0])
+    >>> stable_argsort(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+    True
+    """
+    order: IntArray = np.argsort(keys)
+    n = len(order)
+    if n < 2:
+        return order
+    ranked = keys[order]
+    if np.isnan(ranked[-1]):  # NaN sorts last
+        stable: IntArray = np.argsort(keys, kind="stable")
+        return stable
+    new_run = np.empty(n, dtype=np.bool_)
+    new_run[0] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=new_run[1:])
+    if new_run.all():
+        return order
+    # Sort by (run, position): one unstable sort of distinct integers.
+    run = np.cumsum(new_run, dtype=np.int64)
+    run *= n
+    run += order
+    run.sort()
+    run %= n
+    result: IntArray = run.astype(np.intp, copy=False)
+    return result

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from cupel._fastpath import FloatArray
 from cupel._model import ContextItem
 from cupel._pipeline.values import CONTENT, as_list
@@ -29,12 +31,12 @@ _ALL = Survivors(None, {}, [], [])
 def deduplicate(
     scoreable: list[ContextItem], scores: FloatArray | list[Any], enabled: bool
 ) -> Survivors:
-    """The survivors (all of them, found with one set, when the contents are distinct or
-    deduplication is off)."""
-    if not enabled or not scoreable:
+    """The survivors (all of them when deduplication is off or the contents are
+    distinct, which :func:`_distinct` shows without building a set)."""
+    if not enabled or not scoreable or _distinct(scoreable):
         return _ALL
     contents = list(map(CONTENT, scoreable))
-    if len(set(contents)) == len(contents):
+    if len(set(contents)) == len(contents):  # distinct after all: equal hashes only
         return _ALL
     values = as_list(scores)
     best: dict[str, int] = {}
@@ -44,3 +46,13 @@ def deduplicate(
             best[content] = i
     survivors = [i for i, content in enumerate(contents) if best[content] == i]
     return Survivors(survivors, best, contents, values)
+
+
+def _distinct(items: list[ContextItem]) -> bool:
+    """Whether the contents' hashes are pairwise distinct (then so are the contents): one
+    pass reading the strings' cached hashes into an array and one sort, which for large
+    passes is much cheaper than a set of the strings. ``False`` says nothing (equal
+    contents or a hash collision): the caller then compares the contents themselves."""
+    hashes = np.fromiter(map(hash, map(CONTENT, items)), dtype=np.int64, count=len(items))
+    hashes.sort()
+    return not bool((hashes[1:] == hashes[:-1]).any())

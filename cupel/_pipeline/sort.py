@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cupel._fastpath import Columns, FloatArray, IntArray, columns
+from cupel._fastpath import Columns, FloatArray, IntArray, columns, stable_argsort
 from cupel._model import ContextItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.deduplicate import Survivors
@@ -41,9 +41,9 @@ def sort(classified: Classified, scores: FloatArray, survivors: Survivors) -> Ra
 
 def _rank_order(scores: FloatArray, survivors: list[int] | None) -> IntArray:
     if survivors is None:
-        return np.argsort(-scores, kind="stable")
+        return stable_argsort(-scores)
     kept = np.array(survivors, dtype=np.intp)
-    return kept[np.argsort(-scores[kept], kind="stable")]
+    return kept[stable_argsort(-scores[kept])]
 
 
 def ranked_lists(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cupel._fastpath import stable_argsort
 from cupel._model import ContextItem, ScoredItem
 from cupel.placers._base import BasePlacer, FloatArray, IntArray, split_scored
 
@@ -36,7 +37,7 @@ class UShapedPlacer(BasePlacer):
         score gives the ranks; rank ``r`` goes to slot ``r // 2`` from the left when even,
         from the right when odd. ``scores`` must be NaN-free; ``origin`` is not used."""
         n = len(scores)
-        ranked = np.argsort(-scores, kind="stable")
+        ranked = stable_argsort(-scores)
         rank = np.arange(n)
         slots = np.where(rank % 2 == 0, rank // 2, n - 1 - rank // 2)
         order = np.empty(n, dtype=np.intp)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import islice
-from operator import attrgetter, eq, is_not
+from operator import attrgetter, is_not, lt
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -45,13 +45,13 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
 def rank_scores(keys: Sequence[Any]) -> FloatArray:
     """Every key's rank score at once, in O(N log N): what :func:`_rank_score` gives per key.
 
-    The keyed values are sorted once. If they were already strictly increasing (a
-    chronological history), each one's rank is its position among them. Otherwise walking
-    the sorted list backwards into a dict leaves, for each distinct key, the index of its
-    *first* occurrence: the number of strictly smaller keys (equal keys share it; equality
-    is the keys' own, so equal instants in different time zones tie). ``None`` has rank 0,
-    which divides to 0.0. The division ``rank / (keyed - 1)`` is the same IEEE 754
-    division as the per-item algorithm's.
+    If the keyed values are already strictly increasing (a chronological history: one
+    pass of comparisons shows it), each one's rank is its position among them. Otherwise
+    they are sorted once, and walking the sorted list backwards into a dict leaves, for
+    each distinct key, the index of its *first* occurrence: the number of strictly
+    smaller keys (equal keys share it; equality is the keys' own, so equal instants in
+    different time zones tie). ``None`` has rank 0, which divides to 0.0. The division
+    ``rank / (keyed - 1)`` is the same IEEE 754 division as the per-item algorithm's.
 
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]
@@ -61,15 +61,15 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
     count = len(present)
     if count <= 1:
         return np.fromiter(map(_is_key, keys), dtype=np.float64, count=n)
-    keyed = sorted(present)
     ranks: FloatArray
-    if keyed == present and not any(map(eq, islice(keyed, 1, None), keyed)):
+    if all(map(lt, present, islice(present, 1, None))):  # strictly increasing already
         if count == n:
             ranks = np.arange(n, dtype=np.float64)
         else:
             ranks = np.zeros(n)
             ranks[np.fromiter(map(_is_key, keys), dtype=np.bool_, count=n)] = np.arange(count)
     else:
+        keyed = sorted(present)
         first_index: dict[Any, int] = dict(
             zip(reversed(keyed), range(count - 1, -1, -1), strict=True)
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import chain
+from itertools import chain, count
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -122,11 +122,18 @@ class TagScorer(ArrayScorer):
         ``tags`` tuple of the pass and looked up for each item (or directly for every item
         when most tuples are distinct)."""
         tags = list(map(_TAGS, items))
-        distinct = list(dict.fromkeys(tags))
-        if 2 * len(distinct) > len(tags):  # mostly distinct: not worth the lookup table
+        n = len(tags)
+        # Each tuple hashed once: its code is the call number of its first occurrence.
+        first: dict[tuple[str, ...], int] = {}
+        codes = np.fromiter(map(first.setdefault, tags, count()), dtype=np.intp, count=n)
+        if 2 * len(first) > n:  # mostly distinct: not worth the lookup table
             return self._tuple_scores(tags)
-        table = dict(zip(distinct, self._tuple_scores(distinct).tolist(), strict=True))
-        return np.fromiter(map(table.__getitem__, tags), dtype=np.float64, count=len(tags))
+        by_code = np.zeros(n)
+        by_code[np.fromiter(first.values(), dtype=np.intp, count=len(first))] = self._tuple_scores(
+            list(first)
+        )
+        result: FloatArray = by_code[codes]
+        return result
 
     def _tuple_scores(self, tags: list[tuple[str, ...]]) -> FloatArray:
         """``_tags_score`` of each tuple, on arrays.

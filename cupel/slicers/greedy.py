@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cupel._fastpath import IntArray
+from cupel._fastpath import IntArray, stable_argsort
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers._base import BaseSlicer, Candidates, candidates_of
 
@@ -59,7 +59,7 @@ class GreedySlice(BaseSlicer):
         density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
         with np.errstate(over="ignore", invalid="ignore"):
             np.divide(candidates.scores, tokens, out=density, where=~free)
-        order = np.argsort(-density, kind="stable")
+        order = stable_argsort(-density)
         ordered_tokens = tokens[order]
         filled = np.cumsum(ordered_tokens)
         fit = int(np.searchsorted(filled, target, side="right"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,6 +37,7 @@ from cupel import (
     RecencyScorer,
     UShapedPlacer,
 )
+from cupel._fastpath import stable_argsort
 
 QUOTAS = [QuotaEntry("Message", require=25.0), QuotaEntry("Document", cap=30.0)]
 COUNTS = [CountQuotaEntry("Message", require_count=1, cap_count=3)]
@@ -168,3 +170,24 @@ def test_an_iterable_of_items_is_read_once_like_a_list() -> None:
     from_generator = pipeline.run((item for item in items), budget)  # type: ignore[arg-type]
     assert [id(i) for i in from_generator.items] == [id(i) for i in from_list.items]
     assert len(from_list.items) == 4
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    keys=st.lists(
+        st.one_of(
+            st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 5e-324, float("inf"), float("-inf")]),
+            st.floats(allow_nan=False),
+        ),
+        max_size=80,
+    )
+)
+def test_stable_argsort_is_numpys_stable_argsort(keys: list[float]) -> None:
+    """The fast stable sort (unstable sort, then equal-key runs by position) orders every
+    NaN-free key list exactly like ``np.argsort(kind="stable")``, ties and signed zeros
+    included; with NaN it is the stable sort itself."""
+    array = np.array(keys, dtype=np.float64)
+    expected = np.argsort(array, kind="stable")
+    assert stable_argsort(array).tolist() == expected.tolist()
+    with_nan = np.append(array, [float("nan"), 0.0])
+    assert stable_argsort(with_nan).tolist() == np.argsort(with_nan, kind="stable").tolist()
