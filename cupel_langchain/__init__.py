@@ -54,12 +54,16 @@ from cupel_langchain._messages import (
     tool_call_problems,
 )
 from cupel_langchain._options import FunctionOptions, HistoryOptions, MiddlewareOptions
+from cupel_langchain._reports import (
+    REPORT_EVENT,
+    ReportEventData,
+    report_from_event,
+)
 from cupel_langchain._runnable import (
     CupelMessageSelector,
     select_messages,
     select_messages_with_report,
 )
-from cupel_langchain._selection import REPORT_EVENT, ReportEventData, report_from_event
 from cupel_langchain._tokens import approximate_message_tokens
 
 if TYPE_CHECKING:

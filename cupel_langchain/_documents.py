@@ -61,15 +61,17 @@ from cupel import (
 )
 from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens
 from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
-from cupel_langchain._selection import (
+from cupel_langchain._reports import (
     ReportEventData,
-    SettingsCache,
     adispatch_report,
     dispatch_report,
     last_report_of,
-    make_budget,
     remember_report,
     report_event_data,
+)
+from cupel_langchain._selection import (
+    SettingsCache,
+    make_budget,
     resolve_max_tokens,
     resolve_pipeline,
 )

@@ -70,16 +70,18 @@ from cupel_langchain._options import (
     check_policy,
     option_names,
 )
-from cupel_langchain._selection import (
-    MIDDLEWARE_OPTIONS,
+from cupel_langchain._reports import (
     REPORT_EVENT,
-    MessageSelection,
     ReportEventData,
-    SettingsCache,
     last_report_of,
-    model_input_tokens,
     remember_report,
     report_event_data,
+)
+from cupel_langchain._selection import (
+    MIDDLEWARE_OPTIONS,
+    MessageSelection,
+    SettingsCache,
+    model_input_tokens,
     settings_key,
 )
 from cupel_langchain._stable import conversation_key, mark_cache_breakpoint, stable_fields

@@ -74,18 +74,20 @@ from cupel_langchain._options import (
     option_names,
 )
 from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
-from cupel_langchain._selection import (
+from cupel_langchain._reports import (
     Explainable,
-    MessageSelection,
     ReportEventData,
-    SelectionCache,
-    SettingsCache,
     adispatch_report,
     dispatch_report,
     last_report_of,
     listens,
     remember_report,
     report_event_data,
+)
+from cupel_langchain._selection import (
+    MessageSelection,
+    SelectionCache,
+    SettingsCache,
     settings_key,
 )
 from cupel_langchain._stable import (

@@ -1,21 +1,14 @@
-"""What every adapter shares: the budget, the pipeline (policy or explicit), the report
-event, and the message selection itself (:class:`MessageSelection`)."""
+"""What the LangChain components share: the budget, the pipeline (policy or explicit), their
+settings caches, and the message selection itself (:class:`MessageSelection`); the report's
+event and latest-report bookkeeping are in :mod:`cupel_langchain._reports`."""
 
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
-from langchain_core.callbacks import (
-    AsyncCallbackManager,
-    BaseCallbackManager,
-    CallbackManager,
-    Callbacks,
-)
 from langchain_core.messages import BaseMessage
 
 from cupel import (
@@ -51,30 +44,17 @@ from cupel_langchain._tokens import resolve_message_counter
 
 __all__ = [
     "MIDDLEWARE_OPTIONS",
-    "REPORT_EVENT",
     "SELECTOR_OPTIONS",
-    "Explainable",
     "MessageSelection",
-    "ReportEventData",
     "SelectionCache",
     "SettingsCache",
-    "adispatch_report",
-    "complete_event",
-    "dispatch_report",
-    "last_report_of",
-    "listens",
     "make_budget",
     "model_input_tokens",
-    "remember_report",
-    "report_event_data",
-    "report_from_event",
     "resolve_max_tokens",
     "resolve_pipeline",
     "settings_key",
 ]
 
-REPORT_EVENT = "cupel_selection"
-"""The name of the LangChain custom event carrying a selection's report."""
 
 SELECTOR_OPTIONS = PinnedOptions(
     system="keep_system=False", latest_user="keep_last_human=False", last="keep_last=0"
@@ -209,39 +189,6 @@ def settings_value(value: object) -> object:
     return value
 
 
-# -- per-thread / per-task latest reports ---------------------------------------------------
-Explainable = SelectionReport | HistoryWindow
-"""A report, or a window whose report is built when first read (:meth:`HistoryWindow.explain`)."""
-
-_LATEST: ContextVar[Mapping[int, tuple[weakref.ref[Any], Explainable]]] = ContextVar(
-    "cupel_langchain_latest_reports"
-)
-
-
-def remember_report(component: object, report: Explainable) -> None:
-    """Record ``report`` as ``component``'s latest in the current context (thread or
-    asyncio task): other threads and tasks do not see it. A window is explained when
-    the report is first read (:func:`last_report_of`)."""
-    current = _LATEST.get({})
-    latest = {key: entry for key, entry in current.items() if entry[0]() is not None}
-    latest[id(component)] = (weakref.ref(component), report)
-    _LATEST.set(latest)
-
-
-def last_report_of(component: object) -> SelectionReport | None:
-    """``component``'s latest report in the current context, if any."""
-    entry = _LATEST.get({}).get(id(component))
-    if entry is None or entry[0]() is not component:
-        return None
-    report = entry[1]
-    return report.explain() if isinstance(report, HistoryWindow) else report
-
-
-def listens(manager: BaseCallbackManager) -> bool:
-    """Whether a handler of ``manager`` receives custom events (the report event)."""
-    return any(not handler.ignore_custom_event for handler in manager.handlers)
-
-
 def make_budget(max_tokens: int, target_tokens: int | None, output_reserve: int) -> ContextBudget:
     """The budget: ``target_tokens`` defaults to ``max_tokens``.
 
@@ -316,113 +263,6 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
     if deduplicate is not None and policy.deduplication != deduplicate:
         policy = policy.model_copy(update={"deduplication": deduplicate})
     return policy.build()
-
-
-class ReportEventData(dict[str, Any]):
-    """The payload of the :data:`REPORT_EVENT` custom event: plain JSON-ready data (the
-    report in its wire form under ``"report"``, plus a summary: ``component``,
-    ``included``, ``excluded``, ``included_tokens``, ``max_tokens``; with
-    ``cache_stable`` on also ``stable_prefix``, ``cut_moved`` and ``cut``), so
-    ``json.dumps`` works wherever events are forwarded (SSE, log pipelines). In-process
-    callers get the :class:`~cupel.SelectionReport` object itself as
-    :attr:`selection_report` (not part of the data; :func:`report_from_event` rebuilds it
-    from the data after a JSON hop).
-
-    The wire form is made when the event is sent to someone (:meth:`complete`): a
-    selection nobody listens to does not pay for it.
-    """
-
-    selection_report: SelectionReport | None = None
-
-    def complete(self) -> ReportEventData:
-        """This payload with ``"report"`` filled in (once)."""
-        if "report" not in self and self.selection_report is not None:
-            self["report"] = self.selection_report.to_dict()
-        return self
-
-
-def complete_event(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``data`` with its report's wire form, when it is a :class:`ReportEventData`."""
-    return data.complete() if isinstance(data, ReportEventData) else data
-
-
-def report_event_data(
-    component: str,
-    report: SelectionReport,
-    budget: ContextBudget,
-    stable: Mapping[str, Any] | None = None,
-) -> ReportEventData:
-    """The payload of the :data:`REPORT_EVENT` custom event (see :class:`ReportEventData`).
-
-    >>> import json
-    >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
-    >>> budget = ContextBudget(max_tokens=10, target_tokens=10)
-    >>> report = Pipeline(RecencyScorer()).dry_run([ContextItem(content="a", tokens=3)],
-    ...                                            budget).report
-    >>> data = report_event_data("CupelMessageSelector", report, budget).complete()
-    >>> json.loads(json.dumps(data))["included_tokens"], data.selection_report is report
-    (3, True)
-    """
-    data = ReportEventData(
-        component=component,
-        included=len(report.included),
-        excluded=len(report.excluded),
-        included_tokens=report.included_tokens,
-        max_tokens=budget.max_tokens,
-    )
-    if stable:
-        data.update(stable)
-    data.selection_report = report
-    return data
-
-
-def report_from_event(event: Mapping[str, Any]) -> SelectionReport:
-    """The :class:`~cupel.SelectionReport` of a ``"cupel_selection"`` event: a stream
-    event (``{"event": "on_custom_event", "data": ...}``), a callback's ``data``, or a
-    custom-stream chunk. The object itself in-process, else rebuilt from the wire form.
-    """
-    data: Any = event.get("data", event) if "report" not in event else event
-    report = getattr(data, "selection_report", None)
-    if isinstance(report, SelectionReport):
-        return report
-    wire = data.get("report") if isinstance(data, Mapping) else None
-    if isinstance(wire, SelectionReport):
-        return wire
-    if not isinstance(wire, Mapping):
-        raise ConfigurationError(
-            f"not a {REPORT_EVENT!r} event: no report in {event!r:.80}",
-            field="event",
-            value=event,
-        )
-    return SelectionReport.from_dict(wire)
-
-
-def dispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
-    """Send the report event to ``callbacks`` (a manager or handlers), if any listen."""
-    manager = (
-        callbacks
-        if isinstance(callbacks, CallbackManager)
-        else CallbackManager.configure(inheritable_callbacks=callbacks)
-    )
-    if manager.handlers:
-        manager.on_custom_event(REPORT_EVENT, complete_event(data), run_id=manager.parent_run_id)
-
-
-async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
-    """Async :func:`dispatch_report`."""
-    if isinstance(callbacks, AsyncCallbackManager):
-        manager = callbacks
-    else:
-        inherited = callbacks
-        if isinstance(callbacks, BaseCallbackManager) and not isinstance(
-            callbacks, AsyncCallbackManager
-        ):
-            inherited = callbacks.handlers
-        manager = AsyncCallbackManager.configure(inheritable_callbacks=inherited)
-    if manager.handlers:
-        await manager.on_custom_event(
-            REPORT_EVENT, complete_event(data), run_id=manager.parent_run_id
-        )
 
 
 class MessageSelection:
