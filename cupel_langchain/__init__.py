@@ -48,12 +48,16 @@ from cupel_langchain._documents import (
     documents_to_items,
 )
 from cupel_langchain._messages import (
-    DEFAULT_MESSAGE_KINDS,
     MessageItems,
     messages_to_items,
     tool_call_problems,
 )
-from cupel_langchain._options import FunctionOptions, HistoryOptions, MiddlewareOptions
+from cupel_langchain._options import (
+    DEFAULT_MESSAGE_KINDS,
+    FunctionOptions,
+    HistoryOptions,
+    MiddlewareOptions,
+)
 from cupel_langchain._reports import (
     REPORT_EVENT,
     ReportEventData,

@@ -56,12 +56,12 @@ from langchain_core.prompt_values import PromptValue
 from cupel import ConfigurationError, ContextItem, ContextKind, InvalidToolCall, ItemError
 from cupel.conversation import (
     ASSISTANT,
-    SYSTEM,
     TOOL,
     USER,
     Conversation,
     HistoryItems,
 )
+from cupel_langchain._options import CHAT_ROLES, ROLE_BY_TYPE, check_keep_last, check_kinds
 from cupel_langchain._tokens import (
     CounterInput,
     MessageTokenCounter,
@@ -71,14 +71,9 @@ from cupel_langchain._tokens import (
 )
 
 __all__ = [
-    "DEFAULT_MESSAGE_KINDS",
     "MessageItems",
     "MessagesInput",
-    "StartOn",
     "as_messages",
-    "check_keep_last",
-    "check_kinds",
-    "check_start_on",
     "coerce_timestamp",
     "messages_to_items",
     "read_messages",
@@ -87,127 +82,6 @@ __all__ = [
 
 MessagesInput = PromptValue | Sequence[MessageLikeRepresentation]
 """What the message selectors accept: a prompt value or message-like objects."""
-
-StartOn = str | type[BaseMessage] | Sequence[str | type[BaseMessage]] | None
-"""Message types (``"human"``, ``HumanMessage``, ...) the selection may start on."""
-
-DEFAULT_MESSAGE_KINDS: Mapping[str, str] = {
-    "system": "SystemPrompt",
-    "human": "Message",
-    "ai": "Message",
-    "tool_group": "ToolOutput",
-    "tool": "ToolOutput",
-    "chat": "Message",
-}
-"""The kind of each unit type (``tool_group``: an AI tool call with its results;
-``tool``: a stray tool result, never selected; ``chat``: a ``ChatMessage`` of another
-role)."""
-
-_UNIT_TYPES = {  # LangChain's unit type -> the conversation layer's
-    "system": "system",
-    "human": "user",
-    "ai": "assistant",
-    "tool_group": "exchange",
-    "tool": "tool",
-    "chat": "other",
-}
-_MESSAGE_TYPES = ("human", "ai", "system", "tool", "function", "chat")
-_ROLE_BY_TYPE = {
-    "human": USER,
-    "ai": ASSISTANT,
-    "system": SYSTEM,
-    "tool": TOOL,
-    "function": TOOL,
-}
-_CHAT_ROLES = {
-    "user": USER,
-    "human": USER,
-    "assistant": ASSISTANT,
-    "ai": ASSISTANT,
-    "system": SYSTEM,
-    "developer": SYSTEM,
-    "tool": TOOL,
-}
-
-
-def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
-    """The kind per conversation-layer unit type, with ``kinds`` (keyed by LangChain unit
-    type) overriding :data:`DEFAULT_MESSAGE_KINDS`."""
-    table = dict(DEFAULT_MESSAGE_KINDS)
-    if kinds is not None:
-        if not isinstance(kinds, Mapping):
-            raise ConfigurationError(
-                f"kinds must be a mapping of unit type to kind, got {type(kinds).__name__} "
-                f"{kinds!r}",
-                field="kinds",
-                value=kinds,
-            )
-        for key, value in kinds.items():
-            if key not in DEFAULT_MESSAGE_KINDS:
-                raise ConfigurationError(
-                    f"kinds: unknown unit type {key!r}; allowed: "
-                    f"{', '.join(DEFAULT_MESSAGE_KINDS)}",
-                    field=f"kinds[{key!r}]",
-                    value=value,
-                )
-            table[key] = value
-    out: dict[str, ContextKind] = {}
-    for key, value in table.items():
-        try:
-            out[_UNIT_TYPES[key]] = ContextKind(value)
-        except ItemError:
-            raise ConfigurationError(
-                f"kinds[{key!r}] must be a non-empty kind name, got {value!r}",
-                field=f"kinds[{key!r}]",
-                value=value,
-            ) from None
-    return out
-
-
-def check_start_on(start_on: StartOn) -> tuple[str, ...]:
-    """``start_on`` as a tuple of message type strings (empty: no constraint)."""
-    if start_on is None:
-        return ()
-    allowed = (
-        f"start_on must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class "
-        f"or a sequence of them"
-    )
-    if isinstance(start_on, (str, type)):
-        entries: list[Any] = [start_on]
-    elif isinstance(start_on, Iterable) and not isinstance(start_on, (bytes, Mapping)):
-        entries = list(start_on)
-    else:
-        raise ConfigurationError(
-            f"{allowed}, got {type(start_on).__name__} {start_on!r}",
-            field="start_on",
-            value=start_on,
-        )
-    types: list[str] = []
-    for entry in entries:
-        if isinstance(entry, str) and entry in _MESSAGE_TYPES:
-            types.append(entry)
-        elif isinstance(entry, type) and issubclass(entry, BaseMessage):
-            types.append(str(entry.model_fields["type"].default))
-        else:
-            raise ConfigurationError(f"{allowed}, got {entry!r}", field="start_on", value=start_on)
-    return tuple(types)
-
-
-def start_on_roles(types: Sequence[str]) -> frozenset[str]:
-    """Message types as the conversation layer's roles (``"chat"``: other roles)."""
-    return frozenset(_ROLE_BY_TYPE.get(t, "other") for t in types)
-
-
-def check_keep_last(keep_last: object) -> int:
-    """``keep_last`` as a count of trailing units to pin (an int >= 0)."""
-    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-        raise ConfigurationError(
-            f"keep_last must be a non-negative int (the number of latest message units "
-            f"always kept), got {keep_last!r}",
-            field="keep_last",
-            value=keep_last,
-        )
-    return keep_last
 
 
 def as_messages(messages: MessagesInput) -> list[BaseMessage]:
@@ -302,8 +176,8 @@ def _role(message: BaseMessage, index: int) -> str:
             value=message,
         )
     if isinstance(message, ChatMessage):
-        return _CHAT_ROLES.get(message.role, "other")
-    return _ROLE_BY_TYPE.get(str(message.type), "other")
+        return CHAT_ROLES.get(message.role, "other")
+    return ROLE_BY_TYPE.get(str(message.type), "other")
 
 
 def _calls(message: AIMessage) -> list[str | None]:

@@ -1,4 +1,4 @@
-"""The options of the message-history components, declared once.
+"""The options of the message-history components, declared once, and their checks.
 
 :class:`HistoryOptions` lists every selection option with its type; the functions take
 them as keyword arguments (``**options: Unpack[FunctionOptions]``), the agent middleware
@@ -10,21 +10,23 @@ Unknown names are refused by :func:`check_options`, with the cupel equivalent of
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage
 from typing_extensions import Required
 
-from cupel import ConfigurationError, Pipeline
-from cupel.conversation import DEFAULT_MAX_CONVERSATIONS
+from cupel import ConfigurationError, ContextKind, ItemError, Pipeline
+from cupel.conversation import ASSISTANT, DEFAULT_MAX_CONVERSATIONS, SYSTEM, TOOL, USER
 from cupel.policy import Policy
-from cupel_langchain._messages import StartOn
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
 __all__ = [
+    "CHAT_ROLES",
     "DEFAULTS",
+    "DEFAULT_MESSAGE_KINDS",
+    "ROLE_BY_TYPE",
     "SELECTION_NAMES",
     "TRIM_MESSAGES_EQUIVALENTS",
     "FunctionOptions",
@@ -33,12 +35,139 @@ __all__ = [
     "MiddlewareOptions",
     "PolicyLike",
     "SelectionOptions",
+    "StartOn",
+    "check_keep_last",
+    "check_kinds",
     "check_max_tokens",
     "check_options",
     "check_policy",
+    "check_start_on",
     "option_names",
+    "start_on_roles",
     "unknown_option_hint",
 ]
+
+StartOn = str | type[BaseMessage] | Sequence[str | type[BaseMessage]] | None
+"""Message types (``"human"``, ``HumanMessage``, ...) the selection may start on."""
+
+DEFAULT_MESSAGE_KINDS: Mapping[str, str] = {
+    "system": "SystemPrompt",
+    "human": "Message",
+    "ai": "Message",
+    "tool_group": "ToolOutput",
+    "tool": "ToolOutput",
+    "chat": "Message",
+}
+"""The kind of each unit type (``tool_group``: an AI tool call with its results;
+``tool``: a stray tool result, never selected; ``chat``: a ``ChatMessage`` of another
+role)."""
+
+_UNIT_TYPES = {  # LangChain's unit type -> the conversation layer's
+    "system": "system",
+    "human": "user",
+    "ai": "assistant",
+    "tool_group": "exchange",
+    "tool": "tool",
+    "chat": "other",
+}
+_MESSAGE_TYPES = ("human", "ai", "system", "tool", "function", "chat")
+ROLE_BY_TYPE = {
+    "human": USER,
+    "ai": ASSISTANT,
+    "system": SYSTEM,
+    "tool": TOOL,
+    "function": TOOL,
+}
+CHAT_ROLES = {
+    "user": USER,
+    "human": USER,
+    "assistant": ASSISTANT,
+    "ai": ASSISTANT,
+    "system": SYSTEM,
+    "developer": SYSTEM,
+    "tool": TOOL,
+}
+
+
+def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
+    """The kind per conversation-layer unit type, with ``kinds`` (keyed by LangChain unit
+    type) overriding :data:`DEFAULT_MESSAGE_KINDS`."""
+    table = dict(DEFAULT_MESSAGE_KINDS)
+    if kinds is not None:
+        if not isinstance(kinds, Mapping):
+            raise ConfigurationError(
+                f"kinds must be a mapping of unit type to kind, got {type(kinds).__name__} "
+                f"{kinds!r}",
+                field="kinds",
+                value=kinds,
+            )
+        for key, value in kinds.items():
+            if key not in DEFAULT_MESSAGE_KINDS:
+                raise ConfigurationError(
+                    f"kinds: unknown unit type {key!r}; allowed: "
+                    f"{', '.join(DEFAULT_MESSAGE_KINDS)}",
+                    field=f"kinds[{key!r}]",
+                    value=value,
+                )
+            table[key] = value
+    out: dict[str, ContextKind] = {}
+    for key, value in table.items():
+        try:
+            out[_UNIT_TYPES[key]] = ContextKind(value)
+        except ItemError:
+            raise ConfigurationError(
+                f"kinds[{key!r}] must be a non-empty kind name, got {value!r}",
+                field=f"kinds[{key!r}]",
+                value=value,
+            ) from None
+    return out
+
+
+def check_start_on(start_on: StartOn) -> tuple[str, ...]:
+    """``start_on`` as a tuple of message type strings (empty: no constraint)."""
+    if start_on is None:
+        return ()
+    allowed = (
+        f"start_on must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class "
+        f"or a sequence of them"
+    )
+    if isinstance(start_on, (str, type)):
+        entries: list[Any] = [start_on]
+    elif isinstance(start_on, Iterable) and not isinstance(start_on, (bytes, Mapping)):
+        entries = list(start_on)
+    else:
+        raise ConfigurationError(
+            f"{allowed}, got {type(start_on).__name__} {start_on!r}",
+            field="start_on",
+            value=start_on,
+        )
+    types: list[str] = []
+    for entry in entries:
+        if isinstance(entry, str) and entry in _MESSAGE_TYPES:
+            types.append(entry)
+        elif isinstance(entry, type) and issubclass(entry, BaseMessage):
+            types.append(str(entry.model_fields["type"].default))
+        else:
+            raise ConfigurationError(f"{allowed}, got {entry!r}", field="start_on", value=start_on)
+    return tuple(types)
+
+
+def start_on_roles(types: Sequence[str]) -> frozenset[str]:
+    """Message types as the conversation layer's roles (``"chat"``: other roles)."""
+    return frozenset(ROLE_BY_TYPE.get(t, "other") for t in types)
+
+
+def check_keep_last(keep_last: object) -> int:
+    """``keep_last`` as a count of trailing units to pin (an int >= 0)."""
+    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+        raise ConfigurationError(
+            f"keep_last must be a non-negative int (the number of latest message units "
+            f"always kept), got {keep_last!r}",
+            field="keep_last",
+            value=keep_last,
+        )
+    return keep_last
+
 
 PolicyLike = Policy | str
 """A :class:`~cupel.policy.Policy` or a preset name (``"chat"``, ``"rag"``, ...)."""

@@ -65,12 +65,13 @@ from cupel.conversation import (
     StableWindows,
     check_cache_stable,
 )
-from cupel_langchain._messages import MessagesInput, as_messages, check_start_on
+from cupel_langchain._messages import MessagesInput, as_messages
 from cupel_langchain._options import (
     SELECTION_NAMES,
     FunctionOptions,
     PolicyLike,
     check_options,
+    check_start_on,
     option_names,
 )
 from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized

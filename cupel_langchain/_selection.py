@@ -24,21 +24,16 @@ from cupel.conversation import (
     check_cache_stable,
 )
 from cupel.policy import Policy, PolicyError
-from cupel_langchain._messages import (
-    MessageItems,
-    MessagesInput,
-    as_messages,
-    check_keep_last,
-    check_kinds,
-    check_start_on,
-    map_messages,
-    start_on_roles,
-)
+from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
     DEFAULTS,
     MaxTokens,
     PolicyLike,
+    check_keep_last,
+    check_kinds,
     check_max_tokens,
+    check_start_on,
+    start_on_roles,
 )
 from cupel_langchain._tokens import resolve_message_counter
 
