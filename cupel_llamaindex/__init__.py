@@ -14,13 +14,12 @@ from cupel_llamaindex._common import CupelSelectionEvent
 from cupel_llamaindex._mapping import (
     MessageMapping,
     MessageUnit,
-    NodeMapping,
     message_text,
     messages_to_items,
-    nodes_to_items,
     tool_call_ids,
 )
 from cupel_llamaindex._memory import CupelChatMemory
+from cupel_llamaindex._nodes import NodeMapping, nodes_to_items
 from cupel_llamaindex._postprocessor import CupelNodePostprocessor
 
 __all__ = [

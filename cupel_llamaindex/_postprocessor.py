@@ -28,7 +28,7 @@ from cupel_llamaindex._common import (
     resolve_pipeline,
     state_without_caches,
 )
-from cupel_llamaindex._mapping import nodes_to_items
+from cupel_llamaindex._nodes import nodes_to_items
 
 __all__ = ["CupelNodePostprocessor"]
 
