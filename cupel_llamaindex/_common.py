@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # re-export
     get_dispatcher,
 )
@@ -47,6 +48,9 @@ __all__ = [
     "check_callable",
     "check_int",
     "check_policy",
+    "checked_message",
+    "checked_messages",
+    "context_window",
     "dispatcher",
     "emit_selection",
     "has_listeners",
@@ -403,3 +407,49 @@ def state_without_caches(
 
 def _minus_score(entry: ExcludedItem) -> float:
     return -entry.score
+
+
+def checked_message(owner: str, method: str, message: object) -> ChatMessage:
+    """``message`` if it is a ``ChatMessage``, else a ConfigurationError naming ``owner.method``."""
+    if not isinstance(message, ChatMessage):
+        raise ConfigurationError(
+            f"{owner}.{method}: message must be a LlamaIndex ChatMessage, "
+            f"got {type(message).__name__} {message!r}",
+            field="message",
+            value=message,
+        )
+    return message
+
+
+def checked_messages(owner: str, where: str, messages: object) -> list[ChatMessage]:
+    """A new list of the given ChatMessages, or a ConfigurationError naming the culprit."""
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise ConfigurationError(
+            f"{owner}.{where}: must be a list of LlamaIndex ChatMessages, "
+            f"got {type(messages).__name__} {messages!r}",
+            field=where,
+            value=messages,
+        )
+    out = list(messages)
+    for index, message in enumerate(out):
+        if not isinstance(message, ChatMessage):
+            raise ConfigurationError(
+                f"{owner}.{where}[{index}]: must be a LlamaIndex ChatMessage, "
+                f"got {type(message).__name__} {message!r}",
+                field=f"{where}[{index}]",
+                value=message,
+            )
+    return out
+
+
+def context_window(owner: str, llm: object) -> int:
+    """``llm.metadata.context_window``, or a ConfigurationError saying what was expected."""
+    window = getattr(getattr(llm, "metadata", None), "context_window", None)
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ConfigurationError(
+            f"{owner}.from_defaults: llm must be a LlamaIndex LLM whose "
+            f"metadata.context_window is a positive int, got {type(llm).__name__} {llm!r}",
+            field="llm",
+            value=llm,
+        )
+    return window

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from collections.abc import Callable, Sequence, Sized
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -40,6 +40,9 @@ from cupel.policy import Policy
 from cupel_llamaindex._common import (
     WindowFields,
     check_int,
+    checked_message,
+    checked_messages,
+    context_window,
     dispatcher,
     emit_selection,
     has_listeners,
@@ -205,7 +208,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             )
         if token_limit is None:
             if llm is not None:
-                token_limit = int(_context_window(llm) * DEFAULT_TOKEN_LIMIT_RATIO)
+                token_limit = int(context_window(_OWNER, llm) * DEFAULT_TOKEN_LIMIT_RATIO)
             else:
                 token_limit = DEFAULT_TOKEN_LIMIT
         if chat_store is not None and not isinstance(chat_store, BaseChatStore):
@@ -215,7 +218,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
                 field="chat_store",
                 value=chat_store,
             )
-        history = None if chat_history is None else _checked_messages("chat_history", chat_history)
+        history = (
+            None if chat_history is None else checked_messages(_OWNER, "chat_history", chat_history)
+        )
         store = chat_store if chat_store is not None else SimpleChatStore()
         data: dict[str, Any] = {
             "token_limit": token_limit,
@@ -383,21 +388,21 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     def put(self, message: ChatMessage) -> None:
         """Append one message to the stored history."""
-        super().put(_checked_message("put", message))
+        super().put(checked_message(_OWNER, "put", message))
 
     async def aput(self, message: ChatMessage) -> None:
         """Append one message to the stored history (async)."""
-        await super().aput(_checked_message("aput", message))
+        await super().aput(checked_message(_OWNER, "aput", message))
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the stored history (with a copy of ``messages``: the list passed in is
         never appended to by later ``put`` calls)."""
-        checked = _checked_messages("set", messages)
+        checked = checked_messages(_OWNER, "set", messages)
         super().set(checked)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Replace the stored history (async; a copy of ``messages``, as :meth:`set`)."""
-        checked = _checked_messages("aset", messages)
+        checked = checked_messages(_OWNER, "aset", messages)
         await super().aset(checked)
 
     def reset(self) -> None:
@@ -410,13 +415,13 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Append several messages (all checked before any is stored)."""
-        for message in _checked_messages("put_messages", messages):
+        for message in checked_messages(_OWNER, "put_messages", messages):
             super().put(message)
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Append several messages (async, through the store's async API; all checked
         before any is stored)."""
-        for message in _checked_messages("aput_messages", messages):
+        for message in checked_messages(_OWNER, "aput_messages", messages):
             await super().aput(message)
 
     def _chosen(
@@ -515,48 +520,3 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             stable=stable_fields(self._last_window),
         )
         return messages
-
-
-def _checked_message(method: str, message: object) -> ChatMessage:
-    if not isinstance(message, ChatMessage):
-        raise ConfigurationError(
-            f"{_OWNER}.{method}: message must be a LlamaIndex ChatMessage, "
-            f"got {type(message).__name__} {message!r}",
-            field="message",
-            value=message,
-        )
-    return message
-
-
-def _checked_messages(where: str, messages: object) -> list[ChatMessage]:
-    """A new list of the given ChatMessages, or a ConfigurationError naming the culprit."""
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        raise ConfigurationError(
-            f"{_OWNER}.{where}: must be a list of LlamaIndex ChatMessages, "
-            f"got {type(messages).__name__} {messages!r}",
-            field=where,
-            value=messages,
-        )
-    out = list(messages)
-    for index, message in enumerate(out):
-        if not isinstance(message, ChatMessage):
-            raise ConfigurationError(
-                f"{_OWNER}.{where}[{index}]: must be a LlamaIndex ChatMessage, "
-                f"got {type(message).__name__} {message!r}",
-                field=f"{where}[{index}]",
-                value=message,
-            )
-    return out
-
-
-def _context_window(llm: object) -> int:
-    """``llm.metadata.context_window``, or a ConfigurationError saying what was expected."""
-    window = getattr(getattr(llm, "metadata", None), "context_window", None)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ConfigurationError(
-            f"{_OWNER}.from_defaults: llm must be a LlamaIndex LLM whose "
-            f"metadata.context_window is a positive int, got {type(llm).__name__} {llm!r}",
-            field="llm",
-            value=llm,
-        )
-    return window
