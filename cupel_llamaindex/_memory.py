@@ -430,28 +430,17 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         """The selection, inside a LlamaIndex span when a span or event handler listens
         (the span costs more than a small history's selection)."""
         listening = has_listeners()
-        if listening or has_span_handlers():
-            return self._select(history, input, initial_token_count, listening)
-        return self._choose(history, input, initial_token_count, listening=False)
-
-    @dispatcher.span
-    def _select(
-        self,
-        history: Sequence[ChatMessage],
-        input: str | None,
-        initial_token_count: int,
-        listening: bool,
-    ) -> list[ChatMessage]:
-        return self._choose(history, input, initial_token_count, listening=listening)
+        select = self._select if listening or has_span_handlers() else self._choose
+        return select(history, input, initial_token_count, listening)
 
     def _choose(
         self,
         history: Sequence[ChatMessage],
         input: str | None,
         initial_token_count: int,
-        *,
         listening: bool,
     ) -> list[ChatMessage]:
+        """The selection (in a LlamaIndex span as :meth:`_select`)."""
         if (
             isinstance(initial_token_count, bool)
             or not isinstance(initial_token_count, int)
@@ -520,3 +509,8 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             stable=stable_fields(self._last_window),
         )
         return messages
+
+    @dispatcher.span
+    def _select(self, *arguments: Any) -> list[ChatMessage]:
+        """:meth:`_choose` in a LlamaIndex span (the span's id names ``_select``)."""
+        return self._choose(*arguments)
