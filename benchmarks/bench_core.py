@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.harness import Case, traced_build
 from cupel import (
     ChronologicalPlacer,
     CompositeScorer,
@@ -190,8 +194,81 @@ def floor(items: list[ContextItem]) -> Callable[[], object]:
     return run_floor
 
 
+# -- the harness's cases -------------------------------------------------------------------
+SPEC_SIZES = {"W3f": {10_000}, "W4": {10_000}}
+"""Sizes the workloads define; the harness's other sizes are extra points for the ×10 column."""
+
+
+def core_cases(workload: str, sizes: list[int]) -> Iterator[Case]:
+    builders = {
+        "W1": ("W1 chat", w1),
+        "W2": ("W2 rag", w2),
+        "W3": ("W3 stress", w3),
+        "W3f": ("W3f frequency", w3f),
+        "W4": ("W4 quota", w4),
+    }
+    title, build = builders[workload]
+    for size in sizes:
+        built, input_mib = traced_build(lambda size=size: build(size))  # type: ignore[misc]
+        case: CoreCase = built  # type: ignore[assignment]
+        label = f"{title} bucket {size}" if workload == "W2" else title
+        extra = workload in SPEC_SIZES and size not in SPEC_SIZES[workload]
+        yield Case(
+            workload,
+            label,
+            len(case.items),
+            case.run,
+            input_mib=input_mib,
+            floor=floor(case.items),
+            note="extra size (scaling)" if extra else "",
+        )
+
+
+def w9_cases(sizes: list[int]) -> Iterator[Case]:
+    """W9: ``dry_run`` (the report included) against ``run`` on W1's and W3's items; and
+    ``dry_run`` with every entry of the report read (``included`` and ``excluded``)."""
+    builders = (("W1", w1), ("W3", w3))
+    for size in sizes:
+        for name, build in builders:
+            built, input_mib = traced_build(lambda size=size, build=build: build(size))  # type: ignore[misc]
+            case: CoreCase = built  # type: ignore[assignment]
+            yield Case(
+                "W9",
+                f"W9 report {name}",
+                len(case.items),
+                case.dry_run,
+                input_mib=input_mib,
+                incumbent=case.run,
+                incumbent_label="run",
+                note="dry_run ÷ run",
+            )
+            yield Case(
+                "W9",
+                f"W9 report {name}, entries read",
+                len(case.items),
+                case.dry_run_read,
+                input_mib=input_mib,
+                incumbent=case.run,
+                incumbent_label="run",
+                note="dry_run and every report entry read ÷ run (no target: the price of reading)",
+            )
+            del case, built
+
+
+def w11_cases(sizes: list[int]) -> Iterator[Case]:
+    """W11: W3's items at a million, Greedy and Chronological; ``run`` and ``dry_run``
+    on one build of the items."""
+    for size in sizes:
+        built, input_mib = traced_build(lambda size=size: w11(size))  # type: ignore[misc]
+        case: CoreCase = built  # type: ignore[assignment]
+        base = floor(case.items)
+        n = len(case.items)
+        yield Case("W11", "W11 million run", n, case.run, input_mib=input_mib, floor=base)
+        yield Case("W11", "W11 million dry_run", n, case.dry_run, input_mib=input_mib, floor=base)
+        del case, built
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from benchmarks.run import main
 
     raise SystemExit(main(["--only", "W1,W2,W3,W3f,W4", *sys.argv[1:]]))

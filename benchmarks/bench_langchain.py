@@ -46,6 +46,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 if __package__ in (None, ""):  # run as a script: the repository root holds the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.harness import Case, traced_build, yes
 from benchmarks.timing import per_call_us
 from cupel_langchain import CupelMessageSelector, select_messages, tool_call_problems
 
@@ -258,14 +259,53 @@ def batched(fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
     return batch
 
 
+def w5_cases(sizes: list[int]) -> Iterator[Case]:
+    from langchain_core.messages import trim_messages
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from cupel_langchain import select_messages, tool_call_problems
+
+    for size in sizes:
+        history, input_mib = traced_build(lambda size=size: make_history(size))  # type: ignore[misc]
+        messages: list = history  # type: ignore[type-arg, assignment]
+        budget = count_tokens_approximately(messages) // 4
+
+        def ours(messages: list = messages, budget: int = budget) -> object:  # type: ignore[type-arg]
+            return select_messages(
+                messages, max_tokens=budget, token_counter=count_tokens_approximately
+            )
+
+        def theirs(messages: list = messages, budget: int = budget) -> object:  # type: ignore[type-arg]
+            return trim_messages(
+                messages,
+                strategy="last",
+                max_tokens=budget,
+                token_counter=count_tokens_approximately,
+            )
+
+        checks = {
+            "cupel tool groups valid": not tool_call_problems(ours()),  # type: ignore[arg-type]
+            "trim_messages tool groups valid": not tool_call_problems(theirs()),  # type: ignore[arg-type]
+        }
+        yield Case(
+            "W5",
+            "W5 langchain history",
+            size,
+            ours,
+            input_mib=input_mib,
+            incumbent=theirs,
+            incumbent_label="trim_messages",
+            note=", ".join(f"{name}: {yes(ok)}" for name, ok in checks.items()),
+            checks=checks,
+        )
+
+
 def w8_cases(sizes: list[int]) -> Iterator[Any]:
     """W8 rows for ``python -m benchmarks``: the selector (defaults: report on, built when
     read unless a callback listens) against ``trim_messages`` used as a Runnable; the same
     followed by reading ``last_report`` (no target: the price of reading it); and
     ``select_messages`` against the ``trim_messages`` function. Each call is repeated
     ``2000 // n`` times per timed sample (at least once), the incumbent likewise."""
-    from benchmarks.run import Case
-
     for n in sizes:
         history = make_history(n)
         budget = count_tokens_approximately(history) // 4

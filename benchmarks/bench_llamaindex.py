@@ -43,6 +43,7 @@ from llama_index.core.storage.chat_store import SimpleChatStore
 if __package__ in (None, ""):  # run as a script: the repository root holds the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.harness import Case, traced_build
 from benchmarks.timing import per_call_us
 from cupel_llamaindex import CupelChatMemory, CupelNodePostprocessor, tool_call_ids
 
@@ -259,12 +260,106 @@ def small(n: int, runs: int = 51) -> tuple[float, float]:
     return per_call_us(ours.get, runs), per_call_us(theirs.get, runs)
 
 
+def w6_cases(sizes: list[int]) -> Iterator[Case]:
+    from llama_index.core.memory import ChatMemoryBuffer
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    from cupel_llamaindex import CupelChatMemory
+
+    tokenizer = quarter_tokenizer
+    for size in sizes:
+        history, input_mib = traced_build(lambda size=size: conversation(size))  # type: ignore[misc]
+        messages: list = history  # type: ignore[type-arg, assignment]
+        total = len(tokenizer(" ".join(str(m.content) for m in messages)))
+        budget = total // 4
+
+        def store(messages: list = messages) -> SimpleChatStore:  # type: ignore[type-arg]
+            chat_store = SimpleChatStore()
+            chat_store.set_messages("chat_history", list(messages))
+            return chat_store
+
+        incumbent = ChatMemoryBuffer(token_limit=budget, tokenizer_fn=tokenizer, chat_store=store())
+        shared = store()
+
+        memory = CupelChatMemory(token_limit=budget, tokenizer_fn=tokenizer, chat_store=store())
+
+        def fresh(budget: int = budget, shared: SimpleChatStore = shared) -> object:
+            # A new memory per call: every message is mapped and counted again.
+            return CupelChatMemory(
+                token_limit=budget, tokenizer_fn=tokenizer, chat_store=shared
+            ).get()
+
+        yield Case(
+            "W6",
+            "W6 llamaindex memory",
+            size,
+            memory.get,
+            input_mib=input_mib,
+            incumbent=incumbent.get,
+            incumbent_label="ChatMemoryBuffer.get",
+            note="get() on one memory holding the history, like the incumbent",
+        )
+        yield Case(
+            "W6",
+            "W6 llamaindex memory, fresh",
+            size,
+            fresh,
+            input_mib=input_mib,
+            incumbent=incumbent.get,
+            incumbent_label="ChatMemoryBuffer.get",
+            note="a new CupelChatMemory per call (maps and counts every message)",
+        )
+
+
+def w7_cases(sizes: list[int]) -> Iterator[Case]:
+    from llama_index.core.postprocessor import LongContextReorder
+
+    from cupel_llamaindex import CupelNodePostprocessor
+
+    tokenizer = quarter_tokenizer
+    budget = W7_BUDGET
+    for size in sizes:
+        built, input_mib = traced_build(lambda size=size: scored_nodes(size))  # type: ignore[misc]
+        nodes: list = built  # type: ignore[type-arg, assignment]
+        mean_tokens = statistics.mean(len(tokenizer(n.node.get_content())) for n in nodes)
+        k = int(budget // mean_tokens)
+        reorder = LongContextReorder()
+        ours_post = CupelNodePostprocessor(max_tokens=budget, tokenizer_fn=tokenizer)
+
+        def theirs(
+            nodes: list = nodes,  # type: ignore[type-arg]
+            k: int = k,
+            reorder: LongContextReorder = reorder,
+        ) -> object:
+            top = sorted(nodes, key=_node_score, reverse=True)[:k]
+            return reorder.postprocess_nodes(top)
+
+        def ours(
+            nodes: list = nodes,  # type: ignore[type-arg]
+            post: CupelNodePostprocessor = ours_post,
+        ) -> object:
+            return post.postprocess_nodes(nodes)
+
+        yield Case(
+            "W7",
+            "W7 llamaindex postprocess",
+            size,
+            ours,
+            input_mib=input_mib,
+            incumbent=theirs,
+            incumbent_label=f"top-{k} + LongContextReorder",
+        )
+
+
+def _node_score(node: object) -> float:
+    return getattr(node, "score", None) or 0.0
+
+
 def w8_cases(sizes: list[int]) -> Iterator[Any]:
     """W8 rows for ``python -m benchmarks``: ``CupelChatMemory.get()`` (defaults) against
     ``ChatMemoryBuffer.get()`` on the W6 conversation at ``n`` messages (at most 1,000:
     the incumbent is quadratic), each repeated ``2000 // n`` times per timed sample."""
     from benchmarks.bench_langchain import batched
-    from benchmarks.run import Case
 
     for n in (size for size in sizes if size <= 1000):
         history = conversation(n)

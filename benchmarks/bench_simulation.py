@@ -25,6 +25,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import bench_core
+from benchmarks.harness import Case
 from cupel import ContextBudget, ContextItem, Pipeline, find_min_budget_for
 from cupel.analytics import smallest_included
 
@@ -95,8 +96,6 @@ def w10_cases(sizes: list[int]) -> Iterator[Any]:
     """W10 rows for ``python -m benchmarks``: ``find_min_budget_for`` on W3's items, the
     item of median score; checked once against the search over full dry runs (not timed:
     it takes tens of seconds at 100,000 items)."""
-    from benchmarks.run import Case
-
     for n in sizes:
         case = bench_core.w3(n)
         items, pipeline = case.items, case.pipeline
