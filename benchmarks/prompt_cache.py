@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,16 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: python benchmarks/prompt_cache.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.window_cases import Case, Message, _Builder, approximate_tokens
+from benchmarks.cache_model import (
+    PRICINGS,
+    Pricing,
+    Session,
+    cached_tokens,
+    common_prefix,
+    generate_session,
+    request_cost,
+)
+from benchmarks.cache_selectors import SELECTORS, Selector, select_messages_call
 from benchmarks.window_metrics import align, score_window
 from cupel.conversation import Conversation
 
@@ -71,414 +79,11 @@ QUICK_CALLS = 30
 READ_TARGET = 0.75
 COST_TARGET = 0.40
 WINDOW_TARGET = 0.65
-AGENT_ROUNDS = (20, 80)
-"""Tool rounds per task in an agent session."""
 SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 TABLE_START = "<!-- prompt-cache table: start -->"
 TABLE_END = "<!-- prompt-cache table: end -->"
 SWEEP_START = "<!-- prompt-cache sweep: start -->"
 SWEEP_END = "<!-- prompt-cache sweep: end -->"
-
-
-# -- pricing ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Pricing:
-    """A provider's prompt-cache prices, as multiples of its uncached input price."""
-
-    name: str
-    read: float
-    """Price of a cached (read) input token."""
-    write: float
-    """Price of an input token that is not read from the cache (1.0: no write premium)."""
-    minimum: int
-    """Shortest prefix the provider caches, in tokens."""
-    step: int
-    """Granularity of the cached prefix beyond the minimum, in tokens."""
-    source: str
-
-
-PRICINGS: tuple[Pricing, ...] = (
-    Pricing(
-        "Anthropic",
-        read=0.10,
-        write=1.25,
-        minimum=1024,
-        step=1,
-        source=(
-            "Anthropic prompt caching (5-minute cache): writes 1.25x, reads 0.1x the base "
-            "input price, minimum 1,024 tokens (Claude Sonnet/Opus); pricing page as "
-            "checked 2026-06"
-        ),
-    ),
-    Pricing(
-        "OpenAI",
-        read=0.50,
-        write=1.00,
-        minimum=1024,
-        step=128,
-        source=(
-            "OpenAI automatic prompt caching (GPT-4o family): cached input 0.5x, no write "
-            "premium, from 1,024 tokens in 128-token increments; 'Prompt Caching in the "
-            "API', 2024-10-01"
-        ),
-    ),
-)
-"""The pricing schemes costs are given under (each a multiple of the uncached price)."""
-
-
-def cached_tokens(prefix: int, pricing: Pricing) -> int:
-    """The tokens of a ``prefix`` shared with the previous request that ``pricing``'s
-    provider reads from its cache: none below the minimum, else rounded down to its step.
-
-    >>> [cached_tokens(n, PRICINGS[1]) for n in (1000, 1024, 1200, 1300)]
-    [0, 1024, 1152, 1280]
-    """
-    if prefix < pricing.minimum:
-        return 0
-    return pricing.minimum + (prefix - pricing.minimum) // pricing.step * pricing.step
-
-
-def request_cost(total: int, cached: int, pricing: Pricing) -> float:
-    """The input cost of a request of ``total`` tokens of which ``cached`` are read, in
-    uncached-token units.
-
-    >>> request_cost(1000, 800, PRICINGS[0])  # 800 x 0.1 + 200 x 1.25
-    330.0
-    """
-    return cached * pricing.read + (total - cached) * pricing.write
-
-
-def common_prefix(previous: Sequence[int], current: Sequence[int]) -> int:
-    """How many leading messages two requests share (message ids, in request order).
-
-    >>> common_prefix([0, 3, 4], [0, 3, 4, 5]), common_prefix([0, 3, 4], [0, 4, 5])
-    (3, 1)
-    """
-    count = 0
-    for a, b in zip(previous, current, strict=False):
-        if a != b:
-            break
-        count += 1
-    return count
-
-
-# -- sessions --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Session:
-    """A generated session: its messages and where the model is called (the number of
-    messages the history holds at each call)."""
-
-    kind: str
-    number: int
-    messages: tuple[Message, ...]
-    calls: tuple[int, ...]
-    budget: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind} #{self.number}"
-
-    def at_budget(self) -> list[int]:
-        """The calls (their positions in :attr:`calls`) whose history no longer fits."""
-        sizes = [approximate_tokens(m) for m in self.messages]
-        out = []
-        total = 0
-        done = 0
-        for position, count in enumerate(self.calls):
-            while done < count:
-                total += sizes[done]
-                done += 1
-            if total > self.budget:
-                out.append(position)
-        return out
-
-    def case(self) -> Case:
-        """The session as a window-quality case (for the framework conversions)."""
-        return Case(self.kind, self.number, self.messages, self.budget, "blocks")
-
-
-def generate_session(kind: str, number: int, *, seed: int, calls: int, budget: int) -> Session:
-    """Session ``number`` of ``kind`` (``"chat"`` or ``"agent"``) with at least ``calls``
-    calls at ``budget``, from ``seed`` alone.
-
-    - chat: a system prompt (150-300 tokens); each turn a user message (20-150), a tool
-      round one turn in five, an answer (80-350); a call after the user message and
-      after the tool results;
-    - agent: a system prompt (300-500); tasks (30-300 tokens) each followed by 20-80
-      tool rounds (1-3 parallel calls, results of 20-400 tokens) and a short answer; a
-      call after the task and after every round's results.
-
-    >>> s = generate_session("agent", 0, seed=1, calls=5, budget=2000)
-    >>> s == generate_session("agent", 0, seed=1, calls=5, budget=2000), len(s.at_budget()) >= 5
-    (True, True)
-    """
-    if kind not in ("chat", "agent"):
-        raise ValueError(f"kind must be 'chat' or 'agent', got {kind!r}")
-    rng = random.Random(f"prompt-cache:{seed}:{kind}:{number}")
-    b = _Builder(rng, messy=False)
-    points: list[int] = []
-    counted = [0, 0]  # messages counted, their tokens
-    at_budget = 0
-
-    def call() -> None:
-        nonlocal at_budget
-        while counted[0] < len(b.messages):
-            counted[1] += approximate_tokens(b.messages[counted[0]])
-            counted[0] += 1
-        points.append(len(b.messages))
-        at_budget += counted[1] > budget
-
-    if kind == "chat":
-        b.add("system", rng.randint(150, 300))
-        while at_budget < calls:
-            b.add("user", rng.randint(20, 150))
-            call()
-            if rng.random() < 0.2:
-                b.tool_round(rng.choice([1, 2]), None, rng.choice([0, rng.randint(5, 40)]))
-                call()
-            b.add("assistant", rng.randint(80, 350))
-    else:
-        b.add("system", rng.randint(300, 500))
-        while at_budget < calls:
-            b.add("user", rng.randint(30, 300))
-            call()
-            for _ in range(rng.randint(*AGENT_ROUNDS)):
-                b.tool_round(rng.choice([1, 1, 2, 3]), None, rng.choice([0, 0, rng.randint(5, 60)]))
-                call()
-                if at_budget >= calls:
-                    break
-            b.add("assistant", rng.randint(50, 200))
-    return Session(kind, number, tuple(b.messages), tuple(points), budget)
-
-
-# -- selectors -------------------------------------------------------------------------------------
-Call = Callable[[list[Any], list[Any]], Sequence[Any]]
-"""One call of a selector: ``(history so far, messages new since the last call)`` →
-the window sent to the model."""
-
-
-@dataclass(frozen=True)
-class Selector:
-    """A selector replayed over a session: ``start(budget)`` gives a fresh per-session
-    :data:`Call` (state lives in its closure or in the component it builds)."""
-
-    name: str
-    framework: str
-    cupel: bool
-    stable: bool
-    start: Callable[[int], Call]
-    setup: str
-
-
-def _trim(budget: int) -> Call:
-    from langchain_core.messages import trim_messages
-    from langchain_core.messages.utils import count_tokens_approximately
-
-    def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-        return trim_messages(
-            history,
-            max_tokens=budget,
-            strategy="last",
-            token_counter=count_tokens_approximately,
-            include_system=True,
-            start_on="human",
-        )
-
-    return call
-
-
-def _select_messages(low_water: bool | float) -> Callable[[int], Call]:
-    def start(budget: int) -> Call:
-        from cupel_langchain import select_messages
-
-        previous: list[Any] | None = None
-
-        def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-            nonlocal previous
-            if low_water is False:
-                return select_messages(history, max_tokens=budget)
-            window = select_messages(
-                history, max_tokens=budget, cache_stable=low_water, previous=previous
-            )
-            previous = window
-            return window
-
-        return call
-
-    return start
-
-
-def _selector(budget: int) -> Call:
-    from cupel_langchain import CupelMessageSelector
-
-    selector = CupelMessageSelector(max_tokens=budget, cache_stable=True)
-    config = {"configurable": {"thread_id": "session"}}
-    return lambda history, new: selector.invoke(history, config=config)  # type: ignore[arg-type]
-
-
-def _middleware(budget: int) -> Call:
-    from langchain.agents.middleware import ModelRequest, ModelResponse
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage
-
-    from cupel_langchain import CupelContextMiddleware
-
-    middleware = CupelContextMiddleware(max_tokens=budget, cache_stable=True)
-    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
-
-    def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-        request = ModelRequest(model=model, messages=history[1:], system_message=history[0])
-        seen: list[ModelRequest[Any]] = []
-
-        def handler(selected: ModelRequest[Any]) -> ModelResponse[Any]:
-            seen.append(selected)
-            return ModelResponse(result=[AIMessage("ok")])
-
-        middleware.wrap_model_call(request, handler)
-        (sent,) = seen
-        head = [sent.system_message] if sent.system_message is not None else []
-        return [*head, *sent.messages]
-
-    return call
-
-
-def _memory(make: Callable[[int], Any]) -> Callable[[int], Call]:
-    def start(budget: int) -> Call:
-        memory = make(budget)
-
-        def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-            for message in new:  # as a chat engine or an agent stores them
-                memory.put(message)
-            return memory.get()  # type: ignore[no-any-return]
-
-        return call
-
-    return start
-
-
-def _buffer(budget: int) -> Any:
-    from llama_index.core.memory import ChatMemoryBuffer
-
-    return ChatMemoryBuffer.from_defaults(token_limit=budget)
-
-
-def _li_memory(budget: int) -> Any:
-    from llama_index.core.memory import Memory
-
-    return Memory.from_defaults(token_limit=budget)
-
-
-def _chat_memory(cache_stable: bool) -> Callable[[int], Any]:
-    def make(budget: int) -> Any:
-        from cupel_llamaindex import CupelChatMemory
-
-        return CupelChatMemory.from_defaults(token_limit=budget, cache_stable=cache_stable)
-
-    return make
-
-
-def _cupel_memory(cache_stable: bool) -> Callable[[int], Any]:
-    def make(budget: int) -> Any:
-        from cupel_llamaindex import CupelMemory
-
-        return CupelMemory.from_defaults(token_limit=budget, cache_stable=cache_stable)
-
-    return make
-
-
-SELECTORS: tuple[Selector, ...] = (
-    Selector(
-        "trim_messages",
-        "langchain",
-        False,
-        False,
-        _trim,
-        'trim_messages(history, max_tokens=B, strategy="last", '
-        'token_counter=count_tokens_approximately, include_system=True, start_on="human")',
-    ),
-    Selector(
-        "select_messages",
-        "langchain",
-        True,
-        False,
-        _select_messages(False),
-        "select_messages(history, max_tokens=B)  (cupel's default)",
-    ),
-    Selector(
-        "select_messages cache_stable",
-        "langchain",
-        True,
-        True,
-        _select_messages(True),
-        "select_messages(history, max_tokens=B, cache_stable=True, previous=window)",
-    ),
-    Selector(
-        "CupelMessageSelector cache_stable",
-        "langchain",
-        True,
-        True,
-        _selector,
-        "CupelMessageSelector(max_tokens=B, cache_stable=True), config thread_id",
-    ),
-    Selector(
-        "CupelContextMiddleware cache_stable",
-        "langchain",
-        True,
-        True,
-        _middleware,
-        "CupelContextMiddleware(max_tokens=B, cache_stable=True).wrap_model_call(...)",
-    ),
-    Selector(
-        "ChatMemoryBuffer",
-        "llamaindex",
-        False,
-        False,
-        _memory(_buffer),
-        "ChatMemoryBuffer.from_defaults(token_limit=B); put new messages; get()",
-    ),
-    Selector(
-        "Memory",
-        "llamaindex",
-        False,
-        False,
-        _memory(_li_memory),
-        "Memory.from_defaults(token_limit=B) (token_flush_size flushes in chunks); put; get()",
-    ),
-    Selector(
-        "CupelChatMemory",
-        "llamaindex",
-        True,
-        False,
-        _memory(_chat_memory(False)),
-        "CupelChatMemory.from_defaults(token_limit=B)  (cupel's default)",
-    ),
-    Selector(
-        "CupelChatMemory cache_stable",
-        "llamaindex",
-        True,
-        True,
-        _memory(_chat_memory(True)),
-        "CupelChatMemory.from_defaults(token_limit=B, cache_stable=True)",
-    ),
-    Selector(
-        "CupelMemory",
-        "llamaindex",
-        True,
-        False,
-        _memory(_cupel_memory(False)),
-        "CupelMemory.from_defaults(token_limit=B)  (cupel's default)",
-    ),
-    Selector(
-        "CupelMemory cache_stable",
-        "llamaindex",
-        True,
-        True,
-        _memory(_cupel_memory(True)),
-        "CupelMemory.from_defaults(token_limit=B, cache_stable=True)",
-    ),
-)
-"""Every selector: LangChain first, incumbents and cupel's defaults before the
-cache-stable variants."""
 
 
 # -- replay ----------------------------------------------------------------------------------------
@@ -745,7 +350,8 @@ def sweep(
     default (minimal-fit) window for reference: the data of the trade-off plot."""
     points: list[Point] = []
     selectors = [
-        Selector(f"low_water={m}", "langchain", True, True, _select_messages(m), "") for m in marks
+        Selector(f"low_water={m}", "langchain", True, True, select_messages_call(m), "")
+        for m in marks
     ]
     default = [s for s in SELECTORS if s.name == "select_messages"]
     results = run(sessions, [*selectors, *default])
