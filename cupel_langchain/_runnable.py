@@ -146,7 +146,9 @@ def _select(
                 value=previous,
             )
         positions = previous_positions(previous, listed)
-    history, window = selection.select_window(listed, with_report=with_report, previous=positions)
+    history, window = selection.select_window(
+        listed, with_report=with_report, previous=positions, listed=True
+    )
     selected = [history[i] for i in window.messages]
     if cache_breakpoint and selected:
         selected[-1] = mark_cache_breakpoint(selected[-1])

@@ -130,14 +130,26 @@ class SelectionCache:
     objects by identity), so a call with the settings of a recent one skips the checks
     and the pipeline build. Thread-safe: the list is replaced, never edited."""
 
-    __slots__ = ("_entries", "maxsize")
+    __slots__ = ("_entries", "_scalars", "maxsize")
 
     def __init__(self, maxsize: int = 16) -> None:
         self.maxsize = maxsize
         self._entries: list[tuple[tuple[object, ...], MessageSelection]] = []
+        self._scalars: dict[frozenset[tuple[str, type, object]], MessageSelection] = {}
 
     def get(self, settings: Mapping[str, object]) -> MessageSelection:
         """The selection for ``settings`` (option name -> value)."""
+        if all(type(value) in _SCALARS for value in settings.values()):
+            # scalars only (the common case): one dict lookup
+            # (types too: 1, 1.0 and True are equal keys but not equal settings)
+            quick = frozenset((name, type(value), value) for name, value in settings.items())
+            found = self._scalars.get(quick)
+            if found is None:
+                found = MessageSelection(settings)
+                if len(self._scalars) >= self.maxsize:
+                    self._scalars = {}
+                self._scalars = {**self._scalars, quick: found}
+            return found
         key = tuple((name, settings_value(value)) for name, value in sorted(settings.items()))
         entries = self._entries
         for index, (known, selection) in enumerate(entries):
@@ -337,8 +349,11 @@ class MessageSelection:
 
     def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
+        return self._map(as_messages(messages))
+
+    def _map(self, listed: list[BaseMessage]) -> MessageItems:
         return map_messages(
-            as_messages(messages),
+            listed,
             self.count,
             keep_system=self.keep_system,
             keep_last_human=self.keep_last_human,
@@ -361,11 +376,13 @@ class MessageSelection:
         *,
         with_report: bool,
         previous: list[int] | None = None,
+        listed: bool = False,
     ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
         """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
         selected from them; ``previous`` (indices of the previous window in these
-        messages) makes the selection cache-stable."""
-        mapping = self.map(messages)
+        messages) makes the selection cache-stable. ``listed``: ``messages`` already is
+        the list :func:`~cupel_langchain._messages.as_messages` returned."""
+        mapping = self._map(messages if listed else as_messages(messages))  # type: ignore[arg-type]
         window = mapping.history.select(
             self.pipeline,
             self.budget,

@@ -509,6 +509,12 @@ def test_the_functions_reuse_a_checked_selection_for_the_same_settings() -> None
     kinds["ai"] = "message"
     assert _SELECTIONS.get({"max_tokens": 170, "kinds": kinds}) is not first
     assert _SELECTIONS.get({"max_tokens": 170, "token_counter": len}) is not first
+    assert _SELECTIONS.get({"max_tokens": 170}) is _SELECTIONS.get({"max_tokens": 170})
+    assert select_messages([HumanMessage("x")], max_tokens=1, keep_last_human=False) == []  # 1 ...
+    with pytest.raises(ConfigurationError, match="max_tokens"):
+        select_messages([HumanMessage("x")], max_tokens=True, keep_last_human=False)  # not True
+    with pytest.raises(ConfigurationError, match="keep_system"):
+        select_messages(conversation(), max_tokens=170, keep_system=1)  # type: ignore[typeddict-item]
     messages = conversation()
     assert select_messages(messages, max_tokens=170) == select_messages(messages, max_tokens=170)
     assert [m.id for m in select_messages(messages, max_tokens=170)] == [
