@@ -125,7 +125,7 @@ class HistoryItems(HistoryColumns):
                 field="keep_last",
                 value=keep_last,
             )
-        table = dict(DEFAULT_UNIT_KINDS) if kinds is None else {**DEFAULT_UNIT_KINDS, **kinds}
+        table = DEFAULT_UNIT_KINDS if kinds is None else {**DEFAULT_UNIT_KINDS, **kinds}
         latest_user = conversation.latest_user
         latest_turn = conversation.turn(latest_user) if latest_user >= 0 else 0
         pins: dict[int, str] = {}  # unit -> why it is pinned
@@ -139,10 +139,6 @@ class HistoryItems(HistoryColumns):
         roles = conversation._roles
         turns = conversation._turns
         problems = conversation._problems
-        if keep_system:
-            for k, role in enumerate(roles):
-                if role == SYSTEM:
-                    pins[k] = "system"
         per_message = tokens if unit_tokens is None else None
         count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
         units: list[int] = []
@@ -161,7 +157,7 @@ class HistoryItems(HistoryColumns):
             if k in problems:
                 bad.append((k, need))
                 continue
-            cause = pins.get(k)
+            cause = "system" if keep_system and roles[k] == SYSTEM else pins.get(k)
             if cause is not None:
                 pinned.append(len(units))
                 pinned_tokens[cause] += need

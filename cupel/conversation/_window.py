@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from typing import Any
 
 from cupel._errors import CupelError
@@ -32,7 +31,6 @@ STABLE_CUT_FILTER = "before_stable_cut"
 """The ``Filtered`` name of units before a cache-stable window's cut."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class HistoryWindow:
     """A selected window: ``messages`` (indices into the history, ascending),
     ``positions`` (of the selected units in :attr:`HistoryColumns.items`, ascending),
@@ -43,18 +41,57 @@ class HistoryWindow:
     its leading messages are those of the previous window, in the same order — the prefix a
     provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
     is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
-    is where the window's stretch of the conversation starts (see ``HistoryColumns.select``).
+    is where the window's stretch of the conversation starts (see ``HistoryColumns.select``;
+    found when first read).
     """
 
-    messages: list[int]
-    positions: list[int]
-    tokens: int
-    report: SelectionReport | None
-    cut: int = 0
-    stable_prefix: int = 0
-    cut_moved: bool = True
-    history: HistoryColumns | None = field(default=None, repr=False)
-    _rerun: _Rerun | None = field(default=None, repr=False)
+    __slots__ = (
+        "_cut",
+        "_rerun",
+        "cut_moved",
+        "history",
+        "messages",
+        "positions",
+        "report",
+        "stable_prefix",
+        "tokens",
+    )
+
+    def __init__(
+        self,
+        messages: list[int],
+        positions: list[int],
+        tokens: int,
+        report: SelectionReport | None,
+        cut: int | None = None,
+        stable_prefix: int = 0,
+        cut_moved: bool = True,
+        history: HistoryColumns | None = None,
+        rerun: _Rerun | None = None,
+    ) -> None:
+        self.messages = messages
+        self.positions = positions
+        self.tokens = tokens
+        self.report = report
+        self._cut = cut
+        self.stable_prefix = stable_prefix
+        self.cut_moved = cut_moved
+        self.history = history
+        self._rerun = rerun
+
+    def __repr__(self) -> str:
+        return (
+            f"HistoryWindow(messages={self.messages!r}, positions={self.positions!r}, "
+            f"tokens={self.tokens!r}, report={self.report!r}, cut={self.cut!r}, "
+            f"stable_prefix={self.stable_prefix!r}, cut_moved={self.cut_moved!r})"
+        )
+
+    @property
+    def cut(self) -> int:
+        """Where the window's stretch of the conversation starts (a message index)."""
+        if self._cut is None:
+            self._cut = 0 if self.history is None else _cut(self.history, self.positions)
+        return self._cut
 
     @property
     def items(self) -> list[ContextItem]:
@@ -182,7 +219,7 @@ def select_window(
         positions,
         sum(tokens[p] for p in positions),
         report,
-        _cut(history, positions),
+        None,
         prefix,
         previous is None or prefix < len(previous),
         history,
@@ -311,9 +348,30 @@ def _start_on(
     return [p for p in positions if p not in gone], leading
 
 
+_OWN: dict[int, tuple[Pipeline, object, object, bool]] = {}
+""":func:`_own_components` per pipeline (by identity, with the scorer and placer it was
+found for: a pipeline whose components are replaced is looked at again)."""
+
+
 def _own_components(pipeline: Pipeline) -> bool:
     """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
     that read no item metadata (a subclass could read anything)."""
+    known = _OWN.get(id(pipeline))
+    if (
+        known is not None
+        and known[0] is pipeline
+        and known[1] is pipeline.scorer
+        and known[2] is pipeline.placer
+    ):
+        return known[3]
+    own = _components_are_own(pipeline)
+    if len(_OWN) >= 256:
+        _OWN.clear()
+    _OWN[id(pipeline)] = (pipeline, pipeline.scorer, pipeline.placer, own)
+    return own
+
+
+def _components_are_own(pipeline: Pipeline) -> bool:
     placers, blind = _blind_classes()
     if type(pipeline.placer) not in placers:
         return False
