@@ -15,11 +15,14 @@ from decimal import Decimal
 from enum import Enum
 from fractions import Fraction
 from pathlib import PurePath
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 from uuid import UUID
 
 from cupel._errors import ItemError
 from cupel._text import is_unicode_text
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["EMPTY", "MAX_METADATA_DEPTH", "FrozenDict", "FrozenList", "freeze_metadata", "thaw"]
 
@@ -205,7 +208,33 @@ def _flat(value: dict[str, Any]) -> bool:
     return True
 
 
-class FrozenDict(dict[_KT, _VT]):
+class _ReadOnly:
+    """What :class:`FrozenDict` and :class:`FrozenList` share: their mutators are
+    :func:`_read_only`, and they copy as themselves and pickle as their plain container
+    ``_plain`` (``dict`` or ``list``)."""
+
+    __slots__ = ()
+    _plain: ClassVar[type[Any]]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self._plain(self),))
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return type(self)(copy.deepcopy(self._plain(self), memo))  # type: ignore[call-arg]
+
+
+def _read_only(self: _ReadOnly, *args: Any, **kwargs: Any) -> NoReturn:
+    """Every mutator of a frozen container."""
+    raise TypeError(
+        f"{type(self).__name__} is read-only (cupel items and budgets are immutable); "
+        f"copy it with {self._plain.__name__}(...) to change it"
+    )
+
+
+class FrozenDict(_ReadOnly, dict[_KT, _VT]):
     """A ``dict`` that refuses every change: ``ContextItem.metadata`` and
     ``ContextBudget.reserved_slots`` are these, so a constructed item or budget stays
     immutable. Its values are frozen too (nested dicts become ``FrozenDict`` s, lists
@@ -235,12 +264,7 @@ class FrozenDict(dict[_KT, _VT]):
         for key, frozen in changed:
             dict.__setitem__(self, key, frozen)
 
-    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{type(self).__name__} is read-only (cupel items and budgets are immutable); "
-            f"copy it with dict(...) to change it"
-        )
-
+    _plain = dict
     __setitem__ = _read_only
     __delitem__ = _read_only
     __ior__ = _read_only
@@ -250,20 +274,11 @@ class FrozenDict(dict[_KT, _VT]):
     setdefault = _read_only
     update = _read_only
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (dict(self),))
-
-    def __copy__(self) -> FrozenDict[_KT, _VT]:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict[_KT, _VT]:
-        return type(self)(copy.deepcopy(dict(self), memo))
-
 
 _T = TypeVar("_T")
 
 
-class FrozenList(list[_T]):
+class FrozenList(_ReadOnly, list[_T]):
     """A ``list`` that refuses every change: the lists inside ``ContextItem.metadata``.
     Its elements are frozen too. It reads, compares (``FrozenList([1]) == [1]``), copies,
     pickles and serializes as a plain ``list``.
@@ -283,12 +298,7 @@ class FrozenList(list[_T]):
         name = type(self).__name__
         list.extend(self, [_freeze(v, [f"{name}[{i}]"], 2) for i, v in enumerate(iterable)])
 
-    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{type(self).__name__} is read-only (cupel items and budgets are immutable); "
-            f"copy it with list(...) to change it"
-        )
-
+    _plain = list
     __setitem__ = _read_only
     __delitem__ = _read_only
     __iadd__ = _read_only
@@ -301,15 +311,6 @@ class FrozenList(list[_T]):
     clear = _read_only
     sort = _read_only
     reverse = _read_only
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (list(self),))
-
-    def __copy__(self) -> FrozenList[_T]:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList[_T]:
-        return type(self)(copy.deepcopy(list(self), memo))
 
 
 EMPTY: FrozenDict[Any, Any] = FrozenDict()

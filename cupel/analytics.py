@@ -65,25 +65,21 @@ FIND_MIN_BUDGET_GUARD_MESSAGE = (
 # ---------------------------------------------------------------------------------------
 # Report metrics
 # ---------------------------------------------------------------------------------------
-def _check_report(report: object, owner: str) -> SelectionReport:
-    if not isinstance(report, SelectionReport):
+def _check_type(owner: str, name: str, value: object, expected: type, hint: str = "") -> None:
+    if not isinstance(value, expected):
         raise ConfigurationError(
-            f"{owner}: report must be a SelectionReport, got {type(report).__name__} "
-            f"(use pipeline.dry_run(...).report)",
-            field="report",
-            value=report,
+            f"{owner}: {name} must be a {expected.__name__}, got {type(value).__name__}{hint}",
+            field=name,
+            value=value,
         )
-    return report
 
 
-def _check_budget(budget: object, owner: str) -> ContextBudget:
-    if not isinstance(budget, ContextBudget):
-        raise ConfigurationError(
-            f"{owner}: budget must be a ContextBudget, got {type(budget).__name__}",
-            field="budget",
-            value=budget,
-        )
-    return budget
+def _check_report(report: object, owner: str) -> None:
+    _check_type(owner, "report", report, SelectionReport, " (use pipeline.dry_run(...).report)")
+
+
+def _check_budget(budget: object, owner: str) -> None:
+    _check_type(owner, "budget", budget, ContextBudget)
 
 
 def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:

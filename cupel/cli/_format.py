@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from cupel._errors import PinnedBudgetError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem
@@ -19,12 +19,13 @@ from cupel.cli._io import terminal_safe
 from cupel.cli._wording import ReasonWording, clip, count, undated_note
 from cupel.diagnostics import (
     ExcludedItem,
-    IncludedItem,
     InclusionReason,
     OverflowEvent,
     SelectionReport,
 )
 from cupel.scorers import DecayScorer, ExponentialDecay, Scorer
+
+_T = TypeVar("_T")
 
 
 def _decision_line(d: Decision, width: int) -> str:
@@ -208,6 +209,14 @@ def totals(report: SelectionReport, result: ContextResult, budget: ContextBudget
     )
 
 
+def _elided(entries: Sequence[_T], head: int, tail: int, show_all: bool) -> list[_T | None]:
+    """``entries``, or (unless ``show_all`` or there are few) the first ``head`` and the
+    last ``tail`` of them with one ``None`` standing for the rest."""
+    if show_all or len(entries) <= head + tail + 1:
+        return list(entries)
+    return [*entries[:head], None, *entries[-tail:]]
+
+
 def _wording(report: SelectionReport, pipeline: Pipeline | None, bucket_flag: str) -> Any:
     if pipeline is None:
         return lambda entry: terminal_safe(entry.reason.describe())
@@ -233,10 +242,8 @@ def format_report(
     wording = _wording(report, pipeline, bucket_flag)
     lines = [f"{PROG}: {totals(report, result, budget)}", "included (placed order):"]
     window = report.included
-    shown: list[tuple[int, IncludedItem] | None] = list(enumerate(window, start=1))
-    if not show_all and len(window) > SUMMARY_HEAD + SUMMARY_TAIL + 1:
-        shown = [*shown[:SUMMARY_HEAD], None, *shown[-SUMMARY_TAIL:]]
-    for entry in shown:
+    numbered = list(enumerate(window, start=1))
+    for entry in _elided(numbered, SUMMARY_HEAD, SUMMARY_TAIL, show_all):
         if entry is None:
             hidden = len(window) - SUMMARY_HEAD - SUMMARY_TAIL
             lines.append(f"        … {hidden:,} more items (--all lists every item) …")
@@ -295,10 +302,7 @@ def format_demo(
         f"Window ({len(report.included)} items, {result.total_tokens:,} tokens, placed order):",
     ]
     window = report.included
-    shown: list[IncludedItem | None] = list(window)
-    if not show_all and len(window) > DEMO_HEAD + DEMO_TAIL + 1:
-        shown = [*window[:DEMO_HEAD], None, *window[-DEMO_TAIL:]]
-    for inc in shown:
+    for inc in _elided(window, DEMO_HEAD, DEMO_TAIL, show_all):
         if inc is None:
             hidden = len(window) - DEMO_HEAD - DEMO_TAIL
             lines.append(f"  … {hidden} more items (--all lists every item) …")

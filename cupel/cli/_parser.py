@@ -114,6 +114,15 @@ def _budget_flags(*, demo: bool = False) -> _Parser:
     return flags
 
 
+def _items_command(
+    commands: argparse._SubParsersAction[_Parser], name: str, **options: Any
+) -> _Parser:
+    """A sub-command that reads items: its first argument is the item file."""
+    command = commands.add_parser(name, **options)
+    command.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
+    return command
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``cupel`` parser: one sub-command per command."""
     parser = _Parser(prog=PROG, description="Deterministic, explainable context selection.")
@@ -122,20 +131,21 @@ def build_parser() -> argparse.ArgumentParser:
     config = _config_flags()
     budget = _budget_flags()
     with_html = _output_flags(html=True)
-    select = commands.add_parser(
+    select = _items_command(
+        commands,
         "select",
         parents=[budget, config, with_html],
         help="select a context window from items (JSON array or JSON Lines)",
         description="Write the selected window (JSON) to stdout and a report to stderr; "
         'with --report json, write {"window": [...], "report": {...}} to stdout.',
     )
-    select.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
     select.add_argument(
         "--all",
         action="store_true",
         help="list every item in the report (default: a summary when the lists are long)",
     )
-    explain = commands.add_parser(
+    _items_command(
+        commands,
         "explain",
         parents=[budget, config, with_html],
         help="explain every decision of a selection, grouped by stage",
@@ -143,22 +153,22 @@ def build_parser() -> argparse.ArgumentParser:
         "Score/Deduplicate, Slice, Place) the items it decided on, with score, decision, "
         "reason and its numbers, then a summary.",
     )
-    explain.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
-    compare = commands.add_parser(
+    compare = _items_command(
+        commands,
         "compare",
         parents=[budget, _output_flags(html=False)],
         help="compare policies: which items each one includes or excludes",
         description="Run two or more policies over the same items and budget and show, "
         "for every item whose inclusion differs, what each policy decided.",
     )
-    compare.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
     compare.add_argument(
         "--policy",
         action="append",
         metavar="NAME|FILE",
         help="repeat at least twice; a preset name or a .json / .toml policy file",
     )
-    min_budget = commands.add_parser(
+    min_budget = _items_command(
+        commands,
         "min-budget",
         parents=[config, _output_flags(html=False)],
         help="find the smallest budget at which an item is selected",
@@ -166,7 +176,6 @@ def build_parser() -> argparse.ArgumentParser:
         "which the item is included. The item is the one whose content equals CONTENT, or "
         "else the only one whose content starts with it.",
     )
-    min_budget.add_argument("items", metavar="ITEMS", help="item file, or - for stdin")
     min_budget.add_argument(
         "--item", required=True, metavar="CONTENT", help="the item's content (or a prefix)"
     )

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tqdm import tqdm
 
@@ -39,6 +38,12 @@ def on_terminal() -> bool:
         return False
 
 
+def _on_stderr() -> dict[str, Any]:
+    """What every bar shares: drawn on (the current) stderr, erased when done, as wide as
+    the terminal."""
+    return {"file": sys.stderr, "leave": False, "dynamic_ncols": True}
+
+
 def track(iterable: Iterable[T], total: int, *, desc: str, unit: str = "item") -> Iterator[T]:
     """Iterate ``iterable`` with a bar of ``total`` steps (after :data:`READ_DELAY`)."""
     if not on_terminal():
@@ -50,10 +55,8 @@ def track(iterable: Iterable[T], total: int, *, desc: str, unit: str = "item") -
         desc=desc,
         unit=unit,
         unit_scale=True,
-        file=sys.stderr,
-        leave=False,
         delay=READ_DELAY,
-        dynamic_ncols=True,
+        **_on_stderr(),
     ) as bar:
         yield from bar
 
@@ -66,13 +69,7 @@ class Progress:
         self._bar: tqdm[Never] | None = None
         if on_terminal():
             bar: tqdm[Never] = tqdm(
-                total=total,
-                desc=desc,
-                unit=unit,
-                file=sys.stderr,
-                leave=False,
-                dynamic_ncols=True,
-                mininterval=0.05,
+                total=total, desc=desc, unit=unit, mininterval=0.05, **_on_stderr()
             )
             bar.refresh()
             self._bar = bar
@@ -96,10 +93,5 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -10,7 +10,7 @@ live here, below both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from cupel._model import ContextItem
 
@@ -26,12 +26,8 @@ class CountRequirementShortfall:
     satisfied_count: int
 
     def to_dict(self) -> dict[str, object]:
-        """Wire form."""
-        return {
-            "kind": self.kind,
-            "required_count": self.required_count,
-            "satisfied_count": self.satisfied_count,
-        }
+        """Wire form: the fields by name."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +41,8 @@ class BucketRounding:
     items_left_out: int
 
     def to_dict(self) -> dict[str, int]:
-        """Wire form."""
-        return {
-            "bucket_size": self.bucket_size,
-            "unused_tokens": self.unused_tokens,
-            "items_left_out": self.items_left_out,
-        }
+        """Wire form: the fields by name."""
+        return asdict(self)
 
     def describe(self) -> str:
         """In words.

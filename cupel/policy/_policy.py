@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
@@ -156,26 +156,14 @@ class Policy(Spec):
     @classmethod
     def from_json(cls, text: str | bytes) -> Policy:
         """Parse a policy from JSON text."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise fail("", f"invalid JSON: {exc}", text) from None
-        except RecursionError:
-            raise fail("", _TOO_DEEP_TO_PARSE, None) from None
-        return cls.from_dict(data)
+        return cls.from_dict(_parsed(json.loads, json.JSONDecodeError, "JSON", text))
 
     @classmethod
     def from_toml(cls, text: str) -> Policy:
         """Parse a policy from TOML text."""
         import tomli
 
-        try:
-            data = tomli.loads(text)
-        except tomli.TOMLDecodeError as exc:
-            raise fail("", f"invalid TOML: {exc}", text) from None
-        except RecursionError:
-            raise fail("", _TOO_DEEP_TO_PARSE, None) from None
-        return cls.from_dict(data)
+        return cls.from_dict(_parsed(tomli.loads, tomli.TOMLDecodeError, "TOML", text))
 
     @classmethod
     def load(cls, path: str | Path) -> Policy:
@@ -189,6 +177,18 @@ class Policy(Spec):
 _TOO_DEEP_TO_PARSE = (
     f"nested too deeply to parse (policies may nest at most {MAX_POLICY_DEPTH} tables/arrays)"
 )
+
+
+def _parsed(
+    loads: Callable[[Any], Any], error: type[Exception], language: str, text: str | bytes
+) -> Any:
+    """``loads(text)``, its syntax ``error`` and a recursion overflow as policy errors."""
+    try:
+        return loads(text)
+    except error as exc:
+        raise fail("", f"invalid {language}: {exc}", text) from None
+    except RecursionError:
+        raise fail("", _TOO_DEEP_TO_PARSE, None) from None
 
 
 def _suffix(path: Path) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from cupel._errors import ConfigurationError
 from cupel._model import ContextBudget, ContextItem
@@ -56,6 +56,17 @@ class ItemStatus(str, Enum):
     EXCLUDED = "Excluded"
 
 
+_V = TypeVar("_V")
+
+
+def _labelled(pairs: tuple[tuple[str, _V], ...], label: str) -> _V:
+    """The value paired with ``label`` (the first such pair); ``KeyError`` if none is."""
+    for name, value in pairs:
+        if name == label:
+            return value
+    raise KeyError(label)
+
+
 @dataclass(frozen=True, slots=True)
 class PolicySensitivityDiffEntry:
     """An item (identified by ``content``) that at least two variants disagree on;
@@ -66,10 +77,7 @@ class PolicySensitivityDiffEntry:
 
     def status(self, label: str) -> ItemStatus:
         """The status under the variant labelled ``label``."""
-        for name, status in self.statuses:
-            if name == label:
-                return status
-        raise KeyError(label)
+        return _labelled(self.statuses, label)
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form."""
@@ -89,10 +97,7 @@ class PolicySensitivityReport:
 
     def report(self, label: str) -> SelectionReport:
         """The report of the variant labelled ``label``."""
-        for name, report in self.variants:
-            if name == label:
-                return report
-        raise KeyError(label)
+        return _labelled(self.variants, label)
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form (each variant's report in the SelectionReport wire form)."""

@@ -32,8 +32,8 @@ from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel._params import Configurable
 from cupel.diagnostics._outcomes import SliceOutcome
 
-# The package's public names; the helpers below (Candidates, candidates_of,
-# fast_selector, floor_times, entry_kind, index_by_kind) serve the slicer modules only.
+# The package's public names; the helpers below (Candidates, candidates_of, fast_selector,
+# floor_times, check_inner, entry_kind, index_by_kind) serve the slicer modules only.
 __all__ = ["BaseSlicer", "Slicer", "slice_detailed"]
 
 
@@ -86,6 +86,16 @@ def slice_detailed(
         outcome: SliceOutcome = detailed(scored, budget)
         return outcome
     return SliceOutcome(list(slicer.slice(scored, budget)))
+
+
+def check_inner(owner: str, inner: object) -> None:
+    """A wrapping slicer's ``inner`` is a slicer (an object with a ``slice`` method)."""
+    if not callable(getattr(inner, "slice", None)):
+        raise SlicerConfigError(
+            f"{owner}: inner must be a slicer (an object with a slice method), got {inner!r}",
+            field="inner",
+            value=inner,
+        )
 
 
 def entry_kind(owner: str, kind: str) -> ContextKind:

@@ -19,6 +19,7 @@ from cupel.diagnostics._outcomes import CapExclusion, CountRequirementShortfall,
 from cupel.slicers._base import (
     BaseSlicer,
     Slicer,
+    check_inner,
     entry_kind,
     index_by_kind,
     slice_detailed,
@@ -235,13 +236,7 @@ class CountQuotaSlice(_CountQuotaSlicer):
         entries: Sequence[CountQuotaEntry],
         scarcity: ScarcityBehavior | str = ScarcityBehavior.DEGRADE,
     ) -> None:
-        if not callable(getattr(inner, "slice", None)):
-            raise SlicerConfigError(
-                f"CountQuotaSlice: inner must be a slicer (an object with a slice method), "
-                f"got {inner!r}",
-                field="inner",
-                value=inner,
-            )
+        check_inner("CountQuotaSlice", inner)
         if isinstance(inner, KnapsackSlice) or (
             isinstance(inner, _CountQuotaSlicer) and inner._uses_knapsack
         ):

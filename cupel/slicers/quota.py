@@ -19,6 +19,7 @@ from cupel.slicers._base import (
     Candidates,
     Slicer,
     candidates_of,
+    check_inner,
     entry_kind,
     fast_selector,
     floor_times,
@@ -83,13 +84,7 @@ class QuotaSlice(BaseSlicer):
     """
 
     def __init__(self, inner: Slicer, quotas: Sequence[QuotaEntry]) -> None:
-        if not callable(getattr(inner, "slice", None)):
-            raise SlicerConfigError(
-                f"QuotaSlice: inner must be a slicer (an object with a slice method), "
-                f"got {inner!r}",
-                field="inner",
-                value=inner,
-            )
+        check_inner("QuotaSlice", inner)
         entries = tuple(quotas)
         by_key = index_by_kind("QuotaSlice", "quotas", entries, QuotaEntry, noun="quota")
         total = math.fsum(e.require for e in entries)
