@@ -412,7 +412,7 @@ def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
         role = message.role
         roles.append(role)
         if not extra and len(blocks) == 1 and type(blocks[0]) is text_block:
-            texts.append(blocks[0].text)  # type: ignore[union-attr]
+            texts.append(blocks[0].text)
             continue
         texts.append(message_text(message))
         kind = conversation_role(message)
@@ -439,7 +439,7 @@ def map_read(
     messages = read.messages
     texts = read.texts
     n = len(messages)
-    raw_roles = [str.__str__(role) for role in read.roles]  # type: ignore[arg-type]
+    raw_roles = [str.__str__(role) for role in read.roles]
     roles = [_ROLES.get(role, role) for role in raw_roles]
     counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
     known = cache.for_counter(counter, n) if cache is not None else {}

@@ -85,30 +85,19 @@ def _ignore(event: object) -> None:
 
 
 class _Recall:
-    """A memory's last mapping (``read`` under ``config``), and the last plain window
-    chosen from it (under ``window_key``; ``chosen``: its messages)."""
+    """A memory's last mapping (``read`` under ``config``) and, in ``last``, the last
+    plain window chosen from it: ``(key, window, its messages)`` (one tuple, replaced
+    whole, so that a concurrent call never pairs one call's key with another's window)."""
 
-    __slots__ = ("chosen", "config", "mapping", "read", "window", "window_key")
+    __slots__ = ("config", "last", "mapping", "read")
 
-    def __init__(self, read: MessageRead, config: tuple[object, ...], mapping: MessageMapping):
+    def __init__(
+        self, read: MessageRead, config: tuple[object, ...], mapping: MessageMapping
+    ) -> None:
         self.read = read
         self.config = config
         self.mapping = mapping
-        self.window_key: tuple[object, ...] | None = None
-        self.window: HistoryWindow | None = None
-        self.chosen: tuple[ChatMessage, ...] = ()
-
-    def remember(
-        self,
-        key: tuple[object, ...] | None,
-        window: HistoryWindow | None,
-        chosen: tuple[ChatMessage, ...],
-    ) -> None:
-        """Remember ``window`` (its messages ``chosen``) for ``key`` (``None``: forget)."""
-        self.window_key = None  # never a key with another call's window
-        self.window = window
-        self.chosen = chosen
-        self.window_key = key
+        self.last: tuple[tuple[object, ...], HistoryWindow, tuple[ChatMessage, ...]] | None = None
 
 
 class _Caches:
@@ -557,12 +546,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         key: tuple[object, ...] | None = None
         if not stable and not listening:
             key = (limit, start_on_user, *plain_key(pipeline))
-            if recall.window_key == key:  # the same window as the last call's
-                window = recall.window
+            last = recall.last
+            if last is not None and last[0] == key:  # the same window as the last call's
                 private["_last_window"] = None
                 private["_last_report"] = None
-                private["_pending_report"] = window
-                return list(recall.chosen)
+                private["_pending_report"] = last[1]
+                return list(last[2])
         mapping = recall.mapping
         budget = caches.budget(limit)
         previous: list[int] | None = None
@@ -581,10 +570,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         )
         messages = read.messages
         chosen = [messages[i] for i in window.messages]
-        if key is not None and window.plain:
-            recall.remember(key, window, tuple(chosen))
-        else:
-            recall.remember(None, None, ())
+        recall.last = (key, window, tuple(chosen)) if key is not None and window.plain else None
         if stable:
             self._states.put(
                 self.chat_store_key,
