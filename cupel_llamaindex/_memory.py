@@ -173,7 +173,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       (units dropped for it are reported as ``Filtered("start_on")``);
     * every message text is counted once, tool calls included, and remembered for later
       calls (``ChatMemoryBuffer`` re-counts the whole window for every message it drops,
-      on every ``get()``).
+      on every ``get()``); a ``get()`` on a history that reads the same as the last one
+      (the same message objects, roles, texts and tool-call links) under the same
+      settings and budget returns the last plain window again without selecting.
 
     :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
     read); when an instrumentation event handler is listening, every ``get()`` builds it
