@@ -13,6 +13,7 @@ modifies them.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, overload
@@ -34,14 +35,17 @@ from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER, Conversation, Hist
 
 __all__ = [
     "MessageMapping",
+    "MessageRead",
     "MessageUnit",
     "TokenCache",
     "TokenizerFn",
     "checked_count",
     "conversation_role",
     "count_tokens",
+    "map_read",
     "message_text",
     "messages_to_items",
+    "read_messages",
     "tool_call_ids",
 ]
 
@@ -339,12 +343,63 @@ def messages_to_items(
             field="tokenizer_fn",
             value=None,
         )
+    return map_read(
+        read_messages(messages),
+        tokenizer_fn=tokenizer_fn,
+        message_token_counter=message_token_counter,
+        pin_system=pin_system,
+        pin_last_user=pin_last_user,
+        cache=cache,
+    )
+
+
+class MessageRead:
+    """What a mapping reads of each message: the ``messages`` themselves, their
+    ``roles`` (as given), counted ``texts`` and tool-call links (``calls``: message
+    index -> the ids of the calls it makes, ``None`` for a call without one;
+    ``answers``: message index -> the call id a tool message answers). Two reads that
+    are :meth:`same` map to the same units, items and counts (with the same counter)."""
+
+    __slots__ = ("answers", "calls", "messages", "roles", "texts")
+
+    def __init__(
+        self,
+        messages: tuple[ChatMessage, ...],
+        roles: list[object],
+        texts: list[str],
+        calls: dict[int, list[str | None]],
+        answers: dict[int, str | None],
+    ) -> None:
+        self.messages = messages
+        self.roles = roles
+        self.texts = texts
+        self.calls = calls
+        self.answers = answers
+
+    def same(self, other: MessageRead) -> bool:
+        """Whether ``other`` read the very same message objects (by identity) and found
+        the same roles, texts and tool-call links."""
+        mine = self.messages
+        theirs = other.messages
+        return (
+            len(mine) == len(theirs)
+            and all(map(operator.is_, mine, theirs))
+            and self.texts == other.texts
+            and self.roles == other.roles
+            and self.calls == other.calls
+            and self.answers == other.answers
+        )
+
+
+def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
+    """Read each message once: role, counted text and tool-call links (a
+    :class:`~cupel.ConfigurationError` for anything but a ``ChatMessage``)."""
     messages = tuple(messages)
-    n = len(messages)
-    roles: list[str] = []
+    roles: list[object] = []
     texts: list[str] = []
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}
+    text_block = TextBlock
     for i, message in enumerate(messages):
         if not isinstance(message, ChatMessage):
             raise ConfigurationError(
@@ -354,24 +409,42 @@ def messages_to_items(
             )
         blocks = message.blocks
         extra = message.additional_kwargs
-        plain = not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock
-        texts.append(blocks[0].text if plain else message_text(message))  # type: ignore[union-attr]
-        role = conversation_role(message)
+        role = message.role
         roles.append(role)
-        if plain:
+        if not extra and len(blocks) == 1 and type(blocks[0]) is text_block:
+            texts.append(blocks[0].text)
             continue
-        if role == ASSISTANT:
+        texts.append(message_text(message))
+        kind = conversation_role(message)
+        if kind == ASSISTANT:
             ids, makes = tool_call_ids(message)
             if makes:
                 calls[i] = _call_list(message, ids)
-        elif role == TOOL:
+        elif kind == TOOL:
             answer = extra.get("tool_call_id")
             answers[i] = answer if isinstance(answer, str) else None
+    return MessageRead(messages, roles, texts, calls, answers)
+
+
+def map_read(
+    read: MessageRead,
+    *,
+    tokenizer_fn: TokenizerFn | None,
+    message_token_counter: Callable[[ChatMessage], int] | None,
+    pin_system: bool,
+    pin_last_user: bool,
+    cache: TokenCache | None,
+) -> MessageMapping:
+    """:func:`messages_to_items` of messages already read (:func:`read_messages`)."""
+    messages = read.messages
+    texts = read.texts
+    n = len(messages)
+    raw_roles = [str.__str__(role) for role in read.roles]
+    roles = [_ROLES.get(role, role) for role in raw_roles]
     counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
     known = cache.for_counter(counter, n) if cache is not None else {}
     counts = _counts(messages, texts, tokenizer_fn, message_token_counter, known)
-    conversation = Conversation(roles, calls=calls, answers=answers)
-    raw_roles = [str.__str__(m.role) for m in messages]
+    conversation = Conversation(roles, calls=read.calls, answers=read.answers)
     labelled = _Labelled(raw_roles, texts)
 
     def metadata(k: int) -> dict[str, Any]:

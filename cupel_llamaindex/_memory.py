@@ -35,6 +35,7 @@ from cupel.conversation import (
     StableWindows,
     cache_stable_pipeline,
     check_cache_stable,
+    plain_key,
 )
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
@@ -52,7 +53,13 @@ from cupel_llamaindex._common import (
     stable_fields,
     state_without_caches,
 )
-from cupel_llamaindex._mapping import TokenCache, messages_to_items
+from cupel_llamaindex._mapping import (
+    MessageMapping,
+    MessageRead,
+    TokenCache,
+    map_read,
+    read_messages,
+)
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -75,6 +82,68 @@ exceed the budget."""
 
 def _ignore(event: object) -> None:
     return None
+
+
+class _Recall:
+    """A memory's last mapping (``read`` under ``config``) and, in ``last``, the last
+    plain window chosen from it: ``(key, window, its messages)`` (one tuple, replaced
+    whole, so that a concurrent call never pairs one call's key with another's window)."""
+
+    __slots__ = ("config", "last", "mapping", "read")
+
+    def __init__(
+        self, read: MessageRead, config: tuple[object, ...], mapping: MessageMapping
+    ) -> None:
+        self.read = read
+        self.config = config
+        self.mapping = mapping
+        self.last: tuple[tuple[object, ...], HistoryWindow, tuple[ChatMessage, ...]] | None = None
+
+
+class _Caches:
+    """What a memory keeps between calls (one private attribute, read once per call: a
+    pydantic private attribute costs a Python-level ``__getattr__`` per read): the
+    pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, budgets by limit,
+    token counts and the last mapping and window (:class:`_Recall`). Every entry is
+    keyed by what it depends on, so a copy of the memory sharing it stays correct."""
+
+    __slots__ = ("_budgets", "_built_from", "_pipeline", "recall", "token_cache")
+
+    def __init__(self) -> None:
+        self._built_from: tuple[object, object, object] | None = None
+        self._pipeline: Pipeline | None = None
+        self._budgets: dict[int, ContextBudget] = {}
+        self.token_cache = TokenCache()
+        self.recall: _Recall | None = None
+
+    def pipeline_for(
+        self, policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
+    ) -> Pipeline:
+        """The pipeline of these settings (built again when one of them changed)."""
+        built = self._built_from
+        current = self._pipeline
+        if (
+            current is None
+            or built is None
+            or built[0] is not policy
+            or built[1] is not pipeline
+            or built[2] != cache_stable
+        ):
+            low_water = check_cache_stable(cache_stable, f"{_OWNER}.cache_stable")
+            current = cache_stable_pipeline(resolve_pipeline(_OWNER, policy, pipeline), low_water)
+            self._pipeline = current
+            self._built_from = (policy, pipeline, cache_stable)
+        return current
+
+    def budget(self, limit: int) -> ContextBudget:
+        """The budget of ``limit`` tokens (max and target)."""
+        budget = self._budgets.get(limit)
+        if budget is None:
+            budget = ContextBudget(max_tokens=limit, target_tokens=limit)
+            if len(self._budgets) > 64:
+                self._budgets.clear()
+            self._budgets[limit] = budget
+        return budget
 
 
 class CupelChatMemory(WindowFields, BaseChatStoreMemory):
@@ -104,7 +173,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       (units dropped for it are reported as ``Filtered("start_on")``);
     * every message text is counted once, tool calls included, and remembered for later
       calls (``ChatMemoryBuffer`` re-counts the whole window for every message it drops,
-      on every ``get()``).
+      on every ``get()``); a ``get()`` on a history that reads the same as the last one
+      (the same message objects, roles, texts and tool-call links) under the same
+      settings and budget returns the last plain window again without selecting.
 
     :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
     read); when an instrumentation event handler is listening, every ``get()`` builds it
@@ -141,14 +212,11 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
 
-    _pipeline: Pipeline = PrivateAttr()
+    _caches: _Caches = PrivateAttr(default_factory=lambda: _Caches())
     _states: StableWindows = PrivateAttr(default_factory=StableWindows)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
-    _built_from: tuple[object, object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: HistoryWindow | None = PrivateAttr(default=None)
-    _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
-    _budgets: dict[int, ContextBudget] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -160,7 +228,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         return state_without_caches(
             self,
             super().__getstate__,
-            ("_pipeline", "_built_from", "_token_cache", "_pending_report", "_states"),
+            ("_caches", "_pending_report", "_states"),
         )
 
     @classmethod
@@ -363,15 +431,8 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         self._states.clear()
 
     def _current_pipeline(self) -> Pipeline:
-        key = (self.policy, self.pipeline, self.cache_stable)
-        built = getattr(self, "_built_from", None)
-        if built is None or built[0] is not key[0] or built[1] is not key[1] or built[2] != key[2]:
-            low_water = check_cache_stable(self.cache_stable, f"{_OWNER}.cache_stable")
-            self._pipeline = cache_stable_pipeline(
-                resolve_pipeline(_OWNER, self.policy, self.pipeline), low_water
-            )
-            self._built_from = key
-        return self._pipeline
+        caches: _Caches = self.__pydantic_private__["_caches"]  # type: ignore[index]
+        return caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
 
     def get(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
@@ -440,36 +501,61 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         initial_token_count: int,
         listening: bool,
     ) -> list[ChatMessage]:
-        """The selection (in a LlamaIndex span as :meth:`_select`)."""
+        """The selection (in a LlamaIndex span as :meth:`_select`).
+
+        The memory remembers its last mapping and, for a plain recency window chosen
+        without a report, its last window: a call that reads the very same message
+        objects with the same roles, texts and tool-call links (so a message edited in
+        place or an appended one is seen), under the same settings, budget and pipeline
+        (:func:`~cupel.conversation.plain_key`), returns that window again.
+        """
+        token_limit = self.token_limit
         if (
             isinstance(initial_token_count, bool)
             or not isinstance(initial_token_count, int)
-            or not 0 <= initial_token_count <= self.token_limit
+            or not 0 <= initial_token_count <= token_limit
         ):
             raise ConfigurationError(
                 f"{_OWNER}.get: initial_token_count must be an int between 0 and "
-                f"token_limit ({self.token_limit}), got {initial_token_count!r}",
+                f"token_limit ({token_limit}), got {initial_token_count!r}",
                 field="initial_token_count",
                 value=initial_token_count,
             )
-        limit = self.token_limit - initial_token_count
-        budget = self._budgets.get(limit)
-        if budget is None:
-            budget = ContextBudget(max_tokens=limit, target_tokens=limit)
-            if len(self._budgets) > 64:
-                self._budgets.clear()
-            self._budgets[limit] = budget
-        mapping = messages_to_items(
-            history,
-            tokenizer_fn=self.tokenizer_fn,
-            message_token_counter=self.message_token_counter,
-            pin_system=self.pin_system,
-            pin_last_user=self.pin_last_user,
-            cache=self._token_cache,
+        limit = token_limit - initial_token_count
+        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        caches: _Caches = private["_caches"]
+        read = read_messages(history)
+        config = (
+            self.tokenizer_fn,
+            self.message_token_counter,
+            self.pin_system,
+            self.pin_last_user,
         )
-        pipeline = self._current_pipeline()
-        start_on = _START_ON_USER if self.start_on_user else frozenset()
+        recall = caches.recall
+        if recall is None or recall.config != config or not recall.read.same(read):
+            mapping = map_read(
+                read,
+                tokenizer_fn=config[0],
+                message_token_counter=config[1],
+                pin_system=config[2],
+                pin_last_user=config[3],
+                cache=caches.token_cache,
+            )
+            recall = caches.recall = _Recall(read, config, mapping)
+        pipeline = caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
+        start_on_user = self.start_on_user
         stable = self.cache_stable is not False
+        key: tuple[object, ...] | None = None
+        if not stable and not listening:
+            key = (limit, start_on_user, *plain_key(pipeline))
+            last = recall.last
+            if last is not None and last[0] == key:  # the same window as the last call's
+                private["_last_window"] = None
+                private["_last_report"] = None
+                private["_pending_report"] = last[1]
+                return list(last[2])
+        mapping = recall.mapping
+        budget = caches.budget(limit)
         previous: list[int] | None = None
         if stable:  # per chat store key: the previous window, if this history extends it
             state = self._states.get(self.chat_store_key)
@@ -480,35 +566,37 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             pipeline,
             budget,
             with_report=listening,
-            start_on=start_on,
+            start_on=_START_ON_USER if start_on_user else frozenset(),
             options=PINNED_OPTIONS,
             previous=previous,
         )
+        messages = read.messages
+        chosen = [messages[i] for i in window.messages]
+        recall.last = (key, window, tuple(chosen)) if key is not None and window.plain else None
         if stable:
             self._states.put(
                 self.chat_store_key,
-                StableWindow(tuple(history), tuple(window.messages), window.cut),
+                StableWindow(messages, tuple(window.messages), window.cut),
             )
-        self._last_window = window if stable else None
-        messages = [mapping.messages[i] for i in window.messages]
+        private["_last_window"] = window if stable else None
         if window.report is None:
-            self._last_report = None
-            self._pending_report = window
-            return messages
-        self._last_report = window.report
-        self._pending_report = None
+            private["_last_report"] = None
+            private["_pending_report"] = window
+            return chosen
+        private["_last_report"] = window.report
+        private["_pending_report"] = None
         emit_selection(
             _OWNER,
             window.report,
             max_tokens=limit,
             target_tokens=limit,
             candidates=len(history),
-            selected=len(messages),
+            selected=len(chosen),
             selected_tokens=window.tokens,
             query=input,
-            stable=stable_fields(self._last_window),
+            stable=stable_fields(window if stable else None),
         )
-        return messages
+        return chosen
 
     @dispatcher.span
     def _select(self, *arguments: Any) -> list[ChatMessage]:

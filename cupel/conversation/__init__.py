@@ -57,6 +57,7 @@ from cupel.conversation._window import (
     STABLE_CUT_FILTER,
     START_ON_FILTER,
     HistoryWindow,
+    plain_key,
     reads_unit_metadata,
 )
 
@@ -82,6 +83,7 @@ __all__ = [
     "WindowCheck",
     "cache_stable_pipeline",
     "check_cache_stable",
+    "plain_key",
     "reads_unit_metadata",
     "synthetic_timestamps",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "START_ON_FILTER",
     "HistoryWindow",
     "identity_positions",
+    "plain_key",
     "reads_unit_metadata",
     "select_window",
 ]
@@ -42,7 +43,8 @@ class HistoryWindow:
     provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
     is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
     is where the window's stretch of the conversation starts (see ``HistoryColumns.select``;
-    found when first read).
+    found when first read). ``plain``: the window was computed from the columns alone
+    (a plain recency window without a report, see :func:`plain_key`).
     """
 
     __slots__ = (
@@ -51,6 +53,7 @@ class HistoryWindow:
         "cut_moved",
         "history",
         "messages",
+        "plain",
         "positions",
         "report",
         "stable_prefix",
@@ -68,6 +71,7 @@ class HistoryWindow:
         cut_moved: bool = True,
         history: HistoryColumns | None = None,
         rerun: _Rerun | None = None,
+        plain: bool = False,
     ) -> None:
         self.messages = messages
         self.positions = positions
@@ -78,6 +82,7 @@ class HistoryWindow:
         self.cut_moved = cut_moved
         self.history = history
         self._rerun = rerun
+        self.plain = plain
 
     def __repr__(self) -> str:
         return (
@@ -176,6 +181,7 @@ def select_window(
     if previous is not None:
         offered, before_cut = _since(history, _cut(history, _unit_positions(history, previous)))
     positions = None if with_report else _plain(history, pipeline, budget, offered)
+    plain = positions is not None
     report: SelectionReport | None = None
     if positions is None:
         items = (
@@ -224,6 +230,7 @@ def select_window(
         previous is None or prefix < len(previous),
         history,
         None if report is not None else _Rerun(pipeline, budget, start_on, options, previous),
+        plain,
     )
 
 
@@ -265,6 +272,27 @@ def _plain(
     chosen.extend(history.pinned)
     chosen.sort()
     return chosen
+
+
+def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
+    """Everything the plain-window path reads of ``pipeline`` (objects by identity, the
+    slicer's settings by value): a window computed from the columns alone
+    (``HistoryWindow.plain``) is the window again for an equal key, the same columns,
+    budget, ``start_on`` and no ``previous`` window — whatever was replaced or changed
+    on the pipeline or its slicer since, the key differs."""
+    slicer = pipeline.slicer
+    return (
+        pipeline,
+        type(pipeline),
+        slicer,
+        type(slicer),
+        getattr(slicer, "block_key", None),
+        getattr(slicer, "scored_share", None),
+        getattr(slicer, "low_water", None),
+        pipeline.deduplication,
+        pipeline.scorer,
+        pipeline.placer,
+    )
 
 
 def _unit_positions(history: HistoryColumns, messages: Collection[int]) -> list[int]:

@@ -20,7 +20,13 @@ from cupel import (
     RecencyScorer,
     RecencyWindowSlice,
 )
-from cupel.conversation import Conversation, HistoryItems, PinnedOptions, reads_unit_metadata
+from cupel.conversation import (
+    Conversation,
+    HistoryItems,
+    PinnedOptions,
+    plain_key,
+    reads_unit_metadata,
+)
 
 ROLES = ["system", "user", "assistant", "user", "assistant", "tool", "assistant", "user"]
 TEXTS = ["sys", "q1", "a1", "q2", "", "r2", "a2", "q3"]
@@ -180,6 +186,40 @@ def test_reads_unit_metadata_knows_which_pipelines_look_at_metadata() -> None:
     assert reads_unit_metadata(Pipeline(Custom()))
     assert reads_unit_metadata(Pipeline(RecencyScorer(), on_overflow=lambda event: None))
     assert reads_unit_metadata(Pipeline(RecencyScorer(), RecencyWindowSlice("thread")))
+
+
+def test_a_window_says_whether_it_came_from_the_columns_alone() -> None:
+    _, history = chat()
+    chat_pipeline = Pipeline.from_policy("chat")
+    plain = history.select(chat_pipeline, budget(20), with_report=False)
+    reported = history.select(chat_pipeline, budget(20), with_report=True)
+    greedy = history.select(Pipeline.from_policy("rag"), budget(20), with_report=False)
+    assert plain.plain and not reported.plain and not greedy.plain
+    assert plain.messages == reported.messages
+
+
+def test_plain_key_changes_with_everything_the_plain_window_reads() -> None:
+    pipeline = Pipeline.from_policy("chat")
+    key = plain_key(pipeline)
+    assert plain_key(pipeline) == key
+    assert isinstance(pipeline.slicer, RecencyWindowSlice)
+    for attribute, value in (("block_key", None), ("scored_share", 0.5), ("low_water", 0.5)):
+        before = getattr(pipeline.slicer, attribute)
+        setattr(pipeline.slicer, attribute, value)
+        assert plain_key(pipeline) != key, attribute
+        setattr(pipeline.slicer, attribute, before)
+    assert plain_key(pipeline) == key
+    for attribute, value in (
+        ("slicer", RecencyWindowSlice("thread")),
+        ("scorer", RecencyScorer()),
+        ("placer", ChronologicalPlacer()),
+        ("deduplication", True),
+    ):
+        before = getattr(pipeline, attribute)
+        setattr(pipeline, attribute, value)
+        assert plain_key(pipeline) != key, attribute
+        setattr(pipeline, attribute, before)
+    assert plain_key(Pipeline.from_policy("chat")) != key  # another pipeline object
 
 
 # -- cache-stable windows -------------------------------------------------------------------
