@@ -362,6 +362,7 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
         where = starts[rows][:, None] + np.arange(length)
         groups.append(_Group(length, rows, tags[where], mult[rows]))
     unit = bool((mult == 1).all())
+    small = np.int32 if mult.sum() < 2**31 else np.int64  # counts of positions
     sign, k, id_range = 1, 1, 0
     complete = True  # every key of the level before was computed (not only shared ones)
     while groups:
@@ -408,17 +409,18 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
                 ]
             ).astype(np.float64)
         if direct:
-            held = np.bincount(keys, weights, minlength=key_range).astype(np.int64)
+            held = np.bincount(keys, weights, minlength=key_range).astype(small)
             others = held[keys]
             values = keys
             id_range = key_range
         else:
             pos, gid, id_range = _shared(keys, key_range)
             w = np.ones(len(pos)) if weights is None else weights[pos]
-            others = np.zeros(len(keys), dtype=np.int64)
-            others[pos] = (np.bincount(gid, w, minlength=id_range)[gid] - w).astype(np.int64)
-            values = np.zeros(len(keys), dtype=np.int64)
-            values[pos] = keys[pos] if comb(vocabulary, k + 1) < _RANKED else gid
+            others = np.zeros(len(keys), dtype=small)
+            others[pos] = np.bincount(gid, w, minlength=id_range)[gid] - w
+            values = keys  # read only where shared
+            if comb(vocabulary, k + 1) >= _RANKED:
+                values[pos] = gid
         complete = direct and all(picked is None for picked in chosen)
         survivors = []
         for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
@@ -486,8 +488,12 @@ def _shared(keys: Ints, key_range: int) -> tuple[Ints, Ints, int]:
     n = len(keys)
     shift = max(n - 1, 1).bit_length()
     if key_range <= 1 << (62 - shift):  # one sort of packed (key, position)
-        packed = np.sort((keys << shift) | np.arange(n))
-        ordered, position = packed >> shift, packed & ((1 << shift) - 1)
+        packed = keys << shift
+        packed |= np.arange(n)
+        packed.sort()
+        ordered = packed >> shift
+        packed &= (1 << shift) - 1
+        position = packed
     else:
         position = np.argsort(keys)
         ordered = keys[position]
