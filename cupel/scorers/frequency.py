@@ -103,17 +103,13 @@ def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int]
     ``tags[starts[k]:starts[k + 1]]`` and ``set_of_position[i]`` is position ``i``'s set
     (-1 for untagged positions); ``None`` when no position has a tag.
 
-    Strings are touched once per distinct tags tuple and once per distinct tag (dict
-    passes at C level); the rest is integer array work without a Python loop: the rows
-    are made canonical by one sort of ``(row, tag)`` keys and merged by a hash of each row,
-    checked element by element (a collision falls back to merging by the rows' bytes).
-    Only tags with an upper-case letter are folded.
+    Each tag string is touched once (one dict pass at C level) and each distinct tag once
+    more (folding); the rest is integer array work without a Python loop: the positions'
+    rows are made canonical by one sort of ``(row, tag)`` keys and merged by a hash of
+    each row, checked element by element (a collision falls back to merging by the rows'
+    bytes). Only tags with an upper-case letter are folded.
     """
-    first_of: dict[tuple[str, ...], int] = {}
-    raw_of_position = np.fromiter(
-        map(first_of.setdefault, tag_tuples, count()), dtype=np.int64, count=len(tag_tuples)
-    )
-    rows = list(first_of)
+    rows = tag_tuples
     flat = list(chain.from_iterable(rows))
     if not flat:
         return None
@@ -153,10 +149,7 @@ def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int]
     gather = np.repeat(row_starts[first_rows] - starts[:-1], set_lengths) + np.arange(
         int(starts[-1])
     )
-    row_of_first = np.empty(len(tag_tuples), dtype=np.int64)
-    firsts = np.fromiter(first_of.values(), dtype=np.int64, count=len(rows))
-    row_of_first[firsts] = np.arange(len(rows), dtype=np.int64)
-    return set_of_row[row_of_first[raw_of_position]], starts, tags[gather], vocabulary
+    return set_of_row, starts, tags[gather], vocabulary
 
 
 _ODD = np.uint64(0x9E3779B97F4A7C15)
