@@ -1,10 +1,12 @@
 """Blow-up workloads of issue 12: each against a baseline measured in the same run.
 
     python benchmarks/bench_hardening.py          # or: python -m benchmarks.bench_hardening
+    python benchmarks/bench_hardening.py h1       # only the named workloads
 
 - **H1 frequency**: FrequencyScorer over 100,000 items with 8 tags each, for vocabularies
-  from 16 to 10 million tags, against the floor (reading every item's tags once and
-  sorting N floats); with the peak memory of the scoring against the input's size.
+  from 16 to 10 million tags and a skewed (Zipf-like) one, against the floor (reading
+  every item's tags once and sorting N floats); with the peak memory of the scoring
+  against the input's size.
   Target: under 1 s and within 3x the input's memory.
 - **H2 knapsack**: KnapsackSlice with scores of 1e12 and more, and with infinities next to
   ordinary scores, against the same items with scores in [0, 1]. Target: the same order
@@ -69,19 +71,29 @@ def traced(call: Callable[[], object]) -> tuple[object, float, float]:
     return result, current / 2**20, peak / 2**20
 
 
+H1_VOCABULARIES = (16, 30, 50, 1_000, 2_000, 100_000, 10_000_000, "zipf")
+"""Uniform vocabularies of these sizes, and a skewed one: tag ``int(paretovariate(1.1))``,
+a few tags on most items and a long tail (about 1,100 distinct tags at 100,000 x 8)."""
+
+
 def h1_frequency(n: int = 100_000, tags_per_item: int = 8) -> list[str]:
-    return [h1_case(v, n, tags_per_item) for v in (16, 50, 1_000, 100_000, 10_000_000)]
+    return [h1_case(v, n, tags_per_item) for v in H1_VOCABULARIES]
 
 
-def h1_case(vocabulary: int, n: int, tags_per_item: int) -> str:
-    rng = random.Random(SEED + vocabulary)
+def h1_case(vocabulary: int | str, n: int, tags_per_item: int) -> str:
+    rng = random.Random(SEED + (vocabulary if isinstance(vocabulary, int) else 1))
+
+    def tag() -> str:
+        if isinstance(vocabulary, int):
+            return f"t{rng.randrange(vocabulary)}"
+        return f"t{int(rng.paretovariate(1.1))}"
 
     def build() -> list[ContextItem]:
         return [
             ContextItem(
                 content=f"item {i}",
                 tokens=10,
-                tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(tags_per_item)),
+                tags=tuple(tag() for _ in range(tags_per_item)),
             )
             for i in range(n)
         ]
@@ -99,10 +111,14 @@ def h1_case(vocabulary: int, n: int, tags_per_item: int) -> str:
     _, _, peak_mib = traced(lambda: scorer.score_all(items))
     met = seconds < 1.0 and peak_mib <= 3 * input_mib
     return (
-        f"H1 frequency  vocabulary {vocabulary:>10,}  {seconds * 1000:8.1f} ms  "
+        f"H1 frequency  vocabulary {_label(vocabulary):>10}  {seconds * 1000:8.1f} ms  "
         f"÷floor {seconds / floor_seconds:6.1f}  peak {peak_mib:6.1f} MiB "
         f"= {peak_mib / input_mib:4.2f}x input ({input_mib:.0f} MiB)  {'met' if met else 'NOT met'}"
     )
+
+
+def _label(vocabulary: int | str) -> str:
+    return f"{vocabulary:,}" if isinstance(vocabulary, int) else vocabulary
 
 
 def h2_knapsack(n: int = 1_000, target: int = 2_000) -> list[str]:
@@ -148,9 +164,14 @@ def h3_composite(n: int = 100, depth: int = 20) -> list[str]:
     ]
 
 
-def main() -> int:
-    for line in (*h3_composite(), *h2_knapsack(), *h1_frequency()):
-        print(line, flush=True)
+def main(argv: list[str] | None = None) -> int:
+    """Every workload, or only those named (``h1``, ``h2``, ``h3``)."""
+    chosen = set(sys.argv[1:] if argv is None else argv) or {"h1", "h2", "h3"}
+    workloads = {"h3": h3_composite, "h2": h2_knapsack, "h1": h1_frequency}
+    for name, workload in workloads.items():
+        if name in chosen:
+            for line in workload():
+                print(line, flush=True)
     return 0
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
-from itertools import chain, count, filterfalse, pairwise
+from functools import cache, reduce
+from itertools import chain, combinations, count, filterfalse, pairwise
+from math import comb
 from operator import attrgetter, or_
 
 import numpy as np
@@ -102,15 +103,13 @@ def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int]
     ``tags[starts[k]:starts[k + 1]]`` and ``set_of_position[i]`` is position ``i``'s set
     (-1 for untagged positions); ``None`` when no position has a tag.
 
-    Strings are touched once per distinct tags tuple and once per distinct tag (dict
-    passes at C level); the rest is integer array work. Only tags with an upper-case
-    letter are folded.
+    Each tag string is touched once (one dict pass at C level) and each distinct tag once
+    more (folding); the rest is integer array work without a Python loop: the positions'
+    rows are made canonical by one sort of ``(row, tag)`` keys and merged by a hash of
+    each row, checked element by element (a collision falls back to merging by the rows'
+    bytes). Only tags with an upper-case letter are folded.
     """
-    first_of: dict[tuple[str, ...], int] = {}
-    raw_of_position = np.fromiter(
-        map(first_of.setdefault, tag_tuples, count()), dtype=np.int64, count=len(tag_tuples)
-    )
-    rows = list(first_of)
+    rows = tag_tuples
     flat = list(chain.from_iterable(rows))
     if not flat:
         return None
@@ -123,44 +122,80 @@ def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int]
             own = ids[tag]
             remap[own] = ids.setdefault(folded, own)
     if remap:
-        old = np.fromiter(remap, dtype=np.int64, count=len(remap))
-        new = np.fromiter(remap.values(), dtype=np.int64, count=len(remap))
-        lookup = np.arange(max(ids.values()) + 1, dtype=np.int64)
-        lookup[old] = new
+        lookup = np.arange(len(flat), dtype=np.int64)
+        lookup[np.fromiter(remap, dtype=np.int64, count=len(remap))] = np.fromiter(
+            remap.values(), dtype=np.int64, count=len(remap)
+        )
         flat_ids = lookup[flat_ids]
-    _, flat_ids = np.unique(flat_ids, return_inverse=True)
-    vocabulary = int(flat_ids.max()) + 1
+    used = np.zeros(len(flat), dtype=np.bool_)  # ids are first positions: make them dense
+    used[flat_ids] = True
+    dense_id = np.cumsum(used) - 1
+    vocabulary = int(dense_id[-1]) + 1
+    flat_ids = dense_id[flat_ids]
     # Canonical rows: each raw tuple's ids sorted and made distinct, then equal rows merged.
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    pairs = np.sort(row_of * vocabulary + flat_ids)
+    pairs = np.sort(
+        np.repeat(np.arange(len(rows), dtype=np.int64), lengths) * vocabulary + flat_ids
+    )
     if len(pairs) > 1:  # drop a tag repeated within a row
         pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     row_of, tags = np.divmod(pairs, vocabulary)
-    bounds = np.searchsorted(row_of, np.arange(len(rows) + 1)).tolist()
+    lengths = np.bincount(row_of, minlength=len(rows))
+    row_starts = np.cumsum(lengths) - lengths
+    set_of_row, first_rows = _merge_rows(tags, row_of, row_starts, lengths)
+    set_lengths = lengths[first_rows]
+    starts = np.zeros(len(first_rows) + 1, dtype=np.int64)
+    np.cumsum(set_lengths, out=starts[1:])
+    gather = np.repeat(row_starts[first_rows] - starts[:-1], set_lengths) + np.arange(
+        int(starts[-1])
+    )
+    return set_of_row, starts, tags[gather], vocabulary
+
+
+_ODD = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _merge_rows(tags: Ints, row_of: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints]:
+    """Equal rows (sorted tag ids ``tags[row_starts[r]:][:lengths[r]]``) merged into sets:
+    ``(set_of_row, first_rows)`` with -1 for empty rows and ``first_rows[k]`` a row holding
+    set ``k``. Rows are grouped by a polynomial hash and every row is compared with its
+    group's first row; on a collision they are merged by their bytes instead."""
+    position = np.arange(len(tags)) - row_starts[row_of]
+    powers = np.cumprod(np.full(int(lengths.max()), _ODD, dtype=np.uint64))
+    terms = (tags.astype(np.uint64) + np.uint64(1)) * powers[position]
+    tagged = np.flatnonzero(lengths)
+    hashes = np.add.reduceat(terms, row_starts[tagged]) ^ lengths[tagged].astype(np.uint64)
+    order = np.argsort(hashes)
+    ordered = hashes[order]
+    fresh = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    group = np.empty(len(tagged), dtype=np.int64)
+    group[order] = np.cumsum(fresh) - 1
+    first_rows = tagged[order[fresh]]
+    set_of_row = np.full(len(lengths), -1, dtype=np.int64)
+    set_of_row[tagged] = group
+    first_row = first_rows[set_of_row[row_of]]
+    if np.array_equal(lengths[first_rows[group]], lengths[tagged]) and np.array_equal(
+        tags, tags[row_starts[first_row] + position]
+    ):
+        return set_of_row, first_rows
+    return _merge_rows_by_bytes(tags, row_starts, lengths)
+
+
+def _merge_rows_by_bytes(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints]:
+    """:func:`_merge_rows` with a dict of the rows' bytes (no hash collisions)."""
     buffer = tags.astype(np.int64).tobytes()
     canonical: dict[bytes, int] = {}
     set_of_row = np.fromiter(
         (
-            canonical.setdefault(buffer[8 * a : 8 * b], len(canonical)) if b > a else -1
-            for a, b in pairwise(bounds)
+            canonical.setdefault(buffer[8 * a : 8 * a + 8 * n], len(canonical)) if n else -1
+            for a, n in zip(row_starts.tolist(), lengths.tolist(), strict=True)
         ),
         dtype=np.int64,
-        count=len(rows),
+        count=len(lengths),
     )
-    keep = np.zeros(len(rows), dtype=np.bool_)
-    first_rows = np.unique(set_of_row, return_index=True)[1]
-    keep[first_rows] = True
-    keep &= set_of_row >= 0
-    kept_lengths = np.diff(bounds)[keep]
-    order = np.argsort(set_of_row[keep], kind="stable")
-    kept_starts = np.array(bounds[:-1], dtype=np.int64)[keep][order]
-    kept_lengths = kept_lengths[order]
-    starts = np.zeros(len(kept_lengths) + 1, dtype=np.int64)
-    np.cumsum(kept_lengths, out=starts[1:])
-    gather = np.repeat(kept_starts - starts[:-1], kept_lengths) + np.arange(int(starts[-1]))
-    _, dense = np.unique(raw_of_position, return_inverse=True)
-    return set_of_row[dense], starts, tags[gather], vocabulary
+    first_rows = np.flatnonzero(set_of_row >= 0)
+    first_rows = first_rows[np.unique(set_of_row[first_rows], return_index=True)[1]]
+    return set_of_row, first_rows
 
 
 def touching_counts(
@@ -170,30 +205,40 @@ def touching_counts(
     ``tags[starts[k]:starts[k + 1]]``, below ``vocabulary``), held by ``mult[k]``
     positions: the number of positions whose set meets it (its own included).
 
-    ``method`` forces ``"subset_sum"``, ``"bitsets"`` or ``"levels"`` (tests); by
-    default the cheapest applicable one runs. All three are exact.
+    ``method`` forces ``"subset_sum"``, ``"bitsets"``, ``"combinations"`` (sets of at most
+    12 tags) or ``"levels"`` (tests); by default the cheapest applicable one runs. All are
+    exact.
     """
     if method is None:
-        method = _cheapest(len(starts) - 1, len(tags), int(mult.sum()), vocabulary)
+        method = _cheapest(np.diff(starts), int(mult.sum()), vocabulary)
     if method == "subset_sum":
         return _by_subset_sum(starts, tags, mult, vocabulary)
     if method == "bitsets":
         return _by_bitsets(starts, tags, mult, vocabulary)
+    if method == "combinations":
+        return _by_combinations(starts, tags, mult, vocabulary)
     return _by_levels(starts, tags, mult, vocabulary)
 
 
-def _cheapest(sets: int, tags: int, tagged: int, vocabulary: int) -> str:
+def _cheapest(lengths: Ints, tagged: int, vocabulary: int) -> str:
     """The method with the lowest estimated cost (nanoseconds, measured roughly on CPython
-    3.11 / NumPy 2): the subset-sum transform costs about 1.5 ns per mask and tag; bitsets
-    about 0.3 ns per word per OR and 4 ns per word per popcount, plus 1 µs per set;
-    inclusion-exclusion is the fallback when bitsets would not fit in memory."""
+    3.11 / NumPy 2.4, 2 shared CPUs): the subset-sum transform costs about 1.5 ns per mask
+    and tag; bitsets about 0.3 ns per word per OR and 4 ns per word per popcount, plus
+    1 µs per set; the combinations method at most about 25 ns per subset of each set plus
+    50 µs per level (fewer subsets when tags are rarely shared). Inclusion-exclusion level
+    by level is the fallback for sets of more than 12 tags when bitsets would not fit."""
+    sets, tags = len(lengths), int(lengths.sum())
+    longest = int(lengths.max()) if sets else 0
     words = tagged // 64 + 1
     bitsets = sets * ((tags / max(sets, 1)) * 0.3 + 4.0) * words + sets * 1000.0
-    if vocabulary <= _SUBSET_SUM_TAGS and (1 << vocabulary) * vocabulary * 1.5 < bitsets:
-        return "subset_sum"
+    costs: dict[str, float] = {}
+    if vocabulary <= _SUBSET_SUM_TAGS:
+        costs["subset_sum"] = (1 << vocabulary) * vocabulary * 1.5
+    if longest <= _COMBINATION_TAGS:
+        costs["combinations"] = 25.0 * float(np.ldexp(1.0, lengths).sum()) + 50_000.0 * longest
     if vocabulary * words * 8 <= _BITSET_BYTES:
-        return "bitsets"
-    return "levels"
+        costs["bitsets"] = bitsets
+    return min(costs, key=costs.__getitem__) if costs else "levels"
 
 
 def _by_subset_sum(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
@@ -243,6 +288,219 @@ def _by_bitsets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
         dtype=np.int64,
         count=len(lengths),
     )
+
+
+_RANKED = 2**62
+"""Subsets of ``k`` tags are keyed by their rank among all ``k``-subsets of the vocabulary
+(combinatorial number system) while there are fewer than this many."""
+_COMBINATION_TAGS = 12
+"""The combinations method handles passes whose sets have at most this many tags."""
+
+
+@cache
+def _combination_tables(length: int, k: int) -> tuple[Ints, Ints, Ints]:
+    """The ``k``-combinations of ``range(length)`` in lexicographic order, as ``(last,
+    prefix, subs)``: each one's last index, the rank of its first ``k - 1`` indices among
+    the ``(k - 1)``-combinations, and the ranks of its ``k`` subsets one index smaller."""
+    combos = list(combinations(range(length), k))
+    last = np.array([c[-1] for c in combos], dtype=np.int64)
+    if k == 1:
+        return last, np.zeros(len(combos), dtype=np.int64), np.zeros((len(combos), 1), np.int64)
+    index = {c: i for i, c in enumerate(combinations(range(length), k - 1))}
+    prefix = np.array([index[c[:-1]] for c in combos], dtype=np.int64)
+    subs = np.array([[index[c[:i] + c[i + 1 :]] for i in range(k)] for c in combos], np.int64)
+    return last, prefix, subs
+
+
+def _binomials(values: Ints, k: int) -> Ints:
+    """``comb(v, k)`` for each ``v`` (exact: each step's product is divisible)."""
+    result: Ints = values.copy()
+    for i in range(1, k):
+        result *= values - i
+        result //= i + 1
+    return result
+
+
+class _Group:
+    """The sets of one length in the combinations method: their indices, tags (one row
+    each), multiplicities, and for the level just counted each subset's key (or dense id)
+    and whether another set shares it."""
+
+    __slots__ = ("alive", "length", "mult", "prefix", "rows", "tags")
+
+    def __init__(self, length: int, rows: Ints, tags: Ints, mult: Ints) -> None:
+        self.length, self.rows, self.tags, self.mult = length, rows, tags, mult
+        self.prefix: Ints = tags
+        self.alive: npt.NDArray[np.bool_] = np.ones(tags.shape, dtype=np.bool_)
+
+
+def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
+    """Inclusion-exclusion over shared subsets (as :func:`_by_levels`), with the sets
+    grouped by length so that level ``k`` is one ``(sets, comb(length, k))`` array of
+    subset keys per group, computed from the level before by column gathers.
+
+    A ``k``-subset's key is its rank among all ``k``-subsets (``sum comb(t_j, j)`` over its
+    sorted tags) or, past 2^62, the dense id of its ``(k-1)``-prefix times ``vocabulary``
+    plus its last tag. Small key ranges are counted by one bincount; otherwise one sort of
+    ``key << bits | record`` finds the keys held by more than one set (a key held once
+    adds nothing). A subset is only generated when every subset one tag smaller is shared
+    (apriori), and a set leaves once none of its subsets is.
+    """
+    lengths = np.diff(starts)
+    count = len(lengths)
+    result: Ints = mult.copy()
+    groups = []
+    for length in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == length)
+        where = starts[rows][:, None] + np.arange(length)
+        groups.append(_Group(length, rows, tags[where], mult[rows]))
+    unit = bool((mult == 1).all())
+    small = np.int32 if mult.sum() < 2**31 else np.int64  # counts of positions
+    sign, k, id_range = 1, 1, 0
+    complete = True  # every key of the level before was computed (not only shared ones)
+    while groups:
+        ranked = k == 1 or comb(vocabulary, k) < _RANKED
+        key_range = comb(vocabulary, k) if ranked else id_range * vocabulary
+        direct = key_range <= _DIRECT_KEYS
+        chosen: list[tuple[Ints, Ints] | None] = []
+        sizes: list[int] = []
+        for group in groups:
+            dense = k == 1 or (direct and complete)
+            chosen.append(None if dense else _candidates(group, k, complete))
+            picked = chosen[-1]
+            sizes.append(
+                group.alive.shape[0] * comb(group.length, k) if picked is None else len(picked[0])
+            )
+        offsets = np.cumsum([0, *sizes]).tolist()
+        keys = np.empty(offsets[-1], dtype=np.int64)
+        for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
+            last, prefix, _ = _combination_tables(group.length, k)
+            lasts = _binomials(group.tags, k) if ranked else group.tags
+            out = keys[offset : offset + size]
+            if picked is None:
+                out = out.reshape(len(group.rows), len(last))
+                before = np.take(group.prefix, prefix, axis=1)
+                after = np.take(lasts, last, axis=1)
+            else:
+                r, c = picked
+                before, after = group.prefix[r, prefix[c]], lasts[r, last[c]]
+            if k == 1:
+                out[...] = after
+            elif ranked:
+                np.add(before, after, out=out)
+            else:
+                np.multiply(before, vocabulary, out=out)
+                out += after
+        weights = None
+        if not unit:
+            weights = np.concatenate(
+                [
+                    np.repeat(group.mult, size // max(len(group.rows), 1))
+                    if picked is None
+                    else group.mult[picked[0]]
+                    for group, picked, size in zip(groups, chosen, sizes, strict=True)
+                ]
+            ).astype(np.float64)
+        if direct:
+            held = np.bincount(keys, weights, minlength=key_range).astype(small)
+            others = held[keys]
+            values = keys
+            id_range = key_range
+        else:
+            pos, gid, id_range = _shared(keys, key_range)
+            w = np.ones(len(pos)) if weights is None else weights[pos]
+            others = np.zeros(len(keys), dtype=small)
+            others[pos] = np.bincount(gid, w, minlength=id_range)[gid] - w
+            values = keys  # read only where shared
+            if comb(vocabulary, k + 1) >= _RANKED:
+                values[pos] = gid
+        complete = direct and all(picked is None for picked in chosen)
+        survivors = []
+        for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
+            columns = comb(group.length, k)
+            own = others[offset : offset + size]
+            value = values[offset : offset + size]
+            if picked is None:
+                own = own.reshape(len(group.rows), columns)
+                if direct:
+                    own = own - group.mult[:, None]
+                result[group.rows] += sign * own.sum(axis=1)
+                group.alive = own > 0
+                group.prefix = value.reshape(len(group.rows), columns)
+            else:
+                if direct:
+                    own = own - group.mult[picked[0]]
+                share = np.bincount(group.rows[picked[0]], own, minlength=count)
+                result += sign * share.astype(np.int64)
+                group.alive = np.zeros((len(group.rows), columns), dtype=np.bool_)
+                group.alive[picked] = own > 0
+                group.prefix = np.zeros((len(group.rows), columns), dtype=np.int64)
+                group.prefix[picked] = value
+            if group.length > k:
+                keep = group.alive.any(axis=1)
+                kept = int(np.count_nonzero(keep))
+                if kept and 4 * kept < 3 * len(group.rows):
+                    group.rows, group.tags, group.mult = (
+                        group.rows[keep],
+                        group.tags[keep],
+                        group.mult[keep],
+                    )
+                    group.prefix, group.alive = group.prefix[keep], group.alive[keep]
+                if kept:
+                    survivors.append(group)
+        groups = survivors
+        sign = -sign
+        k += 1
+    return result
+
+
+def _candidates(group: _Group, k: int, complete: bool) -> tuple[Ints, Ints] | None:
+    """The ``(row, column)`` of the ``k``-subsets whose ``k`` subsets one tag smaller are
+    all shared, or ``None`` for all of them when most are and every key of the level
+    before is known (a subset with an unshared part is never shared, so computing its key
+    is harmless; but an unknown prefix key would give it a wrong one)."""
+    _, _, subs = _combination_tables(group.length, k)
+    able: Ints | None = np.flatnonzero(np.count_nonzero(group.alive, axis=1) >= k)
+    alive = group.alive
+    if able is not None and 2 * len(able) < len(group.rows):
+        alive = alive[able]
+    else:
+        able = None
+    candidate = np.take(alive, subs[:, 0], axis=1)
+    for i in range(1, k):
+        candidate &= np.take(alive, subs[:, i], axis=1)
+    if complete and able is None and 4 * np.count_nonzero(candidate) >= candidate.size:
+        return None
+    r, c = np.nonzero(candidate)
+    return (r if able is None else able[r]), c
+
+
+def _shared(keys: Ints, key_range: int) -> tuple[Ints, Ints, int]:
+    """The records whose key occurs more than once: ``(positions, group, groups)``, with
+    ``group`` numbering their distinct keys densely in key order."""
+    n = len(keys)
+    shift = max(n - 1, 1).bit_length()
+    if key_range <= 1 << (62 - shift):  # one sort of packed (key, position)
+        packed = keys << shift
+        packed |= np.arange(n)
+        packed.sort()
+        ordered = packed >> shift
+        packed &= (1 << shift) - 1
+        position = packed
+    else:
+        position = np.argsort(keys)
+        ordered = keys[position]
+    equal = ordered[1:] != ordered[:-1]
+    np.logical_not(equal, out=equal)
+    repeated = np.zeros(n, dtype=np.bool_)
+    repeated[1:] = equal
+    repeated[:-1] |= equal
+    kept = ordered[repeated]
+    if len(kept) == 0:
+        return position[:0], kept, 0
+    fresh = np.concatenate(([True], kept[1:] != kept[:-1]))
+    group = np.cumsum(fresh) - 1
+    return position[repeated], group, int(group[-1]) + 1
 
 
 def _by_levels(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:

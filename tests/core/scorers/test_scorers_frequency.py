@@ -12,7 +12,7 @@ from scorers_testkit import make
 
 from cupel._model import ContextItem
 from cupel.scorers import FrequencyScorer
-from cupel.scorers.frequency import touching_counts
+from cupel.scorers.frequency import Ints, touching_counts
 
 
 def both_paths(items: list[ContextItem]) -> list[float]:
@@ -94,34 +94,69 @@ def test_repr() -> None:
 
 # -- the three exact counting methods ----------------------------------------------------------
 
-METHODS = ("subset_sum", "bitsets", "levels")
+METHODS = ("subset_sum", "bitsets", "combinations", "levels")
 
 
 def naive_touching(sets: list[frozenset[int]], mult: list[int]) -> list[int]:
     return [sum(m for other, m in zip(sets, mult, strict=True) if s & other) for s in sets]
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.frozensets(st.integers(0, 13), min_size=1, max_size=9), st.integers(1, 4)),
-        min_size=1,
-        max_size=25,
-        unique_by=lambda pair: pair[0],
-    )
+def touching_inputs(pairs: list[tuple[frozenset[int], int]]) -> tuple[Ints, Ints, Ints, int]:
+    rows = [sorted(s) for s, _ in pairs]
+    starts = np.cumsum([0, *map(len, rows)]).astype(np.int64)
+    tags = np.array([t for row in rows for t in row], dtype=np.int64)
+    mult = np.array([m for _, m in pairs], dtype=np.int64)
+    return starts, tags, mult, int(tags.max()) + 1
+
+
+TAG_SETS = st.lists(
+    st.tuples(st.frozensets(st.integers(0, 13), min_size=1, max_size=9), st.integers(1, 4)),
+    min_size=1,
+    max_size=25,
+    unique_by=lambda pair: pair[0],
 )
+
+
+@settings(max_examples=300, deadline=None)
+@given(TAG_SETS)
 def test_every_method_counts_exactly_what_the_definition_counts(
     pairs: list[tuple[frozenset[int], int]],
 ) -> None:
-    sets = [s for s, _ in pairs]
-    mult = np.array([m for _, m in pairs], dtype=np.int64)
-    rows = [sorted(s) for s in sets]
-    starts = np.cumsum([0, *map(len, rows)]).astype(np.int64)
-    tags = np.array([t for row in rows for t in row], dtype=np.int64)
-    vocabulary = int(tags.max()) + 1
-    expected = naive_touching(sets, mult.tolist())
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
     for method in METHODS:
         assert touching_counts(starts, tags, mult, vocabulary, method).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("direct_keys", "ranked"),
+    [(0, 2**62), (0, 1), (64, 1), (0, 3_000), (2_000, 2**62)],
+    ids=["sorted", "sorted-ids", "direct-ids", "ranks-then-ids", "direct-then-sorted"],
+)
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.frozensets(st.integers(0, 11), min_size=1, max_size=12), st.integers(1, 3)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_combinations_agree_whichever_way_keys_are_counted(
+    direct_keys: int, ranked: int, pairs: list[tuple[frozenset[int], int]], unit: bool
+) -> None:
+    """Sort-based counting, dense ids past the rank limit and sparse candidates, forced on
+    small inputs by lowering the limits; repeated sets (not merged) and unit weights."""
+    import cupel.scorers.frequency as frequency
+
+    if unit:
+        pairs = [(s, 1) for s, _ in pairs]
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(frequency, "_DIRECT_KEYS", direct_keys)
+        patch.setattr(frequency, "_RANKED", ranked)
+        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -149,9 +184,11 @@ def test_batch_scores_equal_the_per_item_definition(
     [
         (5, 2, "subset_sum"),  # 32 masks
         (16, 8, "subset_sum"),  # 65,536 masks vs ~12,000 sets of 8 tags as 20,000-bit sets
-        (22, 2, "bitsets"),  # 4M masks vs a few hundred sets of 2 tags
-        (300, 2, "bitsets"),
-        (20_000, 2, "levels"),  # bitsets would need 20,000 x 20,000 bits
+        (22, 2, "combinations"),  # 4M masks vs a few hundred sets of 3 subsets
+        (300, 2, "combinations"),
+        (20_000, 2, "combinations"),
+        (300, 14, "bitsets"),  # sets of more than 12 tags
+        (20_000, 14, "levels"),  # bitsets would need 20,000 x 20,000 bits
     ],
 )
 def test_the_cheapest_method_is_chosen(
@@ -186,3 +223,31 @@ def test_tags_differing_only_in_ascii_case_are_one_tag_but_unicode_case_is_not()
 def test_a_tag_repeated_within_an_item_counts_once() -> None:
     items = [make(tags=("a", "A", "a")), make(tags=("a",)), make(tags=("b",))]
     assert both_paths(items) == [0.5, 0.5, 0.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "B", "b", "c", "DB", "db", "x1", ""]), max_size=5),
+        min_size=2,
+        max_size=14,
+    )
+)
+def test_rows_whose_hashes_collide_are_merged_by_their_bytes(tags: list[list[str]]) -> None:
+    """A zero hash multiplier makes every row of a length collide: the check falls back."""
+    import cupel.scorers.frequency as frequency
+
+    items = [make(tags=tuple(t)) for t in tags]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(frequency, "_ODD", np.uint64(0))
+        both_paths(items)
+
+
+def test_skewed_vocabulary_agrees_with_the_definition() -> None:
+    """A Zipf-like vocabulary: a few tags held by most items, a long tail held by few."""
+    rng = random.Random(7)
+    items = [
+        make(tags=tuple(f"t{int(rng.paretovariate(1.1))}" for _ in range(rng.randrange(9))))
+        for _ in range(400)
+    ]
+    both_paths(items)
