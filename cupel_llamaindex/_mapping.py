@@ -45,7 +45,9 @@ __all__ = [
     "map_read",
     "message_text",
     "messages_to_items",
+    "read_counts",
     "read_messages",
+    "read_roles",
     "tool_call_ids",
 ]
 
@@ -438,12 +440,11 @@ def map_read(
     """:func:`messages_to_items` of messages already read (:func:`read_messages`)."""
     messages = read.messages
     texts = read.texts
-    n = len(messages)
     raw_roles = [str.__str__(role) for role in read.roles]
     roles = [_ROLES.get(role, role) for role in raw_roles]
-    counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
-    known = cache.for_counter(counter, n) if cache is not None else {}
-    counts = _counts(messages, texts, tokenizer_fn, message_token_counter, known)
+    counts = read_counts(
+        read, tokenizer_fn=tokenizer_fn, message_token_counter=message_token_counter, cache=cache
+    )
     conversation = Conversation(roles, calls=read.calls, answers=read.answers)
     labelled = _Labelled(raw_roles, texts)
 
@@ -459,6 +460,27 @@ def map_read(
         keep_latest_user=pin_last_user,
     )
     return MessageMapping(messages, texts, counts, history)
+
+
+def read_roles(read: MessageRead) -> list[str]:
+    """The conversation-layer role of each message read (:func:`conversation_role`)."""
+    roles = _ROLES
+    return [roles.get(raw, raw) for raw in map(str.__str__, read.roles)]
+
+
+def read_counts(
+    read: MessageRead,
+    *,
+    tokenizer_fn: TokenizerFn | None,
+    message_token_counter: Callable[[ChatMessage], int] | None,
+    cache: TokenCache | None,
+) -> list[int]:
+    """Each message's tokens, as :func:`map_read` counts them (texts already counted are
+    read from ``cache``)."""
+    messages = read.messages
+    counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
+    known = cache.for_counter(counter, len(messages)) if cache is not None else {}
+    return _counts(messages, read.texts, tokenizer_fn, message_token_counter, known)
 
 
 class _Labelled(Sequence[str]):

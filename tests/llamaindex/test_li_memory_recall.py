@@ -19,6 +19,7 @@ from test_li_properties import histories
 from cupel import CupelError, GreedySlice, Pipeline, RecencyScorer, RecencyWindowSlice
 from cupel.conversation import HistoryItems
 from cupel_llamaindex import CupelChatMemory
+from cupel_llamaindex import _memory as memory_module
 
 _WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ok"]), max_size=12).map(
     " ".join
@@ -177,14 +178,23 @@ def test_every_get_equals_a_fresh_memorys_through_edits_budgets_and_settings(
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Selections made: ``HistoryItems.select`` and the tool-free window of roles and
+    counts (``tool_free_window``; it returns ``None`` when select must run instead)."""
     calls = {"select": 0}
     select = HistoryItems.select
+    tool_free = memory_module.tool_free_window
 
     def counted(self: HistoryItems, *args: Any, **kwargs: Any) -> Any:
         calls["select"] += 1
         return select(self, *args, **kwargs)
 
+    def counted_tool_free(*args: Any, **kwargs: Any) -> Any:
+        window = tool_free(*args, **kwargs)
+        calls["select"] += window is not None
+        return window
+
     monkeypatch.setattr(HistoryItems, "select", counted)
+    monkeypatch.setattr(memory_module, "tool_free_window", counted_tool_free)
     return calls
 
 
@@ -209,14 +219,16 @@ def test_a_repeated_get_neither_counts_nor_selects_again(monkeypatch: pytest.Mon
         chat_history=history, token_limit=20, tokenizer_fn=tokenizer
     )
     first = memory.get()
+    assert calls["select"] == 1 and len(counted) == len(history)
     report = memory.last_report
+    selected = calls["select"]  # the report's selection, when the window was tool-free
     second = memory.get()
     assert second == first and second is not first  # a new list, the same objects
     assert all(a is b for a, b in zip(first, second, strict=True))
-    assert calls["select"] == 1 and len(counted) == len(history)
+    assert calls["select"] == selected and len(counted) == len(history)
     assert memory.last_report is report  # built once, for the one selection made
     memory.get(initial_token_count=3)  # another budget: selected again
-    assert calls["select"] == 2
+    assert calls["select"] == selected + 1
 
 
 def test_a_mutated_or_appended_store_is_seen_on_the_next_get() -> None:
