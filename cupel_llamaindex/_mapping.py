@@ -16,7 +16,7 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -540,10 +540,13 @@ def _counts(
                 value = known[key] = checked_count(count_message(message), i)
             counts.append(value)
         return counts
-    missing = [text for text in dict.fromkeys(texts) if text not in known]
-    if missing:
+    get = known.get
+    found = [get(text) for text in texts]
+    if None in found:  # texts not counted yet: each distinct one counted once
+        missing = [text for text in dict.fromkeys(texts) if text not in known]
         known.update(zip(missing, _count_all(tokenizer_fn, missing), strict=True))
-    return [known[text] for text in texts]
+        return [known[text] for text in texts]
+    return cast("list[int]", found)
 
 
 def _require_counter(

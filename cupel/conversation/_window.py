@@ -252,37 +252,19 @@ def _plain(
     the walk cannot overflow it."""
     if not plain_pipeline(pipeline, history.block_key):
         return None
-    return _plain_columns(
-        cast(RecencyWindowSlice, pipeline.slicer),
-        budget,
-        history.tokens,
-        history.blocks,
-        history._flags,
-        history.pinned,
-        sum(history.pinned_tokens.values()),
-        offered,
-    )
-
-
-def _plain_columns(
-    slicer: RecencyWindowSlice,
-    budget: ContextBudget,
-    tokens: Sequence[int],
-    blocks: Sequence[int | None],
-    flags: Sequence[bool],
-    pinned: Sequence[int],
-    pinned_tokens: int,
-    offered: list[int] | None,
-) -> list[int] | None:
-    """:func:`_plain` of columns (``flags[p]``: position ``p`` is pinned)."""
+    slicer = cast(RecencyWindowSlice, pipeline.slicer)
+    pinned_tokens = sum(history.pinned_tokens.values())
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None
     target = effective_limits(budget, pinned_tokens)[1]
+    flags = history._flags
+    tokens = history.tokens
+    blocks = history.blocks
     walk = [p for p in (range(len(flags)) if offered is None else offered) if not flags[p]]
     walk.reverse()  # newest first
     taken = plain_window(slicer, [tokens[p] for p in walk], [blocks[p] for p in walk], target)
     chosen = [walk[i] for i in taken]
-    chosen.extend(pinned)
+    chosen.extend(history.pinned)
     chosen.sort()
     return chosen
 
@@ -312,31 +294,38 @@ def tool_free_window(
     """
     if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY):
         return None
-    n = len(roles)
     turns: list[int] = []
+    pinned: list[int] = []  # the system messages (keep_system), then the latest user's
     turn = 0
     latest_user = -1
     for index, role in enumerate(roles):
         if role == USER:
             turn += 1
             latest_user = index
-        elif role != ASSISTANT and role != SYSTEM:
+        elif role == SYSTEM:
+            if keep_system:
+                pinned.append(index)
+        elif role != ASSISTANT:
             return None
         turns.append(turn)
-    flags = [False] * n
-    pinned: list[int] = []
-    pinned_tokens = 0
-    for index, role in enumerate(roles):
-        if (keep_system and role == SYSTEM) or (keep_latest_user and index == latest_user):
-            flags[index] = True
-            pinned.append(index)
-            pinned_tokens += tokens[index]
+    if keep_latest_user and latest_user >= 0:
+        pinned.append(latest_user)
+        pinned.sort()
+    pinned_tokens = sum([tokens[i] for i in pinned])
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        return None  # select raises, or runs the pipeline
+    target = effective_limits(budget, pinned_tokens)[1]
     latest_turn = turns[latest_user] if latest_user >= 0 else 0
-    blocks = [t if t < latest_turn else None for t in turns]
+    skip = set(pinned)
+    walk = [i for i in range(len(roles) - 1, -1, -1) if i not in skip]  # newest first
+    blocks = [t if (t := turns[i]) < latest_turn else None for i in walk]
     slicer = cast(RecencyWindowSlice, pipeline.slicer)
-    chosen = _plain_columns(slicer, budget, tokens, blocks, flags, pinned, pinned_tokens, None)
-    if chosen is not None and start_on:
-        chosen = _split_start(chosen, roles, range(n), start_on)[0]
+    taken = plain_window(slicer, [tokens[i] for i in walk], blocks, target)
+    chosen = [walk[i] for i in taken]
+    chosen.extend(pinned)
+    chosen.sort()
+    if start_on:
+        chosen = _split_start(chosen, roles, range(len(roles)), start_on)[0]
     return chosen
 
 
