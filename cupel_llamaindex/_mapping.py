@@ -20,6 +20,7 @@ from typing import Any, cast, overload
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
+    MessageRole,
     TextBlock,
     ToolCallBlock,
 )
@@ -462,10 +463,20 @@ def map_read(
     return MessageMapping(messages, texts, counts, history)
 
 
+_MEMBER_ROLES = {id(role): _ROLES.get(role.value, role.value) for role in MessageRole}
+"""The conversation-layer role of each ``MessageRole`` member, by identity (members live
+as long as the class: their ids are never reused)."""
+
+
 def read_roles(read: MessageRead) -> list[str]:
     """The conversation-layer role of each message read (:func:`conversation_role`)."""
-    roles = _ROLES
-    return [roles.get(raw, raw) for raw in map(str.__str__, read.roles)]
+    members = _MEMBER_ROLES
+    return [members.get(id(role)) or _role_of(role) for role in read.roles]
+
+
+def _role_of(role: object) -> str:
+    raw = str.__str__(role)
+    return _ROLES.get(raw, raw)
 
 
 def read_counts(
