@@ -248,7 +248,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       calls (``ChatMemoryBuffer`` re-counts the whole window for every message it drops,
       on every ``get()``); a ``get()`` on a history that reads the same as the last one
       (the same message objects, roles, texts and tool-call links) under the same
-      settings and budget returns the last plain window again without selecting.
+      settings and budget returns the last plain window again without selecting; a
+      history without tool calls or results under a recency-window preset is selected
+      from its roles and counts alone (the units and items are made only for the report).
 
     :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
     read); when an instrumentation event handler is listening, every ``get()`` builds it
@@ -580,7 +582,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         without a report, its last window: a call that reads the very same message
         objects with the same roles, texts and tool-call links (so a message edited in
         place or an appended one is seen), under the same settings, budget and pipeline
-        (:func:`~cupel.conversation.plain_key`), returns that window again.
+        (:func:`~cupel.conversation.plain_key`), returns that window again. Otherwise a
+        history without tool calls or results under a plain pipeline is selected from its
+        roles and counts (:func:`~cupel.conversation.tool_free_window`), without a mapping;
+        the report is then made from the mapping when first read.
         """
         token_limit = self.token_limit
         if (
