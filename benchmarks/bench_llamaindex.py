@@ -19,12 +19,18 @@ says so. Peak memory (tracemalloc, one untimed call) is reported except for that
     python benchmarks/bench_llamaindex.py              # W6 (1k, 10k) and W7
     python benchmarks/bench_llamaindex.py W6 --sizes 1000
     python benchmarks/bench_llamaindex.py W8          # small histories, 10 ... 1,000 messages
+
+W8 (small histories) has two rows per size: ``get()`` repeated on an unchanged history
+(the memory recalls its last window) and one chat turn (:func:`chat_turn`: a new user
+message is put, ``get()`` selects, the message is deleted again so the size stays n),
+which is what a chat engine pays per turn.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import random
 import statistics
 import sys
@@ -237,27 +243,67 @@ def w6(n: int, runs: int, slow_runs: int) -> None:
         print(f"  cupel {label:8s} / incumbent = {ratio:.4f}  (1/{1 / ratio:,.0f}){verdict}")
 
 
-def small(n: int, runs: int = 51) -> tuple[float, float]:
-    """W8 (small histories): ``CupelChatMemory.get()`` with its defaults and
-    ``ChatMemoryBuffer.get()`` over the W6 conversation of ``n`` messages held by the same
-    kind of store, budget B = 25%: medians in µs, (cupel, incumbent). The memory builds
-    its report on first read of ``last_report`` (at once if an instrumentation handler
-    listens), so ``get()`` alone is what a chat engine pays per turn."""
+def chat_turn(memory: Any, calls: int = 1) -> Callable[[], None]:
+    """``calls`` chat turns on ``memory`` (a ``CupelChatMemory`` or ``ChatMemoryBuffer``,
+    treated identically): each puts a NEW user message with a new text (so nothing is
+    recalled from the previous call), calls ``get()``, then deletes the message from the
+    chat store again, so the history keeps its size."""
+    numbers = itertools.count()
+    store = memory.chat_store
+    key = memory.chat_store_key
+
+    def turns() -> None:
+        for _ in range(calls):
+            number = next(numbers)
+            memory.put(ChatMessage(role="user", content=f"next question {number}: and then?"))
+            memory.get()
+            store.delete_last_message(key)
+
+    return turns
+
+
+def turn_window(memory: CupelChatMemory) -> tuple[list[ChatMessage], list[ChatMessage]]:
+    """One chat turn's window and history (the message is deleted again afterwards)."""
+    memory.put(ChatMessage(role="user", content="a checked question: and then?"))
+    window, history = memory.get(), list(memory.get_all())  # a copy: the store list shrinks
+    memory.chat_store.delete_last_message(memory.chat_store_key)
+    return window, history
+
+
+def _memories(n: int) -> tuple[list[ChatMessage], CupelChatMemory, ChatMemoryBuffer]:
+    """The W6 conversation of ``n`` messages, and both memories over it (B = 25%), each
+    with its own ``SimpleChatStore``."""
     history = conversation(n)
     budget = len(quarter_tokenizer(" ".join(str(m.content) for m in history))) // 4
-
-    def store() -> SimpleChatStore:
+    stores = []
+    for _ in range(2):
         chat_store = SimpleChatStore()
         chat_store.set_messages("chat_history", list(history))
-        return chat_store
-
-    ours = CupelChatMemory(token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=store())
+        stores.append(chat_store)
+    ours = CupelChatMemory(token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=stores[0])
     theirs = ChatMemoryBuffer(
-        token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=store()
+        token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=stores[1]
     )
+    return history, ours, theirs
+
+
+def small(n: int, runs: int = 51) -> tuple[float, float, float, float]:
+    """W8 (small histories): ``CupelChatMemory.get()`` with its defaults and
+    ``ChatMemoryBuffer.get()`` over the W6 conversation of ``n`` messages held by the same
+    kind of store, budget B = 25%: medians in µs of ``get()`` repeated on the unchanged
+    history and of one chat turn (:func:`chat_turn`), as (cupel repeated, incumbent
+    repeated, cupel per turn, incumbent per turn). The memory builds its report on first
+    read of ``last_report`` (at once if an instrumentation handler listens), so
+    ``get()`` alone is what a chat engine pays per turn."""
+    history, ours, theirs = _memories(n)
     problems = window_problems(ours.get(), history)
     assert not problems, problems
-    return per_call_us(ours.get, runs), per_call_us(theirs.get, runs)
+    window, grown = turn_window(ours)
+    problems = window_problems(window, grown)
+    assert not problems, problems
+    repeated = per_call_us(ours.get, runs), per_call_us(theirs.get, runs)
+    turn = per_call_us(chat_turn(ours), runs), per_call_us(chat_turn(theirs), runs)
+    return (*repeated, *turn)
 
 
 def w6_cases(sizes: list[int]) -> Iterator[Case]:
@@ -356,26 +402,18 @@ def _node_score(node: object) -> float:
 
 
 def w8_cases(sizes: list[int]) -> Iterator[Any]:
-    """W8 rows for ``python -m benchmarks``: ``CupelChatMemory.get()`` (defaults) against
-    ``ChatMemoryBuffer.get()`` on the W6 conversation at ``n`` messages (at most 1,000:
-    the incumbent is quadratic), each repeated ``2000 // n`` times per timed sample."""
+    """W8 rows for ``python -m benchmarks``: ``CupelChatMemory`` (defaults) against
+    ``ChatMemoryBuffer`` on the W6 conversation at ``n`` messages (at most 1,000: the
+    incumbent is quadratic), each repeated ``2000 // n`` times per timed sample. Two rows
+    per size: ``get()`` repeated on the unchanged history ("W8 chat memory": the memory
+    recalls its last window) and one chat turn ("W8 chat memory, per turn": put a new
+    user message, ``get()``, delete it again; :func:`chat_turn`)."""
     from benchmarks.bench_langchain import batched
 
     for n in (size for size in sizes if size <= 1000):
-        history = conversation(n)
-        budget = len(quarter_tokenizer(" ".join(str(m.content) for m in history))) // 4
+        history, ours, theirs = _memories(n)
         calls = max(1, 2000 // n)
-        stores = []
-        for _ in range(2):
-            chat_store = SimpleChatStore()
-            chat_store.set_messages("chat_history", list(history))
-            stores.append(chat_store)
-        ours = CupelChatMemory(
-            token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=stores[0]
-        )
-        theirs = ChatMemoryBuffer(
-            token_limit=budget, tokenizer_fn=quarter_tokenizer, chat_store=stores[1]
-        )
+        per_sample = f"{calls} calls per sample; " if calls > 1 else ""
         problems = window_problems(ours.get(), history)
         yield Case(
             "W8",
@@ -384,9 +422,21 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
             batched(ours.get, calls),
             incumbent=batched(theirs.get, calls),
             incumbent_label="ChatMemoryBuffer.get",
-            note=(f"{calls} calls per sample; " if calls > 1 else "")
-            + f"window problems: {', '.join(problems) or 'none'}",
+            note=f"{per_sample}repeated get(), unchanged history; "
+            f"window problems: {', '.join(problems) or 'none'}",
             checks={"cupel window valid": not problems},
+        )
+        turn_problems = window_problems(*turn_window(ours))
+        yield Case(
+            "W8",
+            "W8 chat memory, per turn",
+            n,
+            chat_turn(ours, calls),
+            incumbent=chat_turn(theirs, calls),
+            incumbent_label="ChatMemoryBuffer put + get + delete",
+            note=f"{per_sample}put a new user message, get(), delete it; "
+            f"window problems: {', '.join(turn_problems) or 'none'}",
+            checks={"cupel window valid": not turn_problems},
         )
 
 
@@ -459,10 +509,19 @@ def main(argv: list[str] | None = None) -> int:
         elif key == "W7":
             w7(args.runs)
         elif key == "W8":
-            print(f"{'N':>6} {'ChatMemoryBuffer.get':>21} {'CupelChatMemory.get':>20} {'ratio':>6}")
+            print(
+                f"{'N':>6} {'':>13} {'ChatMemoryBuffer':>17} {'CupelChatMemory':>16} {'ratio':>6}"
+            )
             for n in (10, 50, 200, 1000):
-                ours, theirs = small(n, max(args.runs, 21))
-                print(f"{n:>6} {theirs:>18.0f} us {ours:>17.0f} us {ours / theirs:>6.2f}")
+                ours, theirs, ours_turn, theirs_turn = small(n, max(args.runs, 21))
+                for what, cupel, incumbent in (
+                    ("repeated get", ours, theirs),
+                    ("per turn", ours_turn, theirs_turn),
+                ):
+                    print(
+                        f"{n:>6} {what:>13} {incumbent:>14.0f} us {cupel:>13.0f} us "
+                        f"{cupel / incumbent:>6.2f}"
+                    )
         else:
             parser.error(f"unknown workload {name!r}; choose W6, W7 or W8")
     return 0

@@ -157,11 +157,24 @@ GOALS: tuple[Goal, ...] = (
         for label, baseline in (
             ("W8 selector", "trim_messages Runnable"),
             ("W8 select_messages", "trim_messages"),
-            ("W8 chat memory", "ChatMemoryBuffer.get"),
+            ("W8 chat memory", "ChatMemoryBuffer.get (repeated get, unchanged history)"),
         )
         for n, limit in ((10, 1.0), (50, 1.0), (200, 1.0), (1_000, 1.0), (10_000, 0.6))
     ),
-    Goal("W8 chat memory {n:,}: window valid", _flag("cupel window valid"), 0.0, "W8 chat memory"),
+    *(
+        Goal(
+            "W8 chat memory, per turn {n:,}: ≤ 1.0× ChatMemoryBuffer (issue 15)",
+            _incumbent(2),
+            1.0,
+            "W8 chat memory, per turn",
+            n,
+        )
+        for n in (10, 50, 200, 1_000)
+    ),
+    *(
+        Goal(f"{label} {{n:,}}: window valid", _flag("cupel window valid"), 0.0, label)
+        for label in ("W8 chat memory", "W8 chat memory, per turn")
+    ),
     Goal("W10 min budget {n:,} ≤ 1 s", _ms(0), 1000.0, "W10 min budget"),
     Goal(
         "W10 min budget {n:,}: same answer as full dry runs",

@@ -16,10 +16,11 @@ import json
 import operator
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
+    MessageRole,
     TextBlock,
     ToolCallBlock,
 )
@@ -45,7 +46,9 @@ __all__ = [
     "map_read",
     "message_text",
     "messages_to_items",
+    "read_counts",
     "read_messages",
+    "read_roles",
     "tool_call_ids",
 ]
 
@@ -438,12 +441,11 @@ def map_read(
     """:func:`messages_to_items` of messages already read (:func:`read_messages`)."""
     messages = read.messages
     texts = read.texts
-    n = len(messages)
     raw_roles = [str.__str__(role) for role in read.roles]
     roles = [_ROLES.get(role, role) for role in raw_roles]
-    counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
-    known = cache.for_counter(counter, n) if cache is not None else {}
-    counts = _counts(messages, texts, tokenizer_fn, message_token_counter, known)
+    counts = read_counts(
+        read, tokenizer_fn=tokenizer_fn, message_token_counter=message_token_counter, cache=cache
+    )
     conversation = Conversation(roles, calls=read.calls, answers=read.answers)
     labelled = _Labelled(raw_roles, texts)
 
@@ -459,6 +461,37 @@ def map_read(
         keep_latest_user=pin_last_user,
     )
     return MessageMapping(messages, texts, counts, history)
+
+
+_MEMBER_ROLES = {id(role): _ROLES.get(role.value, role.value) for role in MessageRole}
+"""The conversation-layer role of each ``MessageRole`` member, by identity (members live
+as long as the class: their ids are never reused)."""
+
+
+def read_roles(read: MessageRead) -> list[str]:
+    """The conversation-layer role of each message read (:func:`conversation_role`)."""
+    members = _MEMBER_ROLES
+    return [members.get(id(role)) or _role_of(role) for role in read.roles]
+
+
+def _role_of(role: object) -> str:
+    raw = str.__str__(role)
+    return _ROLES.get(raw, raw)
+
+
+def read_counts(
+    read: MessageRead,
+    *,
+    tokenizer_fn: TokenizerFn | None,
+    message_token_counter: Callable[[ChatMessage], int] | None,
+    cache: TokenCache | None,
+) -> list[int]:
+    """Each message's tokens, as :func:`map_read` counts them (texts already counted are
+    read from ``cache``)."""
+    messages = read.messages
+    counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
+    known = cache.for_counter(counter, len(messages)) if cache is not None else {}
+    return _counts(messages, read.texts, tokenizer_fn, message_token_counter, known)
 
 
 class _Labelled(Sequence[str]):
@@ -518,10 +551,13 @@ def _counts(
                 value = known[key] = checked_count(count_message(message), i)
             counts.append(value)
         return counts
-    missing = [text for text in dict.fromkeys(texts) if text not in known]
-    if missing:
+    get = known.get
+    found = [get(text) for text in texts]
+    if None in found:  # texts not counted yet: each distinct one counted once
+        missing = [text for text in dict.fromkeys(texts) if text not in known]
         known.update(zip(missing, _count_all(tokenizer_fn, missing), strict=True))
-    return [known[text] for text in texts]
+        return [known[text] for text in texts]
+    return cast("list[int]", found)
 
 
 def _require_counter(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence, Sized
-from typing import Any
+from typing import Any, Protocol
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
@@ -24,6 +24,7 @@ from pydantic import (
 from cupel import (
     ConfigurationError,
     ContextBudget,
+    CupelError,
     Pipeline,
     SelectionReport,
 )
@@ -36,6 +37,7 @@ from cupel.conversation import (
     cache_stable_pipeline,
     check_cache_stable,
     plain_key,
+    tool_free_window,
 )
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
@@ -58,7 +60,9 @@ from cupel_llamaindex._mapping import (
     MessageRead,
     TokenCache,
     map_read,
+    read_counts,
     read_messages,
+    read_roles,
 )
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
@@ -70,6 +74,7 @@ DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 """Share of the LLM's context window used when only ``llm`` is given (as ``ChatMemoryBuffer``)."""
 
 _START_ON_USER = frozenset({USER})
+_START_ON_NONE: frozenset[str] = frozenset()
 PINNED_OPTIONS = PinnedOptions(
     system="pin_system=False",
     latest_user="pin_last_user=False",
@@ -84,20 +89,88 @@ def _ignore(event: object) -> None:
     return None
 
 
+class _Explains(Protocol):
+    """A selected window whose report is built when first asked for."""
+
+    def explain(self) -> SelectionReport: ...
+
+
+_Config = tuple[Callable[[str], Sized], Callable[[ChatMessage], int] | None, bool, bool]
+"""What a mapping depends on besides the messages: ``tokenizer_fn``,
+``message_token_counter``, ``pin_system`` and ``pin_last_user``."""
+
+
 class _Recall:
-    """A memory's last mapping (``read`` under ``config``) and, in ``last``, the last
-    plain window chosen from it: ``(key, window, its messages)`` (one tuple, replaced
-    whole, so that a concurrent call never pairs one call's key with another's window)."""
+    """A memory's last read under ``config``, its mapping (made when first needed: a
+    tool-free history under a plain pipeline is selected without one) and, in
+    ``last``, the last plain window chosen from it: ``(key, window, its messages)`` (one
+    tuple, replaced whole, so that a concurrent call never pairs one call's key with
+    another's window)."""
 
     __slots__ = ("config", "last", "mapping", "read")
 
-    def __init__(
-        self, read: MessageRead, config: tuple[object, ...], mapping: MessageMapping
-    ) -> None:
+    def __init__(self, read: MessageRead, config: _Config) -> None:
         self.read = read
         self.config = config
-        self.mapping = mapping
-        self.last: tuple[tuple[object, ...], HistoryWindow, tuple[ChatMessage, ...]] | None = None
+        self.mapping: MessageMapping | None = None
+        self.last: tuple[tuple[object, ...], _Explains, tuple[ChatMessage, ...]] | None = None
+
+    def mapping_for(self, cache: TokenCache) -> MessageMapping:
+        """The mapping of the read (made once)."""
+        mapping = self.mapping
+        if mapping is None:
+            config = self.config
+            mapping = self.mapping = map_read(
+                self.read,
+                tokenizer_fn=config[0],
+                message_token_counter=config[1],
+                pin_system=config[2],
+                pin_last_user=config[3],
+                cache=cache,
+            )
+        return mapping
+
+
+class _Deferred:
+    """A window selected from the messages' roles and counts alone
+    (:func:`~cupel.conversation.tool_free_window`): its report is that of the same
+    selection made on the history's mapping, made when first asked for — and checked to
+    pick the very same messages (else :class:`~cupel.CupelError`)."""
+
+    __slots__ = ("_args", "_window", "messages")
+
+    def __init__(
+        self,
+        messages: list[int],
+        recall: _Recall,
+        cache: TokenCache,
+        pipeline: Pipeline,
+        budget: ContextBudget,
+        start_on: frozenset[str],
+    ) -> None:
+        self.messages = messages
+        self._args = (recall, cache, pipeline, budget, start_on)
+        self._window: HistoryWindow | None = None
+
+    def explain(self) -> SelectionReport:
+        """The selection's report (see :meth:`HistoryWindow.explain`)."""
+        window = self._window
+        if window is None:
+            recall, cache, pipeline, budget, start_on = self._args
+            window = recall.mapping_for(cache).history.select(
+                pipeline,
+                budget,
+                with_report=False,
+                start_on=start_on,
+                options=PINNED_OPTIONS,
+            )
+            if window.messages != self.messages:
+                raise CupelError(
+                    f"{_OWNER}: the window selected from the history's mapping differs from "
+                    "the one get() returned"
+                )
+            self._window = window
+        return window.explain()
 
 
 class _Caches:
@@ -175,7 +248,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       calls (``ChatMemoryBuffer`` re-counts the whole window for every message it drops,
       on every ``get()``); a ``get()`` on a history that reads the same as the last one
       (the same message objects, roles, texts and tool-call links) under the same
-      settings and budget returns the last plain window again without selecting.
+      settings and budget returns the last plain window again without selecting; a
+      history without tool calls or results under a recency-window preset is selected
+      from its roles and counts alone (the units and items are made only for the report).
 
     :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
     read); when an instrumentation event handler is listening, every ``get()`` builds it
@@ -216,7 +291,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     _states: StableWindows = PrivateAttr(default_factory=StableWindows)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
-    _pending_report: HistoryWindow | None = PrivateAttr(default=None)
+    _pending_report: _Explains | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -507,7 +582,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         without a report, its last window: a call that reads the very same message
         objects with the same roles, texts and tool-call links (so a message edited in
         place or an appended one is seen), under the same settings, budget and pipeline
-        (:func:`~cupel.conversation.plain_key`), returns that window again.
+        (:func:`~cupel.conversation.plain_key`), returns that window again. Otherwise a
+        history without tool calls or results under a plain pipeline is selected from its
+        roles and counts (:func:`~cupel.conversation.tool_free_window`), without a mapping;
+        the report is then made from the mapping when first read.
         """
         token_limit = self.token_limit
         if (
@@ -525,7 +603,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
         caches: _Caches = private["_caches"]
         read = read_messages(history)
-        config = (
+        config: _Config = (
             self.tokenizer_fn,
             self.message_token_counter,
             self.pin_system,
@@ -533,17 +611,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         )
         recall = caches.recall
         if recall is None or recall.config != config or not recall.read.same(read):
-            mapping = map_read(
-                read,
-                tokenizer_fn=config[0],
-                message_token_counter=config[1],
-                pin_system=config[2],
-                pin_last_user=config[3],
-                cache=caches.token_cache,
-            )
-            recall = caches.recall = _Recall(read, config, mapping)
+            recall = caches.recall = _Recall(read, config)
         pipeline = caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
         start_on_user = self.start_on_user
+        start_on = _START_ON_USER if start_on_user else _START_ON_NONE
         stable = self.cache_stable is not False
         key: tuple[object, ...] | None = None
         if not stable and not listening:
@@ -554,7 +625,35 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
                 private["_last_report"] = None
                 private["_pending_report"] = last[1]
                 return list(last[2])
-        mapping = recall.mapping
+            if not read.calls:  # no tool calls: maybe a plain window of roles and counts
+                budget = caches.budget(limit)
+                counts = read_counts(
+                    read,
+                    tokenizer_fn=config[0],
+                    message_token_counter=config[1],
+                    cache=caches.token_cache,
+                )
+                indices = tool_free_window(
+                    read_roles(read),
+                    counts,
+                    pipeline,
+                    budget,
+                    keep_system=config[2],
+                    keep_latest_user=config[3],
+                    start_on=start_on,
+                )
+                if indices is not None:
+                    messages = read.messages
+                    chosen = [messages[i] for i in indices]
+                    deferred = _Deferred(
+                        indices, recall, caches.token_cache, pipeline, budget, start_on
+                    )
+                    recall.last = (key, deferred, tuple(chosen))
+                    private["_last_window"] = None
+                    private["_last_report"] = None
+                    private["_pending_report"] = deferred
+                    return chosen
+        mapping = recall.mapping_for(caches.token_cache)
         budget = caches.budget(limit)
         previous: list[int] | None = None
         if stable:  # per chat store key: the previous window, if this history extends it
@@ -566,7 +665,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             pipeline,
             budget,
             with_report=listening,
-            start_on=_START_ON_USER if start_on_user else frozenset(),
+            start_on=start_on,
             options=PINNED_OPTIONS,
             previous=previous,
         )

@@ -58,7 +58,9 @@ from cupel.conversation._window import (
     START_ON_FILTER,
     HistoryWindow,
     plain_key,
+    plain_pipeline,
     reads_unit_metadata,
+    tool_free_window,
 )
 
 __all__ = [
@@ -84,8 +86,10 @@ __all__ = [
     "cache_stable_pipeline",
     "check_cache_stable",
     "plain_key",
+    "plain_pipeline",
     "reads_unit_metadata",
     "synthetic_timestamps",
+    "tool_free_window",
 ]
 
 publish(__name__, globals(), __all__)

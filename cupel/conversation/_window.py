@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, cast
 
 from cupel._errors import CupelError
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline import Pipeline
 from cupel._pipeline.slice import effective_limits
 from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
-from cupel.conversation._structure import SYSTEM
+from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
@@ -22,8 +22,10 @@ __all__ = [
     "HistoryWindow",
     "identity_positions",
     "plain_key",
+    "plain_pipeline",
     "reads_unit_metadata",
     "select_window",
+    "tool_free_window",
 ]
 
 START_ON_FILTER = "start_on"
@@ -248,16 +250,9 @@ def _plain(
     order equal timestamps, and a history's are all distinct) and placer (the window is
     mapped back in history order). Pinned units are always in; when they fit the target
     the walk cannot overflow it."""
-    slicer = pipeline.slicer
-    if (
-        type(pipeline) is not Pipeline
-        or type(slicer) is not RecencyWindowSlice
-        or slicer.scored_share
-        or pipeline.deduplication
-        or (slicer.block_key is not None and slicer.block_key != history.block_key)
-        or not _own_components(pipeline)
-    ):
+    if not plain_pipeline(pipeline, history.block_key):
         return None
+    slicer = cast(RecencyWindowSlice, pipeline.slicer)
     pinned_tokens = sum(history.pinned_tokens.values())
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None
@@ -272,6 +267,86 @@ def _plain(
     chosen.extend(history.pinned)
     chosen.sort()
     return chosen
+
+
+def tool_free_window(
+    roles: Sequence[str],
+    tokens: Sequence[int],
+    pipeline: Pipeline,
+    budget: ContextBudget,
+    *,
+    keep_system: bool = True,
+    keep_latest_user: bool = True,
+    start_on: Collection[str] = (),
+) -> list[int] | None:
+    """The messages (ascending) of the window that
+    ``HistoryItems.from_conversation(Conversation(roles), texts, tokens, keep_system=...,
+    keep_latest_user=...).select(pipeline, budget, with_report=False, start_on=...)``
+    selects, from the roles and tokens alone (no structure, items or window object): for
+    a history of ``system``, ``user`` and ``assistant`` messages only (each message is
+    its own unit) and a :func:`plain_pipeline` whose pinned messages fit the budget's
+    target. ``None`` otherwise (any other role; another pipeline; pinned messages over
+    the target, when ``select`` raises or runs the pipeline): then select.
+
+    >>> tool_free_window(["system", "user", "assistant", "user"], [3, 1, 2, 1],
+    ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
+    [0, 3]
+    """
+    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY):
+        return None
+    turns: list[int] = []
+    pinned: list[int] = []  # the system messages (keep_system), then the latest user's
+    turn = 0
+    latest_user = -1
+    for index, role in enumerate(roles):
+        if role == USER:
+            turn += 1
+            latest_user = index
+        elif role == SYSTEM:
+            if keep_system:
+                pinned.append(index)
+        elif role != ASSISTANT:
+            return None
+        turns.append(turn)
+    if keep_latest_user and latest_user >= 0:
+        pinned.append(latest_user)
+        pinned.sort()
+    pinned_tokens = sum([tokens[i] for i in pinned])
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        return None  # select raises, or runs the pipeline
+    target = effective_limits(budget, pinned_tokens)[1]
+    latest_turn = turns[latest_user] if latest_user >= 0 else 0
+    skip = set(pinned)
+    walk = [i for i in range(len(roles) - 1, -1, -1) if i not in skip]  # newest first
+    blocks = [t if (t := turns[i]) < latest_turn else None for i in walk]
+    slicer = cast(RecencyWindowSlice, pipeline.slicer)
+    taken = plain_window(slicer, [tokens[i] for i in walk], blocks, target)
+    chosen = [walk[i] for i in taken]
+    chosen.extend(pinned)
+    chosen.sort()
+    if start_on:
+        chosen = _split_start(chosen, roles, range(len(roles)), start_on)[0]
+    return chosen
+
+
+def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
+    """Whether ``pipeline`` selects a plain recency window from columns whose blocks are
+    under ``block_key``: a :class:`~cupel.RecencyWindowSlice` without ``scored_share``
+    whose block key is ``block_key`` (or ``None``), no deduplication, cupel's own scorers
+    and placer (exact classes). Everything it reads is in :func:`plain_key`.
+
+    >>> plain_pipeline(Pipeline.from_policy("chat")), plain_pipeline(Pipeline.from_policy("rag"))
+    (True, False)
+    """
+    slicer = pipeline.slicer
+    return not (
+        type(pipeline) is not Pipeline
+        or type(slicer) is not RecencyWindowSlice
+        or slicer.scored_share
+        or pipeline.deduplication
+        or (slicer.block_key is not None and slicer.block_key != block_key)
+        or not _own_components(pipeline)
+    )
 
 
 def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
@@ -358,11 +433,17 @@ def _cut(history: HistoryColumns, positions: list[int]) -> int:
 def _start_on(
     history: HistoryColumns, positions: list[int], start_on: Collection[str]
 ) -> tuple[list[int], list[int]]:
-    conversation = history.conversation
-    units = history.units
+    return _split_start(positions, history.conversation._roles, history.units, start_on)
+
+
+def _split_start(
+    positions: list[int], roles: Sequence[str], units: Sequence[int], start_on: Collection[str]
+) -> tuple[list[int], list[int]]:
+    """``positions`` without the non-system units before the first of a ``start_on``
+    role (``roles[units[p]]``), and those units; unchanged when none is of such a role."""
     leading: list[int] = []
     for position in positions:
-        role = conversation.role(units[position])
+        role = roles[units[position]]
         if role == SYSTEM:
             continue
         if role in start_on:

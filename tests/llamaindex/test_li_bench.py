@@ -80,3 +80,45 @@ def test_every_timed_variant_selects_the_same_valid_window(bench: ModuleType) ->
     expected = memory().get()  # what a fresh memory selects on the grown store
     assert len(moved) == len(expected)
     assert all(a is b for a, b in zip(moved, expected, strict=True))
+
+
+def test_a_chat_turn_puts_a_new_message_selects_and_deletes_it_for_both_memories(
+    bench: ModuleType,
+) -> None:
+    history, ours, theirs = bench._memories(10)
+    for memory in (ours, theirs):
+        seen: list[object] = []
+        original_get = type(memory).get
+
+        def spy(
+            self: object = memory, original: object = original_get, seen: list[object] = seen
+        ) -> list[object]:
+            window = original(self)  # type: ignore[operator]
+            seen.append((window, list(self.get_all())))  # type: ignore[attr-defined]
+            return window  # type: ignore[no-any-return]
+
+        object.__setattr__(memory, "get", spy)
+        bench.chat_turn(memory, 3)()
+        assert len(seen) == 3
+        texts = [grown[-1].content for _, grown in seen]
+        assert len(set(texts)) == 3 and all(t.startswith("next question") for t in texts)
+        assert all(len(grown) == 11 and grown[:10] == history for _, grown in seen)
+        assert len(memory.get_all()) == 10  # deleted again: the size stays n
+    window, grown = bench.turn_window(ours)
+    assert bench.window_problems(window, grown) == [] and window[-1] is grown[-1]
+    assert len(ours.get_all()) == 10
+
+
+def test_w8_has_a_repeated_and_a_per_turn_row_per_size_both_valid(bench: ModuleType) -> None:
+    cases = list(bench.w8_cases([10, 50, 10_000]))
+    assert [(case.label, case.n) for case in cases] == [
+        ("W8 chat memory", 10),
+        ("W8 chat memory, per turn", 10),
+        ("W8 chat memory", 50),
+        ("W8 chat memory, per turn", 50),
+    ]
+    for case in cases:
+        assert case.checks == {"cupel window valid": True}
+        case.call()
+        assert case.incumbent is not None
+        case.incumbent()
