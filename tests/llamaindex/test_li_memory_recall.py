@@ -155,23 +155,32 @@ _EDITS = [
 ]
 
 
+def _drawn_memory(
+    history: list[ChatMessage], data: st.DataObject, *, limit: int, pipeline: Pipeline | None
+) -> CupelChatMemory:
+    """A memory over ``history`` with drawn settings: a budget up to ``limit``, words counted
+    by the tokenizer or by a message counter, the pins and ``start_on_user``."""
+    counter = data.draw(st.sampled_from(["tokenizer", "counter"]))
+    return CupelChatMemory.from_defaults(
+        chat_history=history,
+        token_limit=data.draw(st.integers(1, limit)),
+        tokenizer_fn=_split,
+        message_token_counter=words if counter == "counter" else None,
+        pipeline=pipeline,
+        pin_system=data.draw(st.booleans()),
+        pin_last_user=data.draw(st.booleans()),
+        start_on_user=data.draw(st.booleans()),
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(history=histories(), data=st.data())
 def test_every_get_equals_a_fresh_memorys_through_edits_budgets_and_settings(
     history: list[ChatMessage], data: st.DataObject
 ) -> None:
-    counter = data.draw(st.sampled_from(["tokenizer", "counter"]))
     explicit = data.draw(st.booleans())
-    memory = CupelChatMemory.from_defaults(
-        chat_history=history,
-        token_limit=data.draw(st.integers(1, 120)),
-        tokenizer_fn=_split,
-        message_token_counter=words if counter == "counter" else None,
-        pipeline=Pipeline.from_policy("chat") if explicit else None,
-        pin_system=data.draw(st.booleans()),
-        pin_last_user=data.draw(st.booleans()),
-        start_on_user=data.draw(st.booleans()),
-    )
+    pipeline = Pipeline.from_policy("chat") if explicit else None
+    memory = _drawn_memory(history, data, limit=120, pipeline=pipeline)
     for _ in range(data.draw(st.integers(1, 6))):
         _edit(memory, data.draw(st.sampled_from(_EDITS)), data)
         # Budgets from 0 (initial == token_limit) to everything (initial 0).
@@ -508,17 +517,7 @@ _TURN_EDITS = [
 def test_the_tool_free_window_equals_the_mapped_selection_through_turns(
     history: list[ChatMessage], pipeline: Pipeline | None, data: st.DataObject
 ) -> None:
-    counter = data.draw(st.sampled_from(["tokenizer", "counter"]))
-    memory = CupelChatMemory.from_defaults(
-        chat_history=history,
-        token_limit=data.draw(st.integers(1, 60)),
-        tokenizer_fn=_split,
-        message_token_counter=words if counter == "counter" else None,
-        pipeline=pipeline,
-        pin_system=data.draw(st.booleans()),
-        pin_last_user=data.draw(st.booleans()),
-        start_on_user=data.draw(st.booleans()),
-    )
+    memory = _drawn_memory(history, data, limit=60, pipeline=pipeline)
     for _ in range(data.draw(st.integers(1, 8))):
         _turn_edit(memory, data.draw(st.sampled_from(_TURN_EDITS)), data)
         # Budgets from 0 (initial == token_limit) to everything (initial 0).
