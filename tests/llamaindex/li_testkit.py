@@ -40,6 +40,17 @@ def recording() -> Iterator[SelectionRecorder]:
         root.event_handlers = [h for h in root.event_handlers if h is not recorder]
 
 
+def counting_split() -> tuple[list[str], Callable[[str], list[str]]]:
+    """A whitespace tokenizer that records every text it is given: ``(texts, tokenizer)``."""
+    texts: list[str] = []
+
+    def tokenizer(text: str) -> list[str]:
+        texts.append(text)
+        return text.split()
+
+    return texts, tokenizer
+
+
 def words(message: ChatMessage) -> int:
     """An independent per-message counter for tests: 1 + words of the text content."""
     return 1 + len((message.content or "").split())

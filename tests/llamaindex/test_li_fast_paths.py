@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
+from li_testkit import counting_split
 from llama_index.core.base.llms.types import ChatMessage
 from test_li_properties import histories
 
@@ -36,11 +37,7 @@ def test_cached_counts_equal_counting_again(
     history: list[ChatMessage], later: list[ChatMessage]
 ) -> None:
     cache = TokenCache()
-    calls: list[str] = []
-
-    def tokenizer(text: str) -> list[str]:
-        calls.append(text)
-        return text.split()
+    calls, tokenizer = counting_split()
 
     first = messages_to_items(history, tokenizer_fn=tokenizer, cache=cache)
     assert first.counts == messages_to_items(history, tokenizer_fn=str.split).counts

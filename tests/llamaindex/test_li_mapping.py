@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from li_testkit import counting_split
 from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
@@ -224,11 +225,7 @@ def test_timestamps_follow_history_order() -> None:
 
 
 def test_each_message_is_tokenized_exactly_once() -> None:
-    calls: list[str] = []
-
-    def tokenizer(text: str) -> list[str]:
-        calls.append(text)
-        return text.split()
+    calls, tokenizer = counting_split()
 
     history = [ChatMessage(role="user", content=f"m{i} words here") for i in range(50)]
     history[10:12] = [_call("c"), _result("c")]

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from li_testkit import SelectionRecorder, check_window, recording, words
+from li_testkit import SelectionRecorder, check_window, counting_split, recording, words
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
@@ -263,11 +263,7 @@ def test_leading_orphan_tool_results_are_never_returned_and_are_reported() -> No
 
 
 def test_each_message_is_counted_once_per_get() -> None:
-    calls: list[str] = []
-
-    def tokenizer(text: str) -> list[str]:
-        calls.append(text)
-        return text.split()
+    calls, tokenizer = counting_split()
 
     history = _turns(50)
     memory = CupelChatMemory.from_defaults(
@@ -278,11 +274,7 @@ def test_each_message_is_counted_once_per_get() -> None:
 
 
 def test_a_growing_conversation_is_counted_once_per_message_across_gets() -> None:
-    calls: list[str] = []
-
-    def tokenizer(text: str) -> list[str]:
-        calls.append(text)
-        return text.split()
+    calls, tokenizer = counting_split()
 
     memory = CupelChatMemory.from_defaults(
         chat_history=_turns(25), token_limit=40, tokenizer_fn=tokenizer

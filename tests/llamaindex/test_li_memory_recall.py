@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from li_testkit import recording, words
+from li_testkit import counting_split, recording, words
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.storage.chat_store import SimpleChatStore
 from test_li_properties import histories
@@ -225,11 +225,7 @@ def _turns(count: int) -> list[ChatMessage]:
 
 def test_a_repeated_get_neither_counts_nor_selects_again(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _counting(monkeypatch)
-    counted: list[str] = []
-
-    def tokenizer(text: str) -> list[str]:
-        counted.append(text)
-        return text.split()
+    counted, tokenizer = counting_split()
 
     history = _turns(5)
     memory = CupelChatMemory.from_defaults(
