@@ -19,8 +19,11 @@ when they differ from their default (a ``None`` default stands for the class att
 >>> from cupel import KindScorer, KnapsackSlice, TagScorer
 >>> KindScorer(), KnapsackSlice(bucket_size=50), TagScorer({"a": 1.0}, case_insensitive=True)
 (KindScorer(), KnapsackSlice(bucket_size=50), TagScorer({'a': 1.0}, case_insensitive=True))
->>> [p.name for p in params(TagScorer)], KnapsackSlice(bucket_size=50).get_params()
-(['tag_weights', 'case_insensitive'], {'bucket_size': 50, 'max_cells': 50000000})
+>>> class Clip(Configurable):
+...     def __init__(self, width: int, *, marker: str = "…") -> None:
+...         self.width, self.marker = width, marker
+>>> Clip(40, marker="..."), Clip(40).get_params(), [p.name for p in params(Clip)]
+(Clip(40, marker='...'), {'width': 40, 'marker': '…'}, ['width', 'marker'])
 """
 
 from __future__ import annotations

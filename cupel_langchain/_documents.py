@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
@@ -285,6 +286,10 @@ def _top_k(
     return kept, dropped
 
 
+_SELECTION_NAMES = tuple(inspect.signature(DocumentSelection).parameters)
+"""The settings a :class:`DocumentSelection` is built from: ``_DocumentOptions`` fields."""
+
+
 class _DocumentOptions(LiveComponent):
     """The fields the compressor and the retriever share (read on every call: assignment
     and ``model_copy(update=...)`` take effect)."""
@@ -321,33 +326,8 @@ class _DocumentOptions(LiveComponent):
         return self
 
     def _selection(self) -> DocumentSelection:
-        settings = (
-            self.max_tokens,
-            self.target_tokens,
-            self.output_reserve,
-            self.policy,
-            self.pipeline,
-            self.token_counter,
-            self.relevance_key,
-            self.deduplicate,
-            self.k,
-            self.kind,
-        )
-        return self._cache.get(
-            settings,
-            lambda: DocumentSelection(
-                max_tokens=self.max_tokens,
-                target_tokens=self.target_tokens,
-                output_reserve=self.output_reserve,
-                policy=self.policy,
-                pipeline=self.pipeline,
-                token_counter=self.token_counter,
-                relevance_key=self.relevance_key,
-                deduplicate=self.deduplicate,
-                k=self.k,
-                kind=self.kind,
-            ),
-        )
+        values = {name: getattr(self, name) for name in _SELECTION_NAMES}
+        return self._cache.get(tuple(values.values()), lambda: DocumentSelection(**values))
 
     @property
     def last_report(self) -> SelectionReport | None:

@@ -38,6 +38,7 @@ cupel.PolicyError: scorer.scorers[0].weight: must be > 0, got -1
 
 from cupel._errors import PolicyError
 from cupel._public import publish
+from cupel.policy import _specs
 from cupel.policy._base import MAX_POLICY_DEPTH
 from cupel.policy._custom import (
     CustomScorerSpec,
@@ -55,72 +56,17 @@ from cupel.policy._sensitivity import (
     dry_run_with_policy,
     policy_sensitivity,
 )
-from cupel.policy._specs import (
-    CompositeEntrySpec,
-    CompositeSpec,
-    CountConstrainedKnapsackSpec,
-    CountQuotaEntrySpec,
-    CountQuotaSpec,
-    CurveSpec,
-    DecaySpec,
-    ExponentialCurveSpec,
-    FrequencySpec,
-    GreedySpec,
-    KindSpec,
-    KnapsackSpec,
-    MetadataKeySpec,
-    MetadataTrustSpec,
-    PrioritySpec,
-    QuotaEntrySpec,
-    QuotaSpec,
-    RecencySpec,
-    RecencyWindowSpec,
-    ReflexiveSpec,
-    ScaledSpec,
-    ScorerSpec,
-    SlicerSpec,
-    StepCurveSpec,
-    StepWindowSpec,
-    TagSpec,
-    WindowCurveSpec,
-)
+from cupel.policy._specs import *  # noqa: F403 (the tables, listed once: _specs.__all__)
 
 __all__ = [
     "MAX_POLICY_DEPTH",
-    "CompositeEntrySpec",
-    "CompositeSpec",
-    "CountConstrainedKnapsackSpec",
-    "CountQuotaEntrySpec",
-    "CountQuotaSpec",
-    "CurveSpec",
     "CustomScorerSpec",
-    "DecaySpec",
-    "ExponentialCurveSpec",
-    "FrequencySpec",
-    "GreedySpec",
     "ItemStatus",
-    "KindSpec",
-    "KnapsackSpec",
-    "MetadataKeySpec",
-    "MetadataTrustSpec",
     "Policy",
     "PolicyError",
     "PolicySensitivityDiffEntry",
     "PolicySensitivityReport",
-    "PrioritySpec",
-    "QuotaEntrySpec",
-    "QuotaSpec",
-    "RecencySpec",
-    "RecencyWindowSpec",
-    "ReflexiveSpec",
-    "ScaledSpec",
     "ScorerFactory",
-    "ScorerSpec",
-    "SlicerSpec",
-    "StepCurveSpec",
-    "StepWindowSpec",
-    "TagSpec",
-    "WindowCurveSpec",
     "dry_run_with_policy",
     "policy_sensitivity",
     "register_scorer",
@@ -128,5 +74,6 @@ __all__ = [
     "resolve_pipeline",
     "unregister_scorer",
 ]
+__all__ += _specs.__all__
 
 publish(__name__, globals(), __all__)

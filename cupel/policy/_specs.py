@@ -45,11 +45,7 @@ from cupel.slicers import (
     RecencyWindowSlice,
 )
 
-__all__ = [
-    "CURVES",
-    "PLACERS",
-    "SCORERS",
-    "SLICERS",
+__all__ = [  # cupel.policy exports exactly these
     "CompositeEntrySpec",
     "CompositeSpec",
     "CountConstrainedKnapsackSpec",
@@ -77,7 +73,6 @@ __all__ = [
     "StepWindowSpec",
     "TagSpec",
     "WindowCurveSpec",
-    "type_name",
 ]
 
 SCORERS: tuple[type, ...] = (

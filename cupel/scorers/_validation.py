@@ -16,6 +16,7 @@ __all__ = [
     "check_nesting",
     "fail",
     "finite_in_unit_interval",
+    "finite_weight",
     "is_real",
     "number",
     "require_scorer",
@@ -52,6 +53,24 @@ def finite_in_unit_interval(owner: str, field: str, value: Any) -> float:
     if not (math.isfinite(result) and 0.0 <= result <= 1.0):
         raise fail(owner, field, "must be a finite number in [0.0, 1.0]", value)
     return result
+
+
+def finite_weight(owner: str, field: str, value: Any, *, positive: bool = False) -> float:
+    """``value`` as a float weight: non-negative (``> 0`` when ``positive``), then finite.
+
+    >>> finite_weight("KindScorer", "w", 2), finite_weight("CompositeScorer", "w", 1, positive=True)
+    (2.0, 1.0)
+    >>> finite_weight("MetadataKeyScorer", "boost", 0, positive=True)
+    Traceback (most recent call last):
+    ...
+    cupel.ScorerConfigError: MetadataKeyScorer: boost must be > 0, got 0
+    """
+    weight = number(owner, field, value)
+    if weight <= 0.0 if positive else weight < 0.0:
+        raise fail(owner, field, "must be > 0" if positive else "must be non-negative", value)
+    if not math.isfinite(weight):
+        raise fail(owner, field, "must be finite", value)
+    return weight
 
 
 def require_scorer(owner: str, field: str, scorer: Any) -> None:

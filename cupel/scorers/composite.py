@@ -13,7 +13,13 @@ from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
 from cupel._params import Positive
 from cupel.scorers._base import ArrayScorer, FloatArray, Scorer, as_score, batch_scores
-from cupel.scorers._validation import check_batch, check_nesting, fail, number, require_scorer
+from cupel.scorers._validation import (
+    check_batch,
+    check_nesting,
+    fail,
+    finite_weight,
+    require_scorer,
+)
 
 __all__ = ["CompositeScorer"]
 
@@ -63,11 +69,7 @@ class CompositeScorer(ArrayScorer):
             scorer, raw_weight = pair
             require_scorer("CompositeScorer", f"scorer of entry {index}", scorer)
             field = f"weight of entry {index}"
-            weight = number("CompositeScorer", field, raw_weight)
-            if weight <= 0.0:
-                raise fail("CompositeScorer", field, "must be > 0", raw_weight)
-            if not math.isfinite(weight):
-                raise fail("CompositeScorer", field, "must be finite", raw_weight)
+            weight = finite_weight("CompositeScorer", field, raw_weight, positive=True)
             scorers.append(scorer)
             weights.append(weight)
             total += weight

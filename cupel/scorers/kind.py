@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from types import MappingProxyType
@@ -14,7 +13,7 @@ from cupel._errors import ItemError, ScorerConfigError
 from cupel._model import ContextItem, ContextKind
 from cupel._params import NonNegative
 from cupel.scorers._base import ArrayScorer, FloatArray
-from cupel.scorers._validation import fail, number
+from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["KindScorer"]
 
@@ -65,12 +64,7 @@ class KindScorer(ArrayScorer):
                 raise fail(
                     "KindScorer", "weights", "keys must be non-empty kind strings", raw_kind
                 ) from None
-            field = f"weight for kind {str(kind)!r}"
-            weight = number("KindScorer", field, raw_weight)
-            if weight < 0.0:
-                raise fail("KindScorer", field, "must be non-negative", raw_weight)
-            if not math.isfinite(weight):
-                raise fail("KindScorer", field, "must be finite", raw_weight)
+            weight = finite_weight("KindScorer", f"weight for kind {str(kind)!r}", raw_weight)
             if kind in checked:
                 (seen,) = (k for k in checked if k == kind)
                 raise ScorerConfigError(

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from cupel._model import ContextItem
 from cupel._params import Positive, UnitInterval
 from cupel.scorers._base import BaseScorer
-from cupel.scorers._validation import fail, finite_in_unit_interval, is_real, number
+from cupel.scorers._validation import fail, finite_in_unit_interval, finite_weight, is_real
 
 __all__ = ["MetadataKeyScorer", "MetadataTrustScorer"]
 
@@ -102,14 +102,9 @@ class MetadataKeyScorer(BaseScorer):
             raise fail("MetadataKeyScorer", "key", "must be a string", key)
         if not isinstance(value, str):
             raise fail("MetadataKeyScorer", "value", "must be a string", value)
-        checked = number("MetadataKeyScorer", "boost", boost)
-        if checked <= 0.0:
-            raise fail("MetadataKeyScorer", "boost", "must be > 0", boost)
-        if not math.isfinite(checked):
-            raise fail("MetadataKeyScorer", "boost", "must be finite", boost)
+        self._boost = finite_weight("MetadataKeyScorer", "boost", boost, positive=True)
         self._key = str(key)
         self._value = str(value)
-        self._boost = checked
 
     @property
     def key(self) -> str:

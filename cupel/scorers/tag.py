@@ -14,7 +14,7 @@ from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem, ascii_fold
 from cupel._params import NonNegative
 from cupel.scorers._base import ArrayScorer, FloatArray
-from cupel.scorers._validation import fail, number
+from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["TagScorer"]
 
@@ -59,12 +59,7 @@ class TagScorer(ArrayScorer):
         for tag, raw_weight in tag_weights.items():
             if not isinstance(tag, str):
                 raise fail("TagScorer", "tag_weights", "keys must be strings", tag)
-            field = f"weight for tag {tag!r}"
-            weight = number("TagScorer", field, raw_weight)
-            if weight < 0.0:
-                raise fail("TagScorer", field, "must be non-negative", raw_weight)
-            if not math.isfinite(weight):
-                raise fail("TagScorer", field, "must be finite", raw_weight)
+            weight = finite_weight("TagScorer", f"weight for tag {tag!r}", raw_weight)
             key = ascii_fold(tag) if case_insensitive else tag
             if key in spelling:
                 raise ScorerConfigError(
