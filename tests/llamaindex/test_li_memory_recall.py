@@ -27,7 +27,7 @@ from cupel import (
 )
 from cupel.conversation import Conversation, HistoryItems, tool_free_window
 from cupel_llamaindex import CupelChatMemory
-from cupel_llamaindex import _memory as memory_module
+from cupel_llamaindex import _memory_selection as memory_module
 
 _WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ok"]), max_size=12).map(
     " ".join
