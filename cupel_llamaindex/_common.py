@@ -53,6 +53,7 @@ __all__ = [
     "context_window",
     "dispatcher",
     "emit_selection",
+    "handlers_reached",
     "has_listeners",
     "has_span_handlers",
     "raise_configuration_error",
@@ -112,25 +113,36 @@ def has_listeners() -> bool:
     """Whether an event dispatched through :data:`dispatcher` reaches any handler other
     than LlamaIndex's default ``NullEventHandler`` (walking up the propagation chain the
     way ``Dispatcher.event`` does)."""
-    return _reaches("event_handlers", NullEventHandler)
+    return handlers_reached()[0]
 
 
 def has_span_handlers() -> bool:
     """Whether a span of :data:`dispatcher` reaches a handler other than LlamaIndex's
     default ``NullSpanHandler`` (then a selection runs inside a span)."""
-    return _reaches("span_handlers", NullSpanHandler)
+    return handlers_reached()[1]
 
 
-def _reaches(handlers: str, default: type) -> bool:
+def handlers_reached() -> tuple[bool, bool]:
+    """(:func:`has_listeners`, :func:`has_span_handlers`), in one walk up the chain."""
+    events = spans = False
     current: Any = dispatcher
     while current is not None:
-        for handler in getattr(current, handlers):
-            if type(handler) is not default:
-                return True
-        if not current.propagate or current.manager is None or not current.parent_name:
-            return False
+        if not events:
+            for handler in current.event_handlers:
+                if type(handler) is not NullEventHandler:
+                    events = True
+                    break
+        if not spans:
+            for handler in current.span_handlers:
+                if type(handler) is not NullSpanHandler:
+                    spans = True
+                    break
+        if (events and spans) or (
+            not current.propagate or current.manager is None or not current.parent_name
+        ):
+            break
         current = current.manager.dispatchers.get(current.parent_name)
-    return False
+    return events, spans
 
 
 def emit_selection(

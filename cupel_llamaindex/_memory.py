@@ -31,8 +31,7 @@ from cupel_llamaindex._common import (
     checked_messages,
     context_window,
     dispatcher,
-    has_listeners,
-    has_span_handlers,
+    handlers_reached,
     raise_configuration_error,
     stable_fields,
     state_without_caches,
@@ -392,24 +391,15 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     def _chosen(
         self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
     ) -> list[ChatMessage]:
-        """The selection, inside a LlamaIndex span when a span or event handler listens
-        (the span costs more than a small history's selection)."""
-        listening = has_listeners()
-        select = self._select if listening or has_span_handlers() else self._choose
-        return select(history, input, initial_token_count, listening)
-
-    def _choose(
-        self,
-        history: Sequence[ChatMessage],
-        input: str | None,
-        initial_token_count: int,
-        listening: bool,
-    ) -> list[ChatMessage]:
-        """The selection (:func:`~cupel_llamaindex._memory_selection.choose`; in a
-        LlamaIndex span as :meth:`_select`)."""
+        """The selection (:func:`~cupel_llamaindex._memory_selection.choose`), inside a
+        LlamaIndex span when a span or event handler listens (the span costs more than a
+        small history's selection)."""
+        listening, spans = handlers_reached()
+        if listening or spans:
+            return self._select(history, input, initial_token_count, listening)
         return choose(self, history, input, initial_token_count, listening)
 
     @dispatcher.span
     def _select(self, *arguments: Any) -> list[ChatMessage]:
-        """:meth:`_choose` in a LlamaIndex span (the span's id names ``_select``)."""
-        return self._choose(*arguments)
+        """The selection in a LlamaIndex span (the span's id names ``_select``)."""
+        return choose(self, *arguments)

@@ -25,10 +25,9 @@ from cupel_llamaindex._common import emit_selection, resolve_pipeline, stable_fi
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._reading import (
     MessageRead,
+    RoleCounts,
     TokenCache,
-    read_counts,
     read_messages,
-    read_roles,
 )
 
 __all__ = ["OWNER", "PINNED_OPTIONS", "Caches", "Explains", "MemorySettings", "choose"]
@@ -134,16 +133,18 @@ class Caches:
     """What a memory keeps between calls (one private attribute, read once per call: a
     pydantic private attribute costs a Python-level ``__getattr__`` per read): the
     pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, budgets by limit,
-    token counts and the last mapping and window (:class:`_Recall`). Every entry is
+    token counts, the last read's roles and counts (:class:`RoleCounts`) and the last
+    mapping and window (:class:`_Recall`). Every entry is
     keyed by what it depends on, so a copy of the memory sharing it stays correct."""
 
-    __slots__ = ("_budgets", "_built_from", "_pipeline", "recall", "token_cache")
+    __slots__ = ("_budgets", "_built_from", "_pipeline", "columns", "recall", "token_cache")
 
     def __init__(self) -> None:
         self._built_from: tuple[object, object, object] | None = None
         self._pipeline: Pipeline | None = None
         self._budgets: dict[int, ContextBudget] = {}
         self.token_cache = TokenCache()
+        self.columns = RoleCounts()
         self.recall: _Recall | None = None
 
     def pipeline_for(
@@ -250,14 +251,14 @@ def choose(
             return list(last[2])
         if not read.calls:  # no tool calls: maybe a plain window of roles and counts
             budget = caches.budget(limit)
-            counts = read_counts(
+            roles, counts = caches.columns.of(
                 read,
                 tokenizer_fn=config[0],
                 message_token_counter=config[1],
                 cache=caches.token_cache,
             )
             indices = tool_free_window(
-                read_roles(read),
+                roles,
                 counts,
                 pipeline,
                 budget,

@@ -22,6 +22,7 @@ from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER
 __all__ = [
     "ROLE_NAMES",
     "MessageRead",
+    "RoleCounts",
     "TokenCache",
     "TokenizerFn",
     "checked_count",
@@ -273,6 +274,64 @@ def read_roles(read: MessageRead) -> list[str]:
     return [members.get(id(role)) or _role_of(role) for role in read.roles]
 
 
+class RoleCounts:
+    """The conversation-layer roles and token counts of the last read (:meth:`of`),
+    reused for the leading messages a new read shares with it: the very same message
+    objects (by identity) with the same roles and texts, as read now. Only the messages
+    after the shared prefix are looked up (a message edited in place, replaced or removed
+    ends it), so a chat turn reads the new message's role and count alone. Valid for one
+    counter (the counter is part of what is compared)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[MessageRead, object, list[str], list[int]] | None = None
+
+    def of(
+        self,
+        read: MessageRead,
+        *,
+        tokenizer_fn: TokenizerFn | None,
+        message_token_counter: Callable[[ChatMessage], int] | None,
+        cache: TokenCache,
+    ) -> tuple[list[str], list[int]]:
+        """:func:`read_roles` and :func:`read_counts` of ``read`` (the same lists)."""
+        counter: object = (
+            message_token_counter if message_token_counter is not None else tokenizer_fn
+        )
+        last = self._last  # one tuple, replaced whole: safe to read from another thread
+        shared = 0
+        if last is not None and last[1] is counter:
+            shared = _shared_prefix(last[0], read)
+        messages = read.messages
+        known = cache.for_counter(counter, len(messages))
+        members = _MEMBER_ROLES
+        tail_kinds = [members.get(id(role)) or _role_of(role) for role in read.roles[shared:]]
+        tail = messages[shared:] if shared else messages
+        tail_counts = _counts(
+            tail, read.texts[shared:], tokenizer_fn, message_token_counter, known, shared
+        )
+        if shared and last is not None:
+            kinds = [*last[2][:shared], *tail_kinds]
+            counts = [*last[3][:shared], *tail_counts]
+        else:
+            kinds, counts = tail_kinds, tail_counts
+        self._last = (read, counter, kinds, counts)
+        return kinds, counts
+
+
+def _shared_prefix(before: MessageRead, now: MessageRead) -> int:
+    """How many leading messages ``now`` shares with ``before``: the same objects, and (all
+    of them) the same roles and texts as read; 0 when one of those was edited."""
+    same = list(map(operator.is_, before.messages, now.messages))
+    shared = same.index(False) if False in same else len(same)
+    if shared and (
+        before.texts[:shared] != now.texts[:shared] or before.roles[:shared] != now.roles[:shared]
+    ):
+        return 0
+    return shared
+
+
 def _role_of(role: object) -> str:
     raw = str.__str__(role)
     return ROLE_NAMES.get(raw, raw)
@@ -311,10 +370,12 @@ def _counts(
     tokenizer_fn: TokenizerFn | None,
     message_token_counter: Callable[[ChatMessage], int] | None,
     known: dict[object, int],
+    start: int = 0,
 ) -> list[int]:
     """Each message's tokens; ``known`` (a :class:`TokenCache`'s dict) is read and filled:
     keyed by text for ``tokenizer_fn``, by the message object and its text for
-    ``message_token_counter``."""
+    ``message_token_counter``. ``start``: the history index of ``messages[0]`` (named in
+    errors)."""
     counts: list[int] = []
     if message_token_counter is not None or tokenizer_fn is None:
         count_message = _require_counter(message_token_counter)
@@ -322,12 +383,16 @@ def _counts(
             key = (id(message), texts[i])
             value = known.get(key)
             if value is None:
-                value = known[key] = checked_count(count_message(message), i)
+                value = known[key] = checked_count(count_message(message), start + i)
             counts.append(value)
         return counts
-    get = known.get
-    found = [get(text) for text in texts]
+    found = list(map(known.get, texts))
     if None in found:  # texts not counted yet: each distinct one counted once
+        if found.count(None) == 1:  # one new text (a chat turn's message)
+            index = found.index(None)
+            text = texts[index]
+            found[index] = known[text] = count_tokens(tokenizer_fn, text)
+            return cast("list[int]", found)
         missing = [text for text in dict.fromkeys(texts) if text not in known]
         known.update(zip(missing, _count_all(tokenizer_fn, missing), strict=True))
         return [known[text] for text in texts]

@@ -4,14 +4,16 @@ of a tool-free history from its roles and counts (:func:`tool_free_window`)."""
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Collection, Sequence
+from math import floor
 from typing import cast
 
 from cupel._model import ContextBudget
 from cupel._pipeline import Pipeline
 from cupel._pipeline.slice import effective_limits
 from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
-from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
+from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice
 
 __all__ = [
     "plain_key",
@@ -45,41 +47,103 @@ def tool_free_window(
     ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
     [0, 3]
     """
-    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY):
+    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY) or not _TOOL_FREE.issuperset(roles):
         return None
-    turns: list[int] = []
-    pinned: list[int] = []  # the system messages (keep_system), then the latest user's
-    turn = 0
-    latest_user = -1
-    for index, role in enumerate(roles):
-        if role == USER:
-            turn += 1
-            latest_user = index
-        elif role == SYSTEM:
-            if keep_system:
-                pinned.append(index)
-        elif role != ASSISTANT:
-            return None
-        turns.append(turn)
+    latest_user = len(roles) - 1
+    while latest_user >= 0 and roles[latest_user] != USER:
+        latest_user -= 1
+    pinned = (  # the system messages (keep_system) and the latest user's, ascending
+        [i for i, role in enumerate(roles) if role == SYSTEM]
+        if keep_system and SYSTEM in roles
+        else []
+    )
     if keep_latest_user and latest_user >= 0:
-        pinned.append(latest_user)
-        pinned.sort()
+        insort(pinned, latest_user)
     pinned_tokens = sum([tokens[i] for i in pinned])
-    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+    target = _target(budget, pinned_tokens)
+    if target is None:
         return None  # select raises, or runs the pipeline
-    target = effective_limits(budget, pinned_tokens)[1]
-    latest_turn = turns[latest_user] if latest_user >= 0 else 0
-    skip = set(pinned)
-    walk = [i for i in range(len(roles) - 1, -1, -1) if i not in skip]  # newest first
-    blocks = [t if (t := turns[i]) < latest_turn else None for i in walk]
     slicer = cast(RecencyWindowSlice, pipeline.slicer)
-    taken = plain_window(slicer, [tokens[i] for i in walk], blocks, target)
-    chosen = [walk[i] for i in taken]
+    chosen: list[int] = []
+    if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
+        if slicer.low_water is not None and sum(tokens) - pinned_tokens > target:
+            target = floor(slicer.low_water * target)  # as RecencyWindowSlice._target
+        by_turn = slicer.block_key is not None and latest_user >= 0
+        chosen = _recent(roles, tokens, target, latest_user, by_turn, keep_system, keep_latest_user)
     chosen.extend(pinned)
     chosen.sort()
     if start_on:
         chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
     return chosen
+
+
+_TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
+_TARGETS: dict[tuple[int, int], tuple[ContextBudget, int | None]] = {}
+""":func:`_target` by budget (identity: a budget is immutable) and pinned tokens."""
+
+
+def _target(budget: ContextBudget, pinned_tokens: int) -> int | None:
+    """The walk's target (``effective_limits``) with ``pinned_tokens`` pinned, or ``None``
+    when they exceed the budget's target or its room for input (then ``select`` raises
+    or runs the pipeline); remembered per budget object and pinned tokens."""
+    key = (id(budget), pinned_tokens)
+    known = _TARGETS.get(key)
+    if known is not None and known[0] is budget:
+        return known[1]
+    target: int | None = None
+    if pinned_tokens <= min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        target = effective_limits(budget, pinned_tokens)[1]
+    if len(_TARGETS) >= 256:
+        _TARGETS.clear()
+    _TARGETS[key] = (budget, target)
+    return target
+
+
+def _recent(
+    roles: Sequence[str],
+    tokens: Sequence[int],
+    target: int,
+    latest_user: int,
+    by_turn: bool,
+    keep_system: bool,
+    keep_latest_user: bool,
+) -> list[int]:
+    """The recency window's walk (``plain_window``'s rule) over the unpinned messages of
+    a tool-free history, newest first: the latest turn's messages one by one, then (with
+    ``by_turn``: turns kept whole) each earlier turn whole — its unpinned messages from
+    its user message on; messages before the first user message are turn 0 — taking each
+    while it fits ``target`` and stopping at the first that does not. Returns the
+    messages taken, newest first."""
+    taken: list[int] = []
+    remaining = target
+    index = len(roles) - 1
+    own_from = latest_user if by_turn else 0
+    while index >= own_from:  # one message at a time
+        if (keep_system and roles[index] == SYSTEM) or (keep_latest_user and index == latest_user):
+            index -= 1
+            continue
+        need = tokens[index]
+        if need > remaining:
+            return taken
+        taken.append(index)
+        remaining -= need
+        index -= 1
+    while index >= 0:  # a whole earlier turn at a time
+        turn: list[int] = []
+        need = 0
+        while index >= 0:
+            role = roles[index]
+            if not (keep_system and role == SYSTEM):
+                turn.append(index)
+                need += tokens[index]
+            index -= 1
+            if role == USER:
+                break
+        if need > remaining:
+            return taken
+        taken.extend(turn)
+        remaining -= need
+    return taken
 
 
 def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
