@@ -351,8 +351,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         return self._chosen(await self.aget_all(), input, initial_token_count)
 
     def put(self, message: ChatMessage) -> None:
-        """Append one message to the stored history."""
-        super().put(checked_message(_OWNER, "put", message))
+        """Append one message to the stored history (as ``BaseChatStoreMemory.put``)."""
+        if not isinstance(message, ChatMessage):
+            checked_message(_OWNER, "put", message)  # raises
+        self.chat_store.add_message(self.chat_store_key, message)
 
     async def aput(self, message: ChatMessage) -> None:
         """Append one message to the stored history (async)."""

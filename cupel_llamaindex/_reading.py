@@ -220,6 +220,7 @@ class MessageRead:
         theirs = other.messages
         return (
             len(mine) == len(theirs)
+            and (not mine or mine[-1] is theirs[-1])  # a chat turn's new message: at once
             and all(map(operator.is_, mine, theirs))
             and self.texts == other.texts
             and self.roles == other.roles
@@ -276,11 +277,13 @@ def read_roles(read: MessageRead) -> list[str]:
 
 class RoleCounts:
     """The conversation-layer roles and token counts of the last read (:meth:`of`),
-    reused for the leading messages a new read shares with it: the very same message
-    objects (by identity) with the same roles and texts, as read now. Only the messages
-    after the shared prefix are looked up (a message edited in place, replaced or removed
-    ends it), so a chat turn reads the new message's role and count alone. Valid for one
-    counter (the counter is part of what is compared)."""
+    reused for the leading messages a new read shares with it: the same roles and texts
+    as read now (and, with a ``message_token_counter``, the very same message objects),
+    when that is all of the shorter read or all but its last message — a chat turn's new,
+    replaced or removed message. Only the messages after it are looked up (a message
+    edited in place further back makes every message looked up, in the
+    :class:`TokenCache`). Valid for one counter (the counter is part of what is
+    compared)."""
 
     __slots__ = ("_last",)
 
@@ -300,36 +303,64 @@ class RoleCounts:
             message_token_counter if message_token_counter is not None else tokenizer_fn
         )
         last = self._last  # one tuple, replaced whole: safe to read from another thread
+        texts = read.texts
+        known = cache.for_counter(counter, len(texts))
         shared = 0
         if last is not None and last[1] is counter:
-            shared = _shared_prefix(last[0], read)
-        messages = read.messages
-        known = cache.for_counter(counter, len(messages))
-        members = _MEMBER_ROLES
-        tail_kinds = [members.get(id(role)) or _role_of(role) for role in read.roles[shared:]]
-        tail = messages[shared:] if shared else messages
-        tail_counts = _counts(
-            tail, read.texts[shared:], tokenizer_fn, message_token_counter, known, shared
-        )
-        if shared and last is not None:
-            kinds = [*last[2][:shared], *tail_kinds]
-            counts = [*last[3][:shared], *tail_counts]
+            shared = _shared_prefix(last[0], read, message_token_counter is not None)
+        if not shared or last is None:
+            kinds = [_MEMBER_ROLES.get(id(role)) or _role_of(role) for role in read.roles]
+            counts = _counts(read.messages, texts, tokenizer_fn, message_token_counter, known)
+        elif shared == len(texts) - 1 and message_token_counter is None and tokenizer_fn:
+            # One new message (a chat turn): its role and count alone.
+            role = read.roles[-1]
+            text = texts[-1]
+            count = known.get(text)
+            if count is None:
+                count = known[text] = count_tokens(tokenizer_fn, text)
+            kinds = last[2][:shared]
+            kinds.append(_MEMBER_ROLES.get(id(role)) or _role_of(role))
+            counts = last[3][:shared]
+            counts.append(count)
         else:
-            kinds, counts = tail_kinds, tail_counts
+            kinds = last[2][:shared]
+            kinds.extend(
+                _MEMBER_ROLES.get(id(role)) or _role_of(role) for role in read.roles[shared:]
+            )
+            counts = last[3][:shared]
+            counts.extend(
+                _counts(
+                    read.messages[shared:],
+                    texts[shared:],
+                    tokenizer_fn,
+                    message_token_counter,
+                    known,
+                    shared,
+                )
+            )
         self._last = (read, counter, kinds, counts)
         return kinds, counts
 
 
-def _shared_prefix(before: MessageRead, now: MessageRead) -> int:
-    """How many leading messages ``now`` shares with ``before``: the same objects, and (all
-    of them) the same roles and texts as read; 0 when one of those was edited."""
-    same = list(map(operator.is_, before.messages, now.messages))
-    shared = same.index(False) if False in same else len(same)
-    if shared and (
-        before.texts[:shared] != now.texts[:shared] or before.roles[:shared] != now.roles[:shared]
+def _shared_prefix(before: MessageRead, now: MessageRead, by_identity: bool) -> int:
+    """How many leading messages ``now`` shares with ``before`` — the same roles and texts
+    as read (and, ``by_identity``, the same message objects) — when that is all of the
+    shorter read or all but its last message (a chat turn's new, replaced or removed
+    message); else 0. Without ``by_identity`` (a tokenizer counts texts) an equal copy is
+    shared."""
+    mine = before.texts
+    theirs = now.texts
+    size = min(len(mine), len(theirs))
+    if size and mine[size - 1] != theirs[size - 1]:
+        size -= 1  # the last one differs: at most all but it
+    if (
+        size
+        and mine[:size] == theirs[:size]
+        and before.roles[:size] == now.roles[:size]
+        and (not by_identity or all(map(operator.is_, before.messages[:size], now.messages[:size])))
     ):
-        return 0
-    return shared
+        return size
+    return 0
 
 
 def _role_of(role: object) -> str:

@@ -59,7 +59,7 @@ def tool_free_window(
     )
     if keep_latest_user and latest_user >= 0:
         insort(pinned, latest_user)
-    pinned_tokens = sum([tokens[i] for i in pinned])
+    pinned_tokens = sum(map(tokens.__getitem__, pinned))
     target = _target(budget, pinned_tokens)
     if target is None:
         return None  # select raises, or runs the pipeline
@@ -73,7 +73,12 @@ def tool_free_window(
     chosen.extend(pinned)
     chosen.sort()
     if start_on:
-        chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
+        for index in chosen:  # as split_start: no change when the first one starts it
+            role = roles[index]
+            if role != SYSTEM:
+                if role not in start_on:
+                    chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
+                break
     return chosen
 
 
