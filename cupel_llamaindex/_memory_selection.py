@@ -57,19 +57,18 @@ _Config = tuple[Callable[[str], Sized], Callable[[ChatMessage], int] | None, boo
 
 
 class _Recall:
-    """A memory's last read under ``config``, its mapping (made when first needed: a
-    tool-free history under a plain pipeline is selected without one) and, in
-    ``last``, the last plain window chosen from it: ``(key, window, its messages)`` (one
-    tuple, replaced whole, so that a concurrent call never pairs one call's key with
-    another's window)."""
+    """A memory's last read under ``config`` and its mapping (made when first needed: a
+    tool-free history under a plain pipeline is selected without one). The last plain
+    window chosen from it is :attr:`Caches.last` (not here: a deferred window refers to
+    its recall, and a cycle would leave every chat turn's objects to the garbage
+    collector)."""
 
-    __slots__ = ("config", "last", "mapping", "read")
+    __slots__ = ("config", "mapping", "read")
 
     def __init__(self, read: MessageRead, config: _Config) -> None:
         self.read = read
         self.config = config
         self.mapping: MessageMapping | None = None
-        self.last: tuple[tuple[object, ...], Explains, tuple[ChatMessage, ...]] | None = None
 
     def mapping_for(self, cache: TokenCache) -> MessageMapping:
         """The mapping of the read (made once)."""
@@ -133,11 +132,21 @@ class Caches:
     """What a memory keeps between calls (one private attribute, read once per call: a
     pydantic private attribute costs a Python-level ``__getattr__`` per read): the
     pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, budgets by limit,
-    token counts, the last read's roles and counts (:class:`RoleCounts`) and the last
-    mapping and window (:class:`_Recall`). Every entry is
+    token counts, the last read's roles and counts (:class:`RoleCounts`), the last read
+    and mapping (:class:`_Recall`) and, in ``last``, the last plain window chosen from
+    it: ``(recall, key, window, its messages)`` (one tuple, replaced whole, so that a
+    concurrent call never pairs one call's key with another's window). Every entry is
     keyed by what it depends on, so a copy of the memory sharing it stays correct."""
 
-    __slots__ = ("_budgets", "_built_from", "_pipeline", "columns", "recall", "token_cache")
+    __slots__ = (
+        "_budgets",
+        "_built_from",
+        "_pipeline",
+        "columns",
+        "last",
+        "recall",
+        "token_cache",
+    )
 
     def __init__(self) -> None:
         self._built_from: tuple[object, object, object] | None = None
@@ -146,6 +155,9 @@ class Caches:
         self.token_cache = TokenCache()
         self.columns = RoleCounts()
         self.recall: _Recall | None = None
+        self.last: tuple[_Recall, tuple[object, ...], Explains, tuple[ChatMessage, ...]] | None = (
+            None
+        )
 
     def pipeline_for(
         self, policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
@@ -243,12 +255,12 @@ def choose(
     key: tuple[object, ...] | None = None
     if not stable and not listening:
         key = (limit, start_on_user, *plain_key(pipeline))
-        last = recall.last
-        if last is not None and last[0] == key:  # the same window as the last call's
+        last = caches.last
+        if last is not None and last[0] is recall and last[1] == key:  # the last call's
             private["_last_window"] = None
             private["_last_report"] = None
-            private["_pending_report"] = last[1]
-            return list(last[2])
+            private["_pending_report"] = last[2]
+            return list(last[3])
         if not read.calls:  # no tool calls: maybe a plain window of roles and counts
             budget = caches.budget(limit)
             roles, counts = caches.columns.of(
@@ -272,7 +284,7 @@ def choose(
                 deferred = _Deferred(
                     indices, recall, caches.token_cache, pipeline, budget, start_on
                 )
-                recall.last = (key, deferred, tuple(chosen))
+                caches.last = (recall, key, deferred, tuple(chosen))
                 private["_last_window"] = None
                 private["_last_report"] = None
                 private["_pending_report"] = deferred
@@ -295,7 +307,7 @@ def choose(
     )
     messages = read.messages
     chosen = [messages[i] for i in window.messages]
-    recall.last = (key, window, tuple(chosen)) if key is not None and window.plain else None
+    caches.last = (recall, key, window, tuple(chosen)) if key is not None and window.plain else None
     if stable:
         private["_states"].put(
             memory.chat_store_key,
