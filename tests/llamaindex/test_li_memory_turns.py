@@ -5,6 +5,7 @@ their caches against fresh memories."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -199,3 +200,38 @@ def test_concurrent_turns_on_memories_sharing_their_caches_equal_fresh_memories(
     for thread in threads:
         thread.join()
     assert not failures
+
+
+def test_chat_turns_leave_no_reference_cycles() -> None:
+    """A ``get()`` leaves nothing to the garbage collector (``ChatMemoryBuffer`` does not
+    either): a chat turn on a tool-free history, one with a tool call (the mapped
+    selection), and a repeated ``get()``."""
+    memory = CupelChatMemory.from_defaults(
+        chat_history=_turns(6), token_limit=30, tokenizer_fn=_split
+    )
+    calls = ChatMessage(
+        role="assistant",
+        blocks=[ToolCallBlock(tool_call_id="c1", tool_name="f", tool_kwargs={})],
+    )
+    result = ChatMessage(role="tool", content="4", additional_kwargs={"tool_call_id": "c1"})
+
+    def turns() -> None:
+        for turn in range(20):
+            memory.put(ChatMessage(role="user", content=f"question {turn}"))
+            memory.get()
+            memory.get()
+            memory.chat_store.delete_last_message(memory.chat_store_key)
+
+    turns()
+    memory.put_messages([calls, result])
+    turns()  # warm: the pipeline, budgets and counts are made
+    gc.collect()
+    gc.disable()
+    try:
+        turns()
+        memory.chat_store.delete_last_message(memory.chat_store_key)
+        memory.chat_store.delete_last_message(memory.chat_store_key)
+        turns()
+    finally:
+        gc.enable()
+    assert gc.collect() == 0
