@@ -212,7 +212,7 @@ def choose(
     initial_token_count: int,
     listening: bool,
 ) -> list[ChatMessage]:
-    """``memory``'s selection from ``history`` (``CupelChatMemory._choose``).
+    """``memory``'s selection from ``history`` (``CupelChatMemory.get``).
 
     The memory remembers its last mapping and, for a plain recency window chosen
     without a report, its last window: a call that reads the very same message
@@ -220,8 +220,9 @@ def choose(
     place or an appended one is seen), under the same settings, budget and pipeline
     (:func:`~cupel.conversation.plain_key`), returns that window again. Otherwise a
     history without tool calls or results under a plain pipeline is selected from its
-    roles and counts (:func:`~cupel.conversation.tool_free_window`), without a mapping;
-    the report is then made from the mapping when first read.
+    roles and counts (:func:`~cupel.conversation.tool_free_window`; those of the messages
+    shared with the last read are reused, :class:`~cupel_llamaindex._reading.RoleCounts`),
+    without a mapping; the report is then made from the mapping when first read.
     """
     token_limit = memory.token_limit
     if (

@@ -298,7 +298,8 @@ class RoleCounts:
         message_token_counter: Callable[[ChatMessage], int] | None,
         cache: TokenCache,
     ) -> tuple[list[str], list[int]]:
-        """:func:`read_roles` and :func:`read_counts` of ``read`` (the same lists)."""
+        """:func:`read_roles` and :func:`read_counts` of ``read`` (equal lists, kept for the
+        next call: not to be modified)."""
         counter: object = (
             message_token_counter if message_token_counter is not None else tokenizer_fn
         )
