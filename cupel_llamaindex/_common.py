@@ -54,8 +54,6 @@ __all__ = [
     "dispatcher",
     "emit_selection",
     "handlers_reached",
-    "has_listeners",
-    "has_span_handlers",
     "raise_configuration_error",
     "resolve_pipeline",
     "stable_fields",
@@ -109,21 +107,11 @@ class CupelSelectionEvent(BaseEvent):
         return report.to_dict()
 
 
-def has_listeners() -> bool:
-    """Whether an event dispatched through :data:`dispatcher` reaches any handler other
-    than LlamaIndex's default ``NullEventHandler`` (walking up the propagation chain the
-    way ``Dispatcher.event`` does)."""
-    return handlers_reached()[0]
-
-
-def has_span_handlers() -> bool:
-    """Whether a span of :data:`dispatcher` reaches a handler other than LlamaIndex's
-    default ``NullSpanHandler`` (then a selection runs inside a span)."""
-    return handlers_reached()[1]
-
-
 def handlers_reached() -> tuple[bool, bool]:
-    """(:func:`has_listeners`, :func:`has_span_handlers`), in one walk up the chain."""
+    """Whether an event dispatched through :data:`dispatcher` reaches any handler other
+    than LlamaIndex's default ``NullEventHandler``, and whether a span of it reaches one
+    other than the default ``NullSpanHandler`` (then a selection runs inside a span): one
+    walk up the propagation chain, the way ``Dispatcher.event`` does."""
     events = spans = False
     current: Any = dispatcher
     while current is not None:
