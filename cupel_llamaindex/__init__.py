@@ -11,16 +11,11 @@ token budget, explain every decision and return the very same LlamaIndex objects
 
 from cupel_llamaindex._blocks_memory import CupelMemory
 from cupel_llamaindex._common import CupelSelectionEvent
-from cupel_llamaindex._mapping import (
-    MessageMapping,
-    MessageUnit,
-    message_text,
-    messages_to_items,
-    tool_call_ids,
-)
+from cupel_llamaindex._mapping import MessageMapping, MessageUnit, messages_to_items
 from cupel_llamaindex._memory import CupelChatMemory
 from cupel_llamaindex._nodes import NodeMapping, nodes_to_items
 from cupel_llamaindex._postprocessor import CupelNodePostprocessor
+from cupel_llamaindex._reading import message_text, tool_call_ids
 
 __all__ = [
     "CupelChatMemory",

@@ -54,7 +54,8 @@ from cupel_llamaindex._common import (
     resolve_pipeline,
     stable_fields,
 )
-from cupel_llamaindex._mapping import message_text, messages_to_items
+from cupel_llamaindex._mapping import messages_to_items
+from cupel_llamaindex._reading import message_text
 
 __all__ = ["MEMORY_BLOCK_KEY", "CupelMemory"]
 

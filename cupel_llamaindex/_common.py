@@ -53,8 +53,7 @@ __all__ = [
     "context_window",
     "dispatcher",
     "emit_selection",
-    "has_listeners",
-    "has_span_handlers",
+    "handlers_reached",
     "raise_configuration_error",
     "resolve_pipeline",
     "stable_fields",
@@ -108,29 +107,30 @@ class CupelSelectionEvent(BaseEvent):
         return report.to_dict()
 
 
-def has_listeners() -> bool:
+def handlers_reached() -> tuple[bool, bool]:
     """Whether an event dispatched through :data:`dispatcher` reaches any handler other
-    than LlamaIndex's default ``NullEventHandler`` (walking up the propagation chain the
-    way ``Dispatcher.event`` does)."""
-    return _reaches("event_handlers", NullEventHandler)
-
-
-def has_span_handlers() -> bool:
-    """Whether a span of :data:`dispatcher` reaches a handler other than LlamaIndex's
-    default ``NullSpanHandler`` (then a selection runs inside a span)."""
-    return _reaches("span_handlers", NullSpanHandler)
-
-
-def _reaches(handlers: str, default: type) -> bool:
+    than LlamaIndex's default ``NullEventHandler``, and whether a span of it reaches one
+    other than the default ``NullSpanHandler`` (then a selection runs inside a span): one
+    walk up the propagation chain, the way ``Dispatcher.event`` does."""
+    events = spans = False
     current: Any = dispatcher
     while current is not None:
-        for handler in getattr(current, handlers):
-            if type(handler) is not default:
-                return True
-        if not current.propagate or current.manager is None or not current.parent_name:
-            return False
+        if not events:
+            for handler in current.event_handlers:
+                if type(handler) is not NullEventHandler:
+                    events = True
+                    break
+        if not spans:
+            for handler in current.span_handlers:
+                if type(handler) is not NullSpanHandler:
+                    spans = True
+                    break
+        if (events and spans) or (
+            not current.propagate or current.manager is None or not current.parent_name
+        ):
+            break
         current = current.manager.dispatchers.get(current.parent_name)
-    return False
+    return events, spans
 
 
 def emit_selection(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence, Sized
-from typing import Any, Protocol
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
@@ -21,24 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from cupel import (
-    ConfigurationError,
-    ContextBudget,
-    CupelError,
-    Pipeline,
-    SelectionReport,
-)
-from cupel.conversation import (
-    USER,
-    HistoryWindow,
-    PinnedOptions,
-    StableWindow,
-    StableWindows,
-    cache_stable_pipeline,
-    check_cache_stable,
-    plain_key,
-    tool_free_window,
-)
+from cupel import ConfigurationError, Pipeline, SelectionReport
+from cupel.conversation import HistoryWindow, StableWindows
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     WindowFields,
@@ -47,176 +31,20 @@ from cupel_llamaindex._common import (
     checked_messages,
     context_window,
     dispatcher,
-    emit_selection,
-    has_listeners,
-    has_span_handlers,
+    handlers_reached,
     raise_configuration_error,
-    resolve_pipeline,
     stable_fields,
     state_without_caches,
 )
-from cupel_llamaindex._mapping import (
-    MessageMapping,
-    MessageRead,
-    TokenCache,
-    map_read,
-    read_counts,
-    read_messages,
-    read_roles,
-)
+from cupel_llamaindex._memory_selection import OWNER as _OWNER
+from cupel_llamaindex._memory_selection import Caches, Explains, choose
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
-_OWNER = "CupelChatMemory"
 DEFAULT_TOKEN_LIMIT = 3000
 """``token_limit`` when neither it nor an LLM is given (as ``ChatMemoryBuffer``)."""
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
 """Share of the LLM's context window used when only ``llm`` is given (as ``ChatMemoryBuffer``)."""
-
-_START_ON_USER = frozenset({USER})
-_START_ON_NONE: frozenset[str] = frozenset()
-PINNED_OPTIONS = PinnedOptions(
-    system="pin_system=False",
-    latest_user="pin_last_user=False",
-    last=None,
-    budget="token_limit - initial_token_count",
-)
-"""The memory's pinning options, named in the error raised when pinned messages alone
-exceed the budget."""
-
-
-def _ignore(event: object) -> None:
-    return None
-
-
-class _Explains(Protocol):
-    """A selected window whose report is built when first asked for."""
-
-    def explain(self) -> SelectionReport: ...
-
-
-_Config = tuple[Callable[[str], Sized], Callable[[ChatMessage], int] | None, bool, bool]
-"""What a mapping depends on besides the messages: ``tokenizer_fn``,
-``message_token_counter``, ``pin_system`` and ``pin_last_user``."""
-
-
-class _Recall:
-    """A memory's last read under ``config``, its mapping (made when first needed: a
-    tool-free history under a plain pipeline is selected without one) and, in
-    ``last``, the last plain window chosen from it: ``(key, window, its messages)`` (one
-    tuple, replaced whole, so that a concurrent call never pairs one call's key with
-    another's window)."""
-
-    __slots__ = ("config", "last", "mapping", "read")
-
-    def __init__(self, read: MessageRead, config: _Config) -> None:
-        self.read = read
-        self.config = config
-        self.mapping: MessageMapping | None = None
-        self.last: tuple[tuple[object, ...], _Explains, tuple[ChatMessage, ...]] | None = None
-
-    def mapping_for(self, cache: TokenCache) -> MessageMapping:
-        """The mapping of the read (made once)."""
-        mapping = self.mapping
-        if mapping is None:
-            config = self.config
-            mapping = self.mapping = map_read(
-                self.read,
-                tokenizer_fn=config[0],
-                message_token_counter=config[1],
-                pin_system=config[2],
-                pin_last_user=config[3],
-                cache=cache,
-            )
-        return mapping
-
-
-class _Deferred:
-    """A window selected from the messages' roles and counts alone
-    (:func:`~cupel.conversation.tool_free_window`): its report is that of the same
-    selection made on the history's mapping, made when first asked for — and checked to
-    pick the very same messages (else :class:`~cupel.CupelError`)."""
-
-    __slots__ = ("_args", "_window", "messages")
-
-    def __init__(
-        self,
-        messages: list[int],
-        recall: _Recall,
-        cache: TokenCache,
-        pipeline: Pipeline,
-        budget: ContextBudget,
-        start_on: frozenset[str],
-    ) -> None:
-        self.messages = messages
-        self._args = (recall, cache, pipeline, budget, start_on)
-        self._window: HistoryWindow | None = None
-
-    def explain(self) -> SelectionReport:
-        """The selection's report (see :meth:`HistoryWindow.explain`)."""
-        window = self._window
-        if window is None:
-            recall, cache, pipeline, budget, start_on = self._args
-            window = recall.mapping_for(cache).history.select(
-                pipeline,
-                budget,
-                with_report=False,
-                start_on=start_on,
-                options=PINNED_OPTIONS,
-            )
-            if window.messages != self.messages:
-                raise CupelError(
-                    f"{_OWNER}: the window selected from the history's mapping differs from "
-                    "the one get() returned"
-                )
-            self._window = window
-        return window.explain()
-
-
-class _Caches:
-    """What a memory keeps between calls (one private attribute, read once per call: a
-    pydantic private attribute costs a Python-level ``__getattr__`` per read): the
-    pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, budgets by limit,
-    token counts and the last mapping and window (:class:`_Recall`). Every entry is
-    keyed by what it depends on, so a copy of the memory sharing it stays correct."""
-
-    __slots__ = ("_budgets", "_built_from", "_pipeline", "recall", "token_cache")
-
-    def __init__(self) -> None:
-        self._built_from: tuple[object, object, object] | None = None
-        self._pipeline: Pipeline | None = None
-        self._budgets: dict[int, ContextBudget] = {}
-        self.token_cache = TokenCache()
-        self.recall: _Recall | None = None
-
-    def pipeline_for(
-        self, policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
-    ) -> Pipeline:
-        """The pipeline of these settings (built again when one of them changed)."""
-        built = self._built_from
-        current = self._pipeline
-        if (
-            current is None
-            or built is None
-            or built[0] is not policy
-            or built[1] is not pipeline
-            or built[2] != cache_stable
-        ):
-            low_water = check_cache_stable(cache_stable, f"{_OWNER}.cache_stable")
-            current = cache_stable_pipeline(resolve_pipeline(_OWNER, policy, pipeline), low_water)
-            self._pipeline = current
-            self._built_from = (policy, pipeline, cache_stable)
-        return current
-
-    def budget(self, limit: int) -> ContextBudget:
-        """The budget of ``limit`` tokens (max and target)."""
-        budget = self._budgets.get(limit)
-        if budget is None:
-            budget = ContextBudget(max_tokens=limit, target_tokens=limit)
-            if len(self._budgets) > 64:
-                self._budgets.clear()
-            self._budgets[limit] = budget
-        return budget
 
 
 class CupelChatMemory(WindowFields, BaseChatStoreMemory):
@@ -287,11 +115,11 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
 
-    _caches: _Caches = PrivateAttr(default_factory=lambda: _Caches())
+    _caches: Caches = PrivateAttr(default_factory=lambda: Caches())
     _states: StableWindows = PrivateAttr(default_factory=StableWindows)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
-    _pending_report: _Explains | None = PrivateAttr(default=None)
+    _pending_report: Explains | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -506,7 +334,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         self._states.clear()
 
     def _current_pipeline(self) -> Pipeline:
-        caches: _Caches = self.__pydantic_private__["_caches"]  # type: ignore[index]
+        caches: Caches = self.__pydantic_private__["_caches"]  # type: ignore[index]
         return caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
 
     def get(
@@ -523,8 +351,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         return self._chosen(await self.aget_all(), input, initial_token_count)
 
     def put(self, message: ChatMessage) -> None:
-        """Append one message to the stored history."""
-        super().put(checked_message(_OWNER, "put", message))
+        """Append one message to the stored history (as ``BaseChatStoreMemory.put``)."""
+        if not isinstance(message, ChatMessage):
+            checked_message(_OWNER, "put", message)  # raises
+        self.chat_store.add_message(self.chat_store_key, message)
 
     async def aput(self, message: ChatMessage) -> None:
         """Append one message to the stored history (async)."""
@@ -563,141 +393,15 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     def _chosen(
         self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
     ) -> list[ChatMessage]:
-        """The selection, inside a LlamaIndex span when a span or event handler listens
-        (the span costs more than a small history's selection)."""
-        listening = has_listeners()
-        select = self._select if listening or has_span_handlers() else self._choose
-        return select(history, input, initial_token_count, listening)
-
-    def _choose(
-        self,
-        history: Sequence[ChatMessage],
-        input: str | None,
-        initial_token_count: int,
-        listening: bool,
-    ) -> list[ChatMessage]:
-        """The selection (in a LlamaIndex span as :meth:`_select`).
-
-        The memory remembers its last mapping and, for a plain recency window chosen
-        without a report, its last window: a call that reads the very same message
-        objects with the same roles, texts and tool-call links (so a message edited in
-        place or an appended one is seen), under the same settings, budget and pipeline
-        (:func:`~cupel.conversation.plain_key`), returns that window again. Otherwise a
-        history without tool calls or results under a plain pipeline is selected from its
-        roles and counts (:func:`~cupel.conversation.tool_free_window`), without a mapping;
-        the report is then made from the mapping when first read.
-        """
-        token_limit = self.token_limit
-        if (
-            isinstance(initial_token_count, bool)
-            or not isinstance(initial_token_count, int)
-            or not 0 <= initial_token_count <= token_limit
-        ):
-            raise ConfigurationError(
-                f"{_OWNER}.get: initial_token_count must be an int between 0 and "
-                f"token_limit ({token_limit}), got {initial_token_count!r}",
-                field="initial_token_count",
-                value=initial_token_count,
-            )
-        limit = token_limit - initial_token_count
-        private: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
-        caches: _Caches = private["_caches"]
-        read = read_messages(history)
-        config: _Config = (
-            self.tokenizer_fn,
-            self.message_token_counter,
-            self.pin_system,
-            self.pin_last_user,
-        )
-        recall = caches.recall
-        if recall is None or recall.config != config or not recall.read.same(read):
-            recall = caches.recall = _Recall(read, config)
-        pipeline = caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
-        start_on_user = self.start_on_user
-        start_on = _START_ON_USER if start_on_user else _START_ON_NONE
-        stable = self.cache_stable is not False
-        key: tuple[object, ...] | None = None
-        if not stable and not listening:
-            key = (limit, start_on_user, *plain_key(pipeline))
-            last = recall.last
-            if last is not None and last[0] == key:  # the same window as the last call's
-                private["_last_window"] = None
-                private["_last_report"] = None
-                private["_pending_report"] = last[1]
-                return list(last[2])
-            if not read.calls:  # no tool calls: maybe a plain window of roles and counts
-                budget = caches.budget(limit)
-                counts = read_counts(
-                    read,
-                    tokenizer_fn=config[0],
-                    message_token_counter=config[1],
-                    cache=caches.token_cache,
-                )
-                indices = tool_free_window(
-                    read_roles(read),
-                    counts,
-                    pipeline,
-                    budget,
-                    keep_system=config[2],
-                    keep_latest_user=config[3],
-                    start_on=start_on,
-                )
-                if indices is not None:
-                    messages = read.messages
-                    chosen = [messages[i] for i in indices]
-                    deferred = _Deferred(
-                        indices, recall, caches.token_cache, pipeline, budget, start_on
-                    )
-                    recall.last = (key, deferred, tuple(chosen))
-                    private["_last_window"] = None
-                    private["_last_report"] = None
-                    private["_pending_report"] = deferred
-                    return chosen
-        mapping = recall.mapping_for(caches.token_cache)
-        budget = caches.budget(limit)
-        previous: list[int] | None = None
-        if stable:  # per chat store key: the previous window, if this history extends it
-            state = self._states.get(self.chat_store_key)
-            previous = state.previous_for(history) if state is not None else None
-        # A report costs about as much as the selection itself: build it now only for an
-        # instrumentation handler; otherwise on the first read of last_report.
-        window = mapping.history.select(
-            pipeline,
-            budget,
-            with_report=listening,
-            start_on=start_on,
-            options=PINNED_OPTIONS,
-            previous=previous,
-        )
-        messages = read.messages
-        chosen = [messages[i] for i in window.messages]
-        recall.last = (key, window, tuple(chosen)) if key is not None and window.plain else None
-        if stable:
-            self._states.put(
-                self.chat_store_key,
-                StableWindow(messages, tuple(window.messages), window.cut),
-            )
-        private["_last_window"] = window if stable else None
-        if window.report is None:
-            private["_last_report"] = None
-            private["_pending_report"] = window
-            return chosen
-        private["_last_report"] = window.report
-        private["_pending_report"] = None
-        emit_selection(
-            _OWNER,
-            window.report,
-            max_tokens=limit,
-            target_tokens=limit,
-            candidates=len(history),
-            selected=len(chosen),
-            selected_tokens=window.tokens,
-            query=input,
-            stable=stable_fields(window if stable else None),
-        )
-        return chosen
+        """The selection (:func:`~cupel_llamaindex._memory_selection.choose`), inside a
+        LlamaIndex span when a span or event handler listens (the span costs more than a
+        small history's selection)."""
+        listening, spans = handlers_reached()
+        if listening or spans:
+            return self._select(history, input, initial_token_count, listening)
+        return choose(self, history, input, initial_token_count, listening)
 
     @dispatcher.span
     def _select(self, *arguments: Any) -> list[ChatMessage]:
-        """:meth:`_choose` in a LlamaIndex span (the span's id names ``_select``)."""
-        return self._choose(*arguments)
+        """The selection in a LlamaIndex span (the span's id names ``_select``)."""
+        return choose(self, *arguments)

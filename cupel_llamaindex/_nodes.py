@@ -14,7 +14,7 @@ from typing import Literal
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource
-from cupel_llamaindex._mapping import TokenizerFn, checked_count, count_tokens
+from cupel_llamaindex._reading import TokenizerFn, checked_count, count_tokens
 
 __all__ = ["NODE_ID_KEY", "DedupOn", "NodeMapping", "Relevance", "nodes_to_items"]
 

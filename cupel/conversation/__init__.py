@@ -35,6 +35,12 @@ message (an agent's task) and the recent tool rounds kept after it.
 from cupel._public import publish
 from cupel.conversation._columns import PinnedOptions, synthetic_timestamps
 from cupel.conversation._history import DEFAULT_UNIT_KINDS, UNIT_TYPES, HistoryItems
+from cupel.conversation._plain import (
+    plain_key,
+    plain_pipeline,
+    reads_unit_metadata,
+    tool_free_window,
+)
 from cupel.conversation._stable import (
     DEFAULT_LOW_WATER,
     DEFAULT_MAX_CONVERSATIONS,
@@ -53,15 +59,7 @@ from cupel.conversation._structure import (
     Unit,
     WindowCheck,
 )
-from cupel.conversation._window import (
-    STABLE_CUT_FILTER,
-    START_ON_FILTER,
-    HistoryWindow,
-    plain_key,
-    plain_pipeline,
-    reads_unit_metadata,
-    tool_free_window,
-)
+from cupel.conversation._window import STABLE_CUT_FILTER, START_ON_FILTER, HistoryWindow
 
 __all__ = [
     "ASSISTANT",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from typing import Any, cast
 
 from cupel._errors import CupelError
@@ -10,22 +10,19 @@ from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline import Pipeline
 from cupel._pipeline.slice import effective_limits
 from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
-from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
+from cupel.conversation._plain import plain_pipeline, reads_unit_metadata, split_start
+from cupel.conversation._structure import SYSTEM
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
-from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
+from cupel.slicers.recency_window import RecencyWindowSlice, plain_window
 
 __all__ = [
     "STABLE_CUT_FILTER",
     "START_ON_FILTER",
     "HistoryWindow",
     "identity_positions",
-    "plain_key",
-    "plain_pipeline",
-    "reads_unit_metadata",
     "select_window",
-    "tool_free_window",
 ]
 
 START_ON_FILTER = "start_on"
@@ -269,107 +266,6 @@ def _plain(
     return chosen
 
 
-def tool_free_window(
-    roles: Sequence[str],
-    tokens: Sequence[int],
-    pipeline: Pipeline,
-    budget: ContextBudget,
-    *,
-    keep_system: bool = True,
-    keep_latest_user: bool = True,
-    start_on: Collection[str] = (),
-) -> list[int] | None:
-    """The messages (ascending) of the window that
-    ``HistoryItems.from_conversation(Conversation(roles), texts, tokens, keep_system=...,
-    keep_latest_user=...).select(pipeline, budget, with_report=False, start_on=...)``
-    selects, from the roles and tokens alone (no structure, items or window object): for
-    a history of ``system``, ``user`` and ``assistant`` messages only (each message is
-    its own unit) and a :func:`plain_pipeline` whose pinned messages fit the budget's
-    target. ``None`` otherwise (any other role; another pipeline; pinned messages over
-    the target, when ``select`` raises or runs the pipeline): then select.
-
-    >>> tool_free_window(["system", "user", "assistant", "user"], [3, 1, 2, 1],
-    ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
-    [0, 3]
-    """
-    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY):
-        return None
-    turns: list[int] = []
-    pinned: list[int] = []  # the system messages (keep_system), then the latest user's
-    turn = 0
-    latest_user = -1
-    for index, role in enumerate(roles):
-        if role == USER:
-            turn += 1
-            latest_user = index
-        elif role == SYSTEM:
-            if keep_system:
-                pinned.append(index)
-        elif role != ASSISTANT:
-            return None
-        turns.append(turn)
-    if keep_latest_user and latest_user >= 0:
-        pinned.append(latest_user)
-        pinned.sort()
-    pinned_tokens = sum([tokens[i] for i in pinned])
-    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
-        return None  # select raises, or runs the pipeline
-    target = effective_limits(budget, pinned_tokens)[1]
-    latest_turn = turns[latest_user] if latest_user >= 0 else 0
-    skip = set(pinned)
-    walk = [i for i in range(len(roles) - 1, -1, -1) if i not in skip]  # newest first
-    blocks = [t if (t := turns[i]) < latest_turn else None for i in walk]
-    slicer = cast(RecencyWindowSlice, pipeline.slicer)
-    taken = plain_window(slicer, [tokens[i] for i in walk], blocks, target)
-    chosen = [walk[i] for i in taken]
-    chosen.extend(pinned)
-    chosen.sort()
-    if start_on:
-        chosen = _split_start(chosen, roles, range(len(roles)), start_on)[0]
-    return chosen
-
-
-def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
-    """Whether ``pipeline`` selects a plain recency window from columns whose blocks are
-    under ``block_key``: a :class:`~cupel.RecencyWindowSlice` without ``scored_share``
-    whose block key is ``block_key`` (or ``None``), no deduplication, cupel's own scorers
-    and placer (exact classes). Everything it reads is in :func:`plain_key`.
-
-    >>> plain_pipeline(Pipeline.from_policy("chat")), plain_pipeline(Pipeline.from_policy("rag"))
-    (True, False)
-    """
-    slicer = pipeline.slicer
-    return not (
-        type(pipeline) is not Pipeline
-        or type(slicer) is not RecencyWindowSlice
-        or slicer.scored_share
-        or pipeline.deduplication
-        or (slicer.block_key is not None and slicer.block_key != block_key)
-        or not _own_components(pipeline)
-    )
-
-
-def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
-    """Everything the plain-window path reads of ``pipeline`` (objects by identity, the
-    slicer's settings by value): a window computed from the columns alone
-    (``HistoryWindow.plain``) is the window again for an equal key, the same columns,
-    budget, ``start_on`` and no ``previous`` window — whatever was replaced or changed
-    on the pipeline or its slicer since, the key differs."""
-    slicer = pipeline.slicer
-    return (
-        pipeline,
-        type(pipeline),
-        slicer,
-        type(slicer),
-        getattr(slicer, "block_key", None),
-        getattr(slicer, "scored_share", None),
-        getattr(slicer, "low_water", None),
-        pipeline.deduplication,
-        pipeline.scorer,
-        pipeline.placer,
-    )
-
-
 def _unit_positions(history: HistoryColumns, messages: Collection[int]) -> list[int]:
     """The positions of the valid units holding any of ``messages``."""
     conversation = history.conversation
@@ -433,116 +329,4 @@ def _cut(history: HistoryColumns, positions: list[int]) -> int:
 def _start_on(
     history: HistoryColumns, positions: list[int], start_on: Collection[str]
 ) -> tuple[list[int], list[int]]:
-    return _split_start(positions, history.conversation._roles, history.units, start_on)
-
-
-def _split_start(
-    positions: list[int], roles: Sequence[str], units: Sequence[int], start_on: Collection[str]
-) -> tuple[list[int], list[int]]:
-    """``positions`` without the non-system units before the first of a ``start_on``
-    role (``roles[units[p]]``), and those units; unchanged when none is of such a role."""
-    leading: list[int] = []
-    for position in positions:
-        role = roles[units[position]]
-        if role == SYSTEM:
-            continue
-        if role in start_on:
-            break
-        leading.append(position)
-    else:
-        return positions, []  # nothing to start on: the window stays as it is
-    if not leading:
-        return positions, []
-    gone = set(leading)
-    return [p for p in positions if p not in gone], leading
-
-
-_OWN: dict[int, tuple[Pipeline, object, object, bool]] = {}
-""":func:`_own_components` per pipeline (by identity, with the scorer and placer it was
-found for: a pipeline whose components are replaced is looked at again)."""
-
-
-def _own_components(pipeline: Pipeline) -> bool:
-    """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
-    that read no item metadata (a subclass could read anything)."""
-    known = _OWN.get(id(pipeline))
-    if (
-        known is not None
-        and known[0] is pipeline
-        and known[1] is pipeline.scorer
-        and known[2] is pipeline.placer
-    ):
-        return known[3]
-    own = _components_are_own(pipeline)
-    if len(_OWN) >= 256:
-        _OWN.clear()
-    _OWN[id(pipeline)] = (pipeline, pipeline.scorer, pipeline.placer, own)
-    return own
-
-
-def _components_are_own(pipeline: Pipeline) -> bool:
-    placers, blind = _blind_classes()
-    if type(pipeline.placer) not in placers:
-        return False
-    pending: list[object] = [pipeline.scorer]
-    while pending:
-        scorer = pending.pop()
-        if type(scorer) not in blind:
-            return False
-        pending.extend(scorer.children())  # type: ignore[attr-defined]
-    return True
-
-
-_BLIND: tuple[frozenset[type], frozenset[type]] | None = None
-
-
-def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
-    """cupel's placers, and its scorers that read no item metadata (imported on first
-    use: the component packages import this layer's neighbours)."""
-    global _BLIND
-    if _BLIND is None:
-        from cupel import placers, scorers
-
-        _BLIND = (
-            frozenset({placers.ChronologicalPlacer, placers.UShapedPlacer}),
-            frozenset(
-                {
-                    scorers.CompositeScorer,
-                    scorers.DecayScorer,
-                    scorers.FrequencyScorer,
-                    scorers.KindScorer,
-                    scorers.PriorityScorer,
-                    scorers.RecencyScorer,
-                    scorers.ReflexiveScorer,
-                    scorers.ScaledScorer,
-                    scorers.TagScorer,
-                }
-            ),
-        )
-    return _BLIND
-
-
-def reads_unit_metadata(pipeline: Pipeline) -> bool:
-    """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
-    block key (which :class:`HistoryColumns` always sets): ``False`` only when its scorer
-    tree, slicer and placer are all cupel's own components that look at other fields
-    (exact classes: a subclass could read anything; the metadata scorers do read it) and
-    no overflow callback receives the items. A history selection that builds no report
-    can then leave the adapter's per-unit metadata out: its items never leave the
-    selection.
-
-    >>> from cupel import MetadataKeyScorer
-    >>> reads_unit_metadata(Pipeline.from_policy("chat"))
-    False
-    >>> reads_unit_metadata(Pipeline(MetadataKeyScorer("role", "user", 2.0)))
-    True
-    """
-    from cupel.slicers import GreedySlice, KnapsackSlice
-
-    slicer = pipeline.slicer
-    return (
-        pipeline.on_overflow is not None
-        or type(slicer) not in (GreedySlice, KnapsackSlice, RecencyWindowSlice)
-        or (type(slicer) is RecencyWindowSlice and slicer.block_key != DEFAULT_BLOCK_KEY)
-        or not _own_components(pipeline)
-    )
+    return split_start(positions, history.conversation._roles, history.units, start_on)

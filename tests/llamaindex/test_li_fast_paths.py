@@ -16,7 +16,7 @@ from test_li_properties import histories
 
 from cupel import ContextItem, ContextKind
 from cupel_llamaindex import message_text, messages_to_items
-from cupel_llamaindex._mapping import TokenCache
+from cupel_llamaindex._reading import TokenCache
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,0 +1,304 @@
+"""The plain recency window: which pipelines select one from a history's columns alone
+(:func:`plain_pipeline`, :func:`plain_key`, :func:`reads_unit_metadata`), and the window
+of a tool-free history from its roles and counts (:func:`tool_free_window`)."""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections.abc import Collection, Sequence
+from math import floor
+from typing import cast
+
+from cupel._model import ContextBudget
+from cupel._pipeline import Pipeline
+from cupel._pipeline.slice import effective_limits
+from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
+from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice
+
+__all__ = [
+    "plain_key",
+    "plain_pipeline",
+    "reads_unit_metadata",
+    "split_start",
+    "tool_free_window",
+]
+
+
+def tool_free_window(
+    roles: Sequence[str],
+    tokens: Sequence[int],
+    pipeline: Pipeline,
+    budget: ContextBudget,
+    *,
+    keep_system: bool = True,
+    keep_latest_user: bool = True,
+    start_on: Collection[str] = (),
+) -> list[int] | None:
+    """The messages (ascending) of the window that
+    ``HistoryItems.from_conversation(Conversation(roles), texts, tokens, keep_system=...,
+    keep_latest_user=...).select(pipeline, budget, with_report=False, start_on=...)``
+    selects, from the roles and tokens alone (no structure, items or window object): for
+    a history of ``system``, ``user`` and ``assistant`` messages only (each message is
+    its own unit) and a :func:`plain_pipeline` whose pinned messages fit the budget's
+    target. ``None`` otherwise (any other role; another pipeline; pinned messages over
+    the target, when ``select`` raises or runs the pipeline): then select.
+
+    >>> tool_free_window(["system", "user", "assistant", "user"], [3, 1, 2, 1],
+    ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
+    [0, 3]
+    """
+    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY) or not _TOOL_FREE.issuperset(roles):
+        return None
+    latest_user = len(roles) - 1
+    while latest_user >= 0 and roles[latest_user] != USER:
+        latest_user -= 1
+    pinned = (  # the system messages (keep_system) and the latest user's, ascending
+        [i for i, role in enumerate(roles) if role == SYSTEM]
+        if keep_system and SYSTEM in roles
+        else []
+    )
+    if keep_latest_user and latest_user >= 0:
+        insort(pinned, latest_user)
+    pinned_tokens = sum(map(tokens.__getitem__, pinned))
+    target = _target(budget, pinned_tokens)
+    if target is None:
+        return None  # select raises, or runs the pipeline
+    slicer = cast(RecencyWindowSlice, pipeline.slicer)
+    chosen: list[int] = []
+    if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
+        if slicer.low_water is not None and sum(tokens) - pinned_tokens > target:
+            target = floor(slicer.low_water * target)  # as RecencyWindowSlice._target
+        by_turn = slicer.block_key is not None and latest_user >= 0
+        chosen = _recent(roles, tokens, target, latest_user, by_turn, keep_system, keep_latest_user)
+    chosen.extend(pinned)
+    chosen.sort()
+    if start_on:
+        for index in chosen:  # as split_start: no change when the first one starts it
+            role = roles[index]
+            if role != SYSTEM:
+                if role not in start_on:
+                    chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
+                break
+    return chosen
+
+
+_TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
+_TARGETS: dict[tuple[int, int], tuple[ContextBudget, int | None]] = {}
+""":func:`_target` by budget (identity: a budget is immutable) and pinned tokens."""
+
+
+def _target(budget: ContextBudget, pinned_tokens: int) -> int | None:
+    """The walk's target (``effective_limits``) with ``pinned_tokens`` pinned, or ``None``
+    when they exceed the budget's target or its room for input (then ``select`` raises
+    or runs the pipeline); remembered per budget object and pinned tokens."""
+    key = (id(budget), pinned_tokens)
+    known = _TARGETS.get(key)
+    if known is not None and known[0] is budget:
+        return known[1]
+    target: int | None = None
+    if pinned_tokens <= min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        target = effective_limits(budget, pinned_tokens)[1]
+    if len(_TARGETS) >= 256:
+        _TARGETS.clear()
+    _TARGETS[key] = (budget, target)
+    return target
+
+
+def _recent(
+    roles: Sequence[str],
+    tokens: Sequence[int],
+    target: int,
+    latest_user: int,
+    by_turn: bool,
+    keep_system: bool,
+    keep_latest_user: bool,
+) -> list[int]:
+    """The recency window's walk (``plain_window``'s rule) over the unpinned messages of
+    a tool-free history, newest first: the latest turn's messages one by one, then (with
+    ``by_turn``: turns kept whole) each earlier turn whole — its unpinned messages from
+    its user message on; messages before the first user message are turn 0 — taking each
+    while it fits ``target`` and stopping at the first that does not. Returns the
+    messages taken, newest first."""
+    taken: list[int] = []
+    remaining = target
+    index = len(roles) - 1
+    own_from = latest_user if by_turn else 0
+    while index >= own_from:  # one message at a time
+        if (keep_system and roles[index] == SYSTEM) or (keep_latest_user and index == latest_user):
+            index -= 1
+            continue
+        need = tokens[index]
+        if need > remaining:
+            return taken
+        taken.append(index)
+        remaining -= need
+        index -= 1
+    while index >= 0:  # a whole earlier turn at a time
+        turn: list[int] = []
+        need = 0
+        while index >= 0:
+            role = roles[index]
+            if not (keep_system and role == SYSTEM):
+                turn.append(index)
+                need += tokens[index]
+            index -= 1
+            if role == USER:
+                break
+        if need > remaining:
+            return taken
+        taken.extend(turn)
+        remaining -= need
+    return taken
+
+
+def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
+    """Whether ``pipeline`` selects a plain recency window from columns whose blocks are
+    under ``block_key``: a :class:`~cupel.RecencyWindowSlice` without ``scored_share``
+    whose block key is ``block_key`` (or ``None``), no deduplication, cupel's own scorers
+    and placer (exact classes). Everything it reads is in :func:`plain_key`.
+
+    >>> plain_pipeline(Pipeline.from_policy("chat")), plain_pipeline(Pipeline.from_policy("rag"))
+    (True, False)
+    """
+    slicer = pipeline.slicer
+    return not (
+        type(pipeline) is not Pipeline
+        or type(slicer) is not RecencyWindowSlice
+        or slicer.scored_share
+        or pipeline.deduplication
+        or (slicer.block_key is not None and slicer.block_key != block_key)
+        or not _own_components(pipeline)
+    )
+
+
+def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
+    """Everything the plain-window path reads of ``pipeline`` (objects by identity, the
+    slicer's settings by value): a window computed from the columns alone
+    (``HistoryWindow.plain``) is the window again for an equal key, the same columns,
+    budget, ``start_on`` and no ``previous`` window — whatever was replaced or changed
+    on the pipeline or its slicer since, the key differs."""
+    slicer = pipeline.slicer
+    return (
+        pipeline,
+        type(pipeline),
+        slicer,
+        type(slicer),
+        getattr(slicer, "block_key", None),
+        getattr(slicer, "scored_share", None),
+        getattr(slicer, "low_water", None),
+        pipeline.deduplication,
+        pipeline.scorer,
+        pipeline.placer,
+    )
+
+
+def split_start(
+    positions: list[int], roles: Sequence[str], units: Sequence[int], start_on: Collection[str]
+) -> tuple[list[int], list[int]]:
+    """``positions`` without the non-system units before the first of a ``start_on``
+    role (``roles[units[p]]``), and those units; unchanged when none is of such a role."""
+    leading: list[int] = []
+    for position in positions:
+        role = roles[units[position]]
+        if role == SYSTEM:
+            continue
+        if role in start_on:
+            break
+        leading.append(position)
+    else:
+        return positions, []  # nothing to start on: the window stays as it is
+    if not leading:
+        return positions, []
+    gone = set(leading)
+    return [p for p in positions if p not in gone], leading
+
+
+_OWN: dict[int, tuple[Pipeline, object, object, bool]] = {}
+""":func:`_own_components` per pipeline (by identity, with the scorer and placer it was
+found for: a pipeline whose components are replaced is looked at again)."""
+
+
+def _own_components(pipeline: Pipeline) -> bool:
+    """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
+    that read no item metadata (a subclass could read anything)."""
+    known = _OWN.get(id(pipeline))
+    if (
+        known is not None
+        and known[0] is pipeline
+        and known[1] is pipeline.scorer
+        and known[2] is pipeline.placer
+    ):
+        return known[3]
+    own = _components_are_own(pipeline)
+    if len(_OWN) >= 256:
+        _OWN.clear()
+    _OWN[id(pipeline)] = (pipeline, pipeline.scorer, pipeline.placer, own)
+    return own
+
+
+def _components_are_own(pipeline: Pipeline) -> bool:
+    placers, blind = _blind_classes()
+    if type(pipeline.placer) not in placers:
+        return False
+    pending: list[object] = [pipeline.scorer]
+    while pending:
+        scorer = pending.pop()
+        if type(scorer) not in blind:
+            return False
+        pending.extend(scorer.children())  # type: ignore[attr-defined]
+    return True
+
+
+_BLIND: tuple[frozenset[type], frozenset[type]] | None = None
+
+
+def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
+    """cupel's placers, and its scorers that read no item metadata (imported on first
+    use: the component packages import this layer's neighbours)."""
+    global _BLIND
+    if _BLIND is None:
+        from cupel import placers, scorers
+
+        _BLIND = (
+            frozenset({placers.ChronologicalPlacer, placers.UShapedPlacer}),
+            frozenset(
+                {
+                    scorers.CompositeScorer,
+                    scorers.DecayScorer,
+                    scorers.FrequencyScorer,
+                    scorers.KindScorer,
+                    scorers.PriorityScorer,
+                    scorers.RecencyScorer,
+                    scorers.ReflexiveScorer,
+                    scorers.ScaledScorer,
+                    scorers.TagScorer,
+                }
+            ),
+        )
+    return _BLIND
+
+
+def reads_unit_metadata(pipeline: Pipeline) -> bool:
+    """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
+    block key (which :class:`HistoryColumns` always sets): ``False`` only when its scorer
+    tree, slicer and placer are all cupel's own components that look at other fields
+    (exact classes: a subclass could read anything; the metadata scorers do read it) and
+    no overflow callback receives the items. A history selection that builds no report
+    can then leave the adapter's per-unit metadata out: its items never leave the
+    selection.
+
+    >>> from cupel import MetadataKeyScorer
+    >>> reads_unit_metadata(Pipeline.from_policy("chat"))
+    False
+    >>> reads_unit_metadata(Pipeline(MetadataKeyScorer("role", "user", 2.0)))
+    True
+    """
+    from cupel.slicers import GreedySlice, KnapsackSlice
+
+    slicer = pipeline.slicer
+    return (
+        pipeline.on_overflow is not None
+        or type(slicer) not in (GreedySlice, KnapsackSlice, RecencyWindowSlice)
+        or (type(slicer) is RecencyWindowSlice and slicer.block_key != DEFAULT_BLOCK_KEY)
+        or not _own_components(pipeline)
+    )
