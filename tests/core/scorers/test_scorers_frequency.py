@@ -12,7 +12,7 @@ from scorers_testkit import make
 
 from cupel._model import ContextItem
 from cupel.scorers import FrequencyScorer
-from cupel.scorers.frequency import Ints, touching_counts
+from cupel.scorers._tag_counts import Ints, touching_counts
 
 
 def both_paths(items: list[ContextItem]) -> list[float]:
@@ -147,15 +147,15 @@ def test_combinations_agree_whichever_way_keys_are_counted(
 ) -> None:
     """Sort-based counting, dense ids past the rank limit and sparse candidates, forced on
     small inputs by lowering the limits; repeated sets (not merged) and unit weights."""
-    import cupel.scorers.frequency as frequency
+    import cupel.scorers._tag_counts as tag_counts
 
     if unit:
         pairs = [(s, 1) for s, _ in pairs]
     starts, tags, mult, vocabulary = touching_inputs(pairs)
     expected = naive_touching([s for s, _ in pairs], mult.tolist())
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(frequency, "_DIRECT_KEYS", direct_keys)
-        patch.setattr(frequency, "_RANKED", ranked)
+        patch.setattr(tag_counts, "_DIRECT_KEYS", direct_keys)
+        patch.setattr(tag_counts, "_RANKED", ranked)
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
@@ -194,17 +194,17 @@ def test_batch_scores_equal_the_per_item_definition(
 def test_the_cheapest_method_is_chosen(
     vocabulary: int, per_item: int, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cupel.scorers.frequency as frequency
+    import cupel.scorers._tag_counts as tag_counts
 
     chosen: list[str] = []
     for method in METHODS:
-        original = getattr(frequency, f"_by_{method}")
+        original = getattr(tag_counts, f"_by_{method}")
 
         def record(*args: object, _f: object = original, _m: str = method) -> object:
             chosen.append(_m)
             return _f(*args)  # type: ignore[operator]
 
-        monkeypatch.setattr(frequency, f"_by_{method}", record)
+        monkeypatch.setattr(tag_counts, f"_by_{method}", record)
     rng = random.Random(vocabulary)
     items = [
         make(tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(per_item)))
