@@ -120,6 +120,8 @@ _RANKED = 2**62
 (combinatorial number system) while there are fewer than this many."""
 _COMBINATION_TAGS = 12
 """The combinations method handles passes whose sets have at most this many tags."""
+_NARROW_KEYS = 2**31
+"""Subset keys below this count that are not counted directly are sorted as 32-bit ints."""
 
 
 @cache
@@ -187,6 +189,7 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
         ranked = k == 1 or comb(vocabulary, k) < _RANKED
         key_range = comb(vocabulary, k) if ranked else id_range * vocabulary
         direct = key_range <= _DIRECT_KEYS
+        narrow = not direct and key_range <= _NARROW_KEYS
         chosen: list[tuple[Ints, Ints] | None] = []
         sizes: list[int] = []
         for group in groups:
@@ -197,7 +200,8 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
                 group.alive.shape[0] * comb(group.length, k) if picked is None else len(picked[0])
             )
         offsets = np.cumsum([0, *sizes]).tolist()
-        keys = np.empty(offsets[-1], dtype=np.int64)
+        keys = np.empty(offsets[-1], dtype=np.int32 if narrow else np.int64)
+        weights = None if unit else np.empty(offsets[-1])
         for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
             last, prefix, _ = _combination_tables(group.length, k)
             lasts = _binomials(group.tags, k) if ranked else group.tags
@@ -206,26 +210,20 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
                 out = out.reshape(len(group.rows), len(last))
                 before = np.take(group.prefix, prefix, axis=1)
                 after = np.take(lasts, last, axis=1)
+                if weights is not None:
+                    weights[offset : offset + size].reshape(out.shape)[...] = group.mult[:, None]
             else:
                 r, c = picked
                 before, after = group.prefix[r, prefix[c]], lasts[r, last[c]]
+                if weights is not None:
+                    weights[offset : offset + size] = group.mult[r]
             if k == 1:
                 out[...] = after
             elif ranked:
-                np.add(before, after, out=out)
+                np.add(before, after, out=out, dtype=out.dtype)
             else:
-                np.multiply(before, vocabulary, out=out)
+                np.multiply(before, vocabulary, out=out, dtype=out.dtype)
                 out += after
-        weights = None
-        if not unit:
-            weights = np.concatenate(
-                [
-                    np.repeat(group.mult, size // max(len(group.rows), 1))
-                    if picked is None
-                    else group.mult[picked[0]]
-                    for group, picked, size in zip(groups, chosen, sizes, strict=True)
-                ]
-            ).astype(np.float64)
         if direct:
             held = np.bincount(keys, weights, minlength=key_range).astype(small)
             others = held[keys]
@@ -247,10 +245,13 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
             value = values[offset : offset + size]
             if picked is None:
                 own = own.reshape(len(group.rows), columns)
-                if direct:
-                    own = own - group.mult[:, None]
-                result[group.rows] += sign * own.sum(axis=1)
-                group.alive = own > 0
+                total = own.sum(axis=1, dtype=np.int64)
+                if direct:  # the counts include the set's own positions
+                    total -= columns * group.mult
+                    group.alive = own > group.mult[:, None]
+                else:
+                    group.alive = own > 0
+                result[group.rows] += sign * total
                 group.prefix = value.reshape(len(group.rows), columns)
             else:
                 if direct:
@@ -300,9 +301,11 @@ def _candidates(group: _Group, k: int, complete: bool) -> tuple[Ints, Ints] | No
     return (r if able is None else able[r]), c
 
 
-def _shared(keys: Ints, key_range: int) -> tuple[Ints, Ints, int]:
+def _shared(keys: Ints | npt.NDArray[np.int32], key_range: int) -> tuple[Ints, Ints, int]:
     """The records whose key occurs more than once: ``(positions, group, groups)``, with
     ``group`` numbering their distinct keys densely in key order."""
+    if keys.dtype == np.int32:
+        return _shared_narrow(keys)
     n = len(keys)
     shift = max(n - 1, 1).bit_length()
     if key_range <= 1 << (62 - shift):  # one sort of packed (key, position)
@@ -326,6 +329,34 @@ def _shared(keys: Ints, key_range: int) -> tuple[Ints, Ints, int]:
     fresh = np.concatenate(([True], kept[1:] != kept[:-1]))
     group = np.cumsum(fresh) - 1
     return position[repeated], group, int(group[-1]) + 1
+
+
+_MIX32 = np.uint32(0x9E3779B1)
+
+
+def _shared_narrow(keys: Ints | npt.NDArray[np.int32]) -> tuple[Ints, Ints, int]:
+    """:func:`_shared` for 32-bit keys: the keys alone are sorted to find the repeated
+    ones; a record is a candidate when a hash of its key hits a table of theirs, and the
+    candidates, sorted, are looked up among them (exact: a false hit is dropped)."""
+    ordered = np.sort(keys)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if len(repeated) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0
+    values = repeated[np.concatenate(([True], repeated[1:] != repeated[:-1]))]
+    bits = min(max(32 * len(values), 2**10).bit_length(), 24)
+    table = np.zeros(1 << bits, dtype=np.bool_)
+    table[(values.view(np.uint32) * _MIX32) >> (32 - bits)] = True
+    hashed = keys.view(np.uint32) * _MIX32
+    hashed >>= 32 - bits
+    candidates = np.flatnonzero(table[hashed])
+    packed = keys[candidates].astype(np.int64) << 32
+    packed |= np.arange(len(candidates))
+    packed.sort()
+    found = packed >> 32
+    group = np.searchsorted(values, found)
+    np.minimum(group, len(values) - 1, out=group)
+    hit = values[group] == found
+    return candidates[packed[hit] & 0xFFFFFFFF], group[hit], len(values)
 
 
 def _by_levels(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:

@@ -129,9 +129,27 @@ def test_every_method_counts_exactly_what_the_definition_counts(
 
 
 @pytest.mark.parametrize(
-    ("direct_keys", "ranked"),
-    [(0, 2**62), (0, 1), (64, 1), (0, 3_000), (2_000, 2**62)],
-    ids=["sorted", "sorted-ids", "direct-ids", "ranks-then-ids", "direct-then-sorted"],
+    ("direct_keys", "ranked", "narrow_keys"),
+    [
+        (0, 2**62, 2**31),
+        (0, 2**62, 0),
+        (0, 1, 2**31),
+        (0, 1, 0),
+        (64, 1, 2**31),
+        (0, 3_000, 2**31),
+        (2_000, 2**62, 2**31),
+        (2_000, 2**62, 0),
+    ],
+    ids=[
+        "sorted-32",
+        "sorted-64",
+        "sorted-ids-32",
+        "sorted-ids-64",
+        "direct-ids",
+        "ranks-then-ids",
+        "direct-then-sorted-32",
+        "direct-then-sorted-64",
+    ],
 )
 @settings(max_examples=150, deadline=None)
 @given(
@@ -143,10 +161,15 @@ def test_every_method_counts_exactly_what_the_definition_counts(
     st.booleans(),
 )
 def test_combinations_agree_whichever_way_keys_are_counted(
-    direct_keys: int, ranked: int, pairs: list[tuple[frozenset[int], int]], unit: bool
+    direct_keys: int,
+    ranked: int,
+    narrow_keys: int,
+    pairs: list[tuple[frozenset[int], int]],
+    unit: bool,
 ) -> None:
-    """Sort-based counting, dense ids past the rank limit and sparse candidates, forced on
-    small inputs by lowering the limits; repeated sets (not merged) and unit weights."""
+    """Sort-based counting (32- or 64-bit keys), dense ids past the rank limit and sparse
+    candidates, forced on small inputs by lowering the limits; repeated sets (not merged)
+    and unit weights."""
     import cupel.scorers._tag_counts as tag_counts
 
     if unit:
@@ -156,6 +179,24 @@ def test_combinations_agree_whichever_way_keys_are_counted(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tag_counts, "_DIRECT_KEYS", direct_keys)
         patch.setattr(tag_counts, "_RANKED", ranked)
+        patch.setattr(tag_counts, "_NARROW_KEYS", narrow_keys)
+        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(TAG_SETS)
+def test_a_hash_hitting_every_shared_key_is_checked(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    """32-bit sorted keys whose hash is 0 for every key: each record is a candidate and
+    only the binary search decides which keys are shared."""
+    import cupel.scorers._tag_counts as tag_counts
+
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tag_counts, "_DIRECT_KEYS", 0)
+        patch.setattr(tag_counts, "_MIX32", np.uint32(0))
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
