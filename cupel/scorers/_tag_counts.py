@@ -173,6 +173,14 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
     adds nothing). A subset is only generated when every subset one tag smaller is shared
     (apriori), and a set leaves once none of its subsets is.
     """
+    extra = int(mult.sum()) - len(mult)
+    if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position
+        return _unit_sets(starts, tags, mult, vocabulary)
+    return _combinations(starts, tags, mult, vocabulary)
+
+
+def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
+    """:func:`_by_combinations` itself."""
     lengths = np.diff(starts)
     count = len(lengths)
     result: Ints = mult.copy()
@@ -280,11 +288,27 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
     return result
 
 
+def _unit_sets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
+    """:func:`_by_combinations` with set ``k`` repeated ``mult[k]`` times, each copy held
+    once (every count is then unweighted); each set's count is its first copy's."""
+    lengths = np.diff(starts)
+    owner = np.repeat(np.arange(len(mult)), mult)
+    copied = lengths[owner]
+    bounds = np.zeros(len(owner) + 1, dtype=np.int64)
+    np.cumsum(copied, out=bounds[1:])
+    gather = np.repeat(starts[owner] - bounds[:-1], copied) + np.arange(int(bounds[-1]))
+    counts = _combinations(bounds, tags[gather], np.ones(len(owner), np.int64), vocabulary)
+    result: Ints = counts[np.cumsum(mult) - mult]
+    return result
+
+
 def _candidates(group: _Group, k: int, complete: bool) -> tuple[Ints, Ints] | None:
     """The ``(row, column)`` of the ``k``-subsets whose ``k`` subsets one tag smaller are
     all shared, or ``None`` for all of them when most are and every key of the level
     before is known (a subset with an unshared part is never shared, so computing its key
     is harmless; but an unknown prefix key would give it a wrong one)."""
+    if complete and group.alive.all():
+        return None
     _, _, subs = _combination_tables(group.length, k)
     able: Ints | None = np.flatnonzero(np.count_nonzero(group.alive, axis=1) >= k)
     alive = group.alive

@@ -183,6 +183,19 @@ def test_combinations_agree_whichever_way_keys_are_counted(
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
+@settings(max_examples=150, deadline=None)
+@given(TAG_SETS)
+def test_repeated_sets_split_into_unit_copies_count_the_same(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    """The combinations method on one unit set per position (used when few sets repeat)."""
+    from cupel.scorers._tag_counts import _unit_sets
+
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    assert _unit_sets(starts, tags, mult, vocabulary).tolist() == expected
+
+
 @settings(max_examples=100, deadline=None)
 @given(TAG_SETS)
 def test_a_hash_hitting_every_shared_key_is_checked(
