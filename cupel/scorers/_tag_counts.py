@@ -120,6 +120,8 @@ _RANKED = 2**62
 (combinatorial number system) while there are fewer than this many."""
 _COMBINATION_TAGS = 12
 """The combinations method handles passes whose sets have at most this many tags."""
+_BINOMIAL_TAGS = 2**20
+"""Up to this many tags, ``comb(tag, k)`` is read from a table instead of computed."""
 _NARROW_KEYS = 2**31
 """Subset keys below this count that are not counted directly are sorted as 32-bit ints."""
 
@@ -193,7 +195,13 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
     small = np.int32 if mult.sum() < 2**31 else np.int64  # counts of positions
     sign, k, id_range = 1, 1, 0
     complete = True  # every key of the level before was computed (not only shared ones)
+    # comb(v, k) for every tag v (hockey stick: the sums of comb(u, k - 1) over u < v);
+    # int64 wraps consistently, so a level whose ranks fit reads them exactly.
+    table = np.arange(vocabulary, dtype=np.int64) if vocabulary <= _BINOMIAL_TAGS else None
     while groups:
+        if table is not None and k > 1:
+            table[1:] = np.cumsum(table[:-1])
+            table[0] = 0
         ranked = k == 1 or comb(vocabulary, k) < _RANKED
         key_range = comb(vocabulary, k) if ranked else id_range * vocabulary
         direct = key_range <= _DIRECT_KEYS
@@ -212,7 +220,10 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
         weights = None if unit else np.empty(offsets[-1])
         for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
             last, prefix, _ = _combination_tables(group.length, k)
-            lasts = _binomials(group.tags, k) if ranked else group.tags
+            if not ranked:
+                lasts = group.tags
+            else:
+                lasts = _binomials(group.tags, k) if table is None else table[group.tags]
             out = keys[offset : offset + size]
             if picked is None:
                 out = out.reshape(len(group.rows), len(last))

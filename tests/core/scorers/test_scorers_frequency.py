@@ -198,6 +198,21 @@ def test_repeated_sets_split_into_unit_copies_count_the_same(
 
 @settings(max_examples=100, deadline=None)
 @given(TAG_SETS)
+def test_ranks_computed_without_the_binomial_table_agree(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    """Vocabularies past the table's size compute ``comb(tag, k)`` per tag instead."""
+    import cupel.scorers._tag_counts as tag_counts
+
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tag_counts, "_BINOMIAL_TAGS", 0)
+        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(TAG_SETS)
 def test_a_hash_hitting_every_shared_key_is_checked(
     pairs: list[tuple[frozenset[int], int]],
 ) -> None:
