@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 _SUBSET_SUM_TAGS = 22
 """Up to this many distinct (folded) tags in a pass, sets may be counted by a subset-sum
@@ -250,31 +251,37 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
             id_range = key_range
         else:
             pos, gid, id_range = _shared(keys, key_range)
+            order = np.argsort(pos)  # few: the records whose key is shared, by position
+            pos, gid = pos[order], gid[order]
             w = np.ones(len(pos)) if weights is None else weights[pos]
-            others = np.zeros(len(keys), dtype=small)
-            others[pos] = np.bincount(gid, w, minlength=id_range)[gid] - w
+            held_by: FloatArray = np.bincount(gid, w, minlength=id_range)[gid] - w  # others
             values = keys  # read only where shared
             if comb(vocabulary, k + 1) >= _RANKED:
                 values[pos] = gid
+            bounds = np.searchsorted(pos, offsets).tolist()
         complete = direct and all(picked is None for picked in chosen)
         survivors = []
-        for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
+        for index, (group, picked, offset, size) in enumerate(
+            zip(groups, chosen, offsets[:-1], sizes, strict=True)
+        ):
             columns = comb(group.length, k)
-            own = others[offset : offset + size]
             value = values[offset : offset + size]
-            if picked is None:
+            if not direct:  # only the shared records count
+                lo, hi = bounds[index], bounds[index + 1]
+                shape = (len(group.rows), columns)
+                local, counted = pos[lo:hi] - offset, held_by[lo:hi]
+                share = _sparse_level(group, picked, shape, value, local, counted)
+                result[group.rows] += sign * share
+            elif picked is None:
+                own = others[offset : offset + size]
                 own = own.reshape(len(group.rows), columns)
                 total = own.sum(axis=1, dtype=np.int64)
-                if direct:  # the counts include the set's own positions
-                    total -= columns * group.mult
-                    group.alive = own > group.mult[:, None]
-                else:
-                    group.alive = own > 0
+                total -= columns * group.mult  # the counts include the set's own positions
+                group.alive = own > group.mult[:, None]
                 result[group.rows] += sign * total
                 group.prefix = value.reshape(len(group.rows), columns)
             else:
-                if direct:
-                    own = own - group.mult[picked[0]]
+                own = others[offset : offset + size] - group.mult[picked[0]]
                 share = np.bincount(group.rows[picked[0]], own, minlength=count)
                 result += sign * share.astype(np.int64)
                 group.alive = np.zeros((len(group.rows), columns), dtype=np.bool_)
@@ -297,6 +304,30 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
         sign = -sign
         k += 1
     return result
+
+
+def _sparse_level(
+    group: _Group,
+    picked: tuple[Ints, Ints] | None,
+    shape: tuple[int, int],
+    value: Ints,
+    local: Ints,
+    held_by: FloatArray,
+) -> Ints:
+    """A sorted level's records of ``group`` (``shape`` sets by subsets, keys ``value``):
+    ``local`` indexes the shared ones, held by ``held_by`` positions of other sets; the
+    rest add nothing and are not alive. Returns the sum of each set in ``group.rows``."""
+    if picked is None:
+        r, c = np.divmod(local, shape[1])
+        group.prefix = value.reshape(shape)
+    else:
+        r, c = picked[0][local], picked[1][local]
+        group.prefix = np.zeros(shape, dtype=np.int64)
+        group.prefix[picked] = value
+    group.alive = np.zeros(shape, dtype=np.bool_)
+    group.alive[r, c] = held_by > 0
+    share: Ints = np.bincount(r, held_by, minlength=shape[0]).astype(np.int64)
+    return share
 
 
 def _unit_sets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
