@@ -170,11 +170,14 @@ def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> I
     subset keys per group, computed from the level before by column gathers.
 
     A ``k``-subset's key is its rank among all ``k``-subsets (``sum comb(t_j, j)`` over its
-    sorted tags) or, past 2^62, the dense id of its ``(k-1)``-prefix times ``vocabulary``
-    plus its last tag. Small key ranges are counted by one bincount; otherwise one sort of
-    ``key << bits | record`` finds the keys held by more than one set (a key held once
-    adds nothing). A subset is only generated when every subset one tag smaller is shared
-    (apriori), and a set leaves once none of its subsets is.
+    sorted tags, ``comb`` read from a table) or, past 2^62, the dense id of its
+    ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are counted
+    by one bincount; otherwise a sort finds the keys held by more than one set (a key held
+    once adds nothing; below 2^31 the 32-bit keys alone are sorted and the records holding
+    a repeated key found through a hash table) and only those records are touched again.
+    A subset is only generated when every subset one tag smaller is shared (apriori), and
+    a set leaves once none of its subsets is. When few sets repeat, each position is
+    counted as a set of its own (no weights).
     """
     extra = int(mult.sum()) - len(mult)
     if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position

@@ -27,16 +27,17 @@ class FrequencyScorer(ArrayScorer):
     peers; a pass of one item scores 0.0.
 
     ``score_all`` works on the distinct folded tag sets of the pass and counts, for each,
-    the positions whose set meets it, exactly, with whichever of three methods is
-    estimated cheapest:
+    the positions whose set meets it, exactly, with whichever method is estimated
+    cheapest (:mod:`cupel.scorers._tag_counts`):
 
     - few distinct tags (at most 22): a subset-sum transform over tag masks,
       O(N + 2^tags · tags);
+    - sets of at most 12 tags: inclusion-exclusion over the subsets of each set that some
+      *other* set also contains, one array of subset keys per set length and level;
     - otherwise, when one bitset per tag over the positions fits in 32 MiB: the union of
       the set's tag bitsets, O(total tags · N / 64) machine-word operations;
-    - otherwise (a large, sparse vocabulary): inclusion-exclusion over the subsets of each
-      set that some *other* set also contains, grown level by level, which for sparse
-      tags is O(total tags · pairs per set).
+    - otherwise: the same inclusion-exclusion grown level by level, which for sparse tags
+      is O(total tags · pairs per set).
 
     >>> from cupel import ContextItem
     >>> items = [ContextItem(content=c, tokens=1, tags=t)
