@@ -124,7 +124,9 @@ _COMBINATION_TAGS = 12
 _BINOMIAL_TAGS = 2**20
 """Up to this many tags, ``comb(tag, k)`` is read from a table instead of computed."""
 _NARROW_KEYS = 2**31
-"""Subset keys below this count that are not counted directly are sorted as 32-bit ints."""
+"""Subset keys below this count that are not counted directly are sorted as 32-bit ints
+(when there are at least ``_NARROW_RECORDS`` of them; fewer are sorted with their index)."""
+_NARROW_RECORDS = 2**18
 
 
 @cache
@@ -209,7 +211,6 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
         ranked = k == 1 or comb(vocabulary, k) < _RANKED
         key_range = comb(vocabulary, k) if ranked else id_range * vocabulary
         direct = key_range <= _DIRECT_KEYS
-        narrow = not direct and key_range <= _NARROW_KEYS
         chosen: list[tuple[Ints, Ints] | None] = []
         sizes: list[int] = []
         for group in groups:
@@ -220,6 +221,7 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
                 group.alive.shape[0] * comb(group.length, k) if picked is None else len(picked[0])
             )
         offsets = np.cumsum([0, *sizes]).tolist()
+        narrow = not direct and key_range <= _NARROW_KEYS and offsets[-1] >= _NARROW_RECORDS
         keys = np.empty(offsets[-1], dtype=np.int32 if narrow else np.int64)
         weights = None if unit else np.empty(offsets[-1])
         for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
@@ -249,42 +251,47 @@ def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints
                 out += after
         if direct:
             held = np.bincount(keys, weights, minlength=key_range).astype(small)
+            sparse = False
             others = held[keys]
             values = keys
             id_range = key_range
         else:
             pos, gid, id_range = _shared(keys, key_range)
-            order = np.argsort(pos)  # few: the records whose key is shared, by position
-            pos, gid = pos[order], gid[order]
             w = np.ones(len(pos)) if weights is None else weights[pos]
             held_by: FloatArray = np.bincount(gid, w, minlength=id_range)[gid] - w  # others
+            sparse = 4 * len(pos) < len(keys)  # else spread over all records, as direct
+            if not sparse:
+                others = np.zeros(len(keys), dtype=small)
+                others[pos] = held_by
             values = keys  # read only where shared
             if comb(vocabulary, k + 1) >= _RANKED:
                 values[pos] = gid
-            bounds = np.searchsorted(pos, offsets).tolist()
         complete = direct and all(picked is None for picked in chosen)
         survivors = []
-        for index, (group, picked, offset, size) in enumerate(
-            zip(groups, chosen, offsets[:-1], sizes, strict=True)
-        ):
+        for group, picked, offset, size in zip(groups, chosen, offsets[:-1], sizes, strict=True):
             columns = comb(group.length, k)
             value = values[offset : offset + size]
-            if not direct:  # only the shared records count
-                lo, hi = bounds[index], bounds[index + 1]
+            if not direct and sparse:  # only the shared records count
+                mine = (pos >= offset) & (pos < offset + size)
                 shape = (len(group.rows), columns)
-                local, counted = pos[lo:hi] - offset, held_by[lo:hi]
+                local, counted = pos[mine] - offset, held_by[mine]
                 share = _sparse_level(group, picked, shape, value, local, counted)
                 result[group.rows] += sign * share
             elif picked is None:
                 own = others[offset : offset + size]
                 own = own.reshape(len(group.rows), columns)
                 total = own.sum(axis=1, dtype=np.int64)
-                total -= columns * group.mult  # the counts include the set's own positions
-                group.alive = own > group.mult[:, None]
+                if direct:  # the counts include the set's own positions
+                    total -= columns * group.mult
+                    group.alive = own > group.mult[:, None]
+                else:
+                    group.alive = own > 0
                 result[group.rows] += sign * total
                 group.prefix = value.reshape(len(group.rows), columns)
             else:
-                own = others[offset : offset + size] - group.mult[picked[0]]
+                own = others[offset : offset + size]
+                if direct:
+                    own = own - group.mult[picked[0]]
                 share = np.bincount(group.rows[picked[0]], own, minlength=count)
                 result += sign * share.astype(np.int64)
                 group.alive = np.zeros((len(group.rows), columns), dtype=np.bool_)

@@ -70,7 +70,7 @@ class FrequencyScorer(ArrayScorer):
         n = len(items)
         if n <= 1:
             return np.zeros(n)
-        found = _tag_sets(items)
+        found = _tag_sets(list(map(_TAGS, items)))
         if found is None:
             return np.zeros(n)
         set_of_position, starts, tags, vocabulary = found
@@ -87,28 +87,24 @@ class FrequencyScorer(ArrayScorer):
         return "FrequencyScorer()"
 
 
-def _tag_sets(items: Sequence[ContextItem]) -> tuple[Ints, Ints, Ints, int] | None:
+def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int] | None:
     """The distinct folded tag sets of a pass: ``(set_of_position, starts, tags,
     vocabulary)``, where set ``k``'s sorted, distinct tag ids (below ``vocabulary``) are
     ``tags[starts[k]:starts[k + 1]]`` and ``set_of_position[i]`` is position ``i``'s set
     (-1 for untagged positions); ``None`` when no position has a tag.
 
-    Each tag string is touched once (one dict pass at C level, no list of all tags) and
-    each distinct tag once more (folding); the rest is integer array work without a Python
-    loop: the positions' rows are made canonical by one sort of ``(row, tag)`` keys and
-    merged by a hash of each row, checked element by element (a collision falls back to
-    merging by the rows' bytes). Only tags with an upper-case letter are folded.
+    Each tag string is touched once (one dict pass at C level) and each distinct tag once
+    more (folding); the rest is integer array work without a Python loop: the positions'
+    rows are made canonical by one sort of ``(row, tag)`` keys and merged by a hash of
+    each row, checked element by element (a collision falls back to merging by the rows'
+    bytes). Only tags with an upper-case letter are folded.
     """
-    lengths = np.fromiter(map(len, map(_TAGS, items)), dtype=np.int64, count=len(items))
-    total = int(lengths.sum())
-    if not total:
+    rows = tag_tuples
+    flat = list(chain.from_iterable(rows))
+    if not flat:
         return None
     ids: dict[str, int] = {}
-    flat_ids = np.fromiter(
-        map(ids.setdefault, chain.from_iterable(map(_TAGS, items)), count()),
-        dtype=np.int64,
-        count=total,
-    )
+    flat_ids = np.fromiter(map(ids.setdefault, flat, count()), dtype=np.int64, count=len(flat))
     remap: dict[int, int] = {}
     for tag in list(filterfalse(str.islower, ids)):  # the only tags that may fold
         folded = ascii_fold(tag)
@@ -116,23 +112,25 @@ def _tag_sets(items: Sequence[ContextItem]) -> tuple[Ints, Ints, Ints, int] | No
             own = ids[tag]
             remap[own] = ids.setdefault(folded, own)
     if remap:
-        lookup = np.arange(total, dtype=np.int64)
+        lookup = np.arange(len(flat), dtype=np.int64)
         lookup[np.fromiter(remap, dtype=np.int64, count=len(remap))] = np.fromiter(
             remap.values(), dtype=np.int64, count=len(remap)
         )
         flat_ids = lookup[flat_ids]
-    used = np.zeros(total, dtype=np.bool_)  # ids are first positions: make them dense
+    used = np.zeros(len(flat), dtype=np.bool_)  # ids are first positions: make them dense
     used[flat_ids] = True
     dense_id = np.cumsum(used) - 1
     vocabulary = int(dense_id[-1]) + 1
     flat_ids = dense_id[flat_ids]
     # Canonical rows: each raw tuple's ids sorted and made distinct, then equal rows merged.
-    n = len(items)
-    pairs = np.sort(np.repeat(np.arange(n, dtype=np.int64), lengths) * vocabulary + flat_ids)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    pairs = np.sort(
+        np.repeat(np.arange(len(rows), dtype=np.int64), lengths) * vocabulary + flat_ids
+    )
     if len(pairs) > 1:  # drop a tag repeated within a row
         pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     row_of, tags = np.divmod(pairs, vocabulary)
-    lengths = np.bincount(row_of, minlength=n)
+    lengths = np.bincount(row_of, minlength=len(rows))
     row_starts = np.cumsum(lengths) - lengths
     set_of_row, first_rows = _merge_rows(tags, row_of, row_starts, lengths)
     set_lengths = lengths[first_rows]

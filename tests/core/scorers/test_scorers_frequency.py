@@ -180,6 +180,7 @@ def test_combinations_agree_whichever_way_keys_are_counted(
         patch.setattr(tag_counts, "_DIRECT_KEYS", direct_keys)
         patch.setattr(tag_counts, "_RANKED", ranked)
         patch.setattr(tag_counts, "_NARROW_KEYS", narrow_keys)
+        patch.setattr(tag_counts, "_NARROW_RECORDS", 0)
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
@@ -225,6 +226,7 @@ def test_a_hash_hitting_every_shared_key_is_checked(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tag_counts, "_DIRECT_KEYS", 0)
         patch.setattr(tag_counts, "_MIX32", np.uint32(0))
+        patch.setattr(tag_counts, "_NARROW_RECORDS", 0)
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
