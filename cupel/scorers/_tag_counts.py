@@ -121,7 +121,7 @@ _RANKED = 2**62
 (combinatorial number system) while there are fewer than this many."""
 _COMBINATION_TAGS = 12
 """The combinations method handles passes whose sets have at most this many tags."""
-_BINOMIAL_TAGS = 2**20
+_BINOMIAL_TAGS = 2**16
 """Up to this many tags, ``comb(tag, k)`` is read from a table instead of computed."""
 _NARROW_KEYS = 2**31
 """Subset keys below this count that are not counted directly are sorted as 32-bit ints
