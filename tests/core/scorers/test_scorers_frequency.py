@@ -12,7 +12,7 @@ from scorers_testkit import make
 
 from cupel._model import ContextItem
 from cupel.scorers import FrequencyScorer
-from cupel.scorers.frequency import Ints, touching_counts
+from cupel.scorers._tag_counts import Ints, touching_counts
 
 
 def both_paths(items: list[ContextItem]) -> list[float]:
@@ -129,9 +129,27 @@ def test_every_method_counts_exactly_what_the_definition_counts(
 
 
 @pytest.mark.parametrize(
-    ("direct_keys", "ranked"),
-    [(0, 2**62), (0, 1), (64, 1), (0, 3_000), (2_000, 2**62)],
-    ids=["sorted", "sorted-ids", "direct-ids", "ranks-then-ids", "direct-then-sorted"],
+    ("direct_keys", "ranked", "narrow_keys"),
+    [
+        (0, 2**62, 2**31),
+        (0, 2**62, 0),
+        (0, 1, 2**31),
+        (0, 1, 0),
+        (64, 1, 2**31),
+        (0, 3_000, 2**31),
+        (2_000, 2**62, 2**31),
+        (2_000, 2**62, 0),
+    ],
+    ids=[
+        "sorted-32",
+        "sorted-64",
+        "sorted-ids-32",
+        "sorted-ids-64",
+        "direct-ids",
+        "ranks-then-ids",
+        "direct-then-sorted-32",
+        "direct-then-sorted-64",
+    ],
 )
 @settings(max_examples=150, deadline=None)
 @given(
@@ -143,19 +161,72 @@ def test_every_method_counts_exactly_what_the_definition_counts(
     st.booleans(),
 )
 def test_combinations_agree_whichever_way_keys_are_counted(
-    direct_keys: int, ranked: int, pairs: list[tuple[frozenset[int], int]], unit: bool
+    direct_keys: int,
+    ranked: int,
+    narrow_keys: int,
+    pairs: list[tuple[frozenset[int], int]],
+    unit: bool,
 ) -> None:
-    """Sort-based counting, dense ids past the rank limit and sparse candidates, forced on
-    small inputs by lowering the limits; repeated sets (not merged) and unit weights."""
-    import cupel.scorers.frequency as frequency
+    """Sort-based counting (32- or 64-bit keys), dense ids past the rank limit and sparse
+    candidates, forced on small inputs by lowering the limits; repeated sets (not merged)
+    and unit weights."""
+    import cupel.scorers._tag_counts as tag_counts
 
     if unit:
         pairs = [(s, 1) for s, _ in pairs]
     starts, tags, mult, vocabulary = touching_inputs(pairs)
     expected = naive_touching([s for s, _ in pairs], mult.tolist())
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(frequency, "_DIRECT_KEYS", direct_keys)
-        patch.setattr(frequency, "_RANKED", ranked)
+        patch.setattr(tag_counts, "_DIRECT_KEYS", direct_keys)
+        patch.setattr(tag_counts, "_RANKED", ranked)
+        patch.setattr(tag_counts, "_NARROW_KEYS", narrow_keys)
+        patch.setattr(tag_counts, "_NARROW_RECORDS", 0)
+        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(TAG_SETS)
+def test_repeated_sets_split_into_unit_copies_count_the_same(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    """The combinations method on one unit set per position (used when few sets repeat)."""
+    from cupel.scorers._tag_counts import _unit_sets
+
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    assert _unit_sets(starts, tags, mult, vocabulary).tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(TAG_SETS)
+def test_ranks_computed_without_the_binomial_table_agree(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    """Vocabularies past the table's size compute ``comb(tag, k)`` per tag instead."""
+    import cupel.scorers._tag_counts as tag_counts
+
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tag_counts, "_BINOMIAL_TAGS", 0)
+        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(TAG_SETS)
+def test_a_hash_hitting_every_shared_key_is_checked(
+    pairs: list[tuple[frozenset[int], int]],
+) -> None:
+    """32-bit sorted keys whose hash is 0 for every key: each record is a candidate and
+    only the binary search decides which keys are shared."""
+    import cupel.scorers._tag_counts as tag_counts
+
+    starts, tags, mult, vocabulary = touching_inputs(pairs)
+    expected = naive_touching([s for s, _ in pairs], mult.tolist())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tag_counts, "_DIRECT_KEYS", 0)
+        patch.setattr(tag_counts, "_MIX32", np.uint32(0))
+        patch.setattr(tag_counts, "_NARROW_RECORDS", 0)
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
@@ -194,17 +265,17 @@ def test_batch_scores_equal_the_per_item_definition(
 def test_the_cheapest_method_is_chosen(
     vocabulary: int, per_item: int, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cupel.scorers.frequency as frequency
+    import cupel.scorers._tag_counts as tag_counts
 
     chosen: list[str] = []
     for method in METHODS:
-        original = getattr(frequency, f"_by_{method}")
+        original = getattr(tag_counts, f"_by_{method}")
 
         def record(*args: object, _f: object = original, _m: str = method) -> object:
             chosen.append(_m)
             return _f(*args)  # type: ignore[operator]
 
-        monkeypatch.setattr(frequency, f"_by_{method}", record)
+        monkeypatch.setattr(tag_counts, f"_by_{method}", record)
     rng = random.Random(vocabulary)
     items = [
         make(tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(per_item)))
