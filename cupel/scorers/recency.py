@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from cupel._fastpath import field_column
 from cupel._model import ContextItem
 from cupel.scorers._base import ArrayScorer, FloatArray
 
@@ -88,7 +89,8 @@ class _RankScorer(ArrayScorer, Generic[_K]):
         return _rank_score(self._key(item), [self._key(other) for other in all_items])
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return rank_scores(list(map(self._key, items)))
+        (field,) = self._fields
+        return rank_scores(field_column(items, field))
 
 
 class RecencyScorer(_RankScorer[datetime]):
@@ -104,6 +106,7 @@ class RecencyScorer(_RankScorer[datetime]):
     """
 
     _key = staticmethod(attrgetter("timestamp"))
+    _fields = ("timestamp",)
 
 
 class PriorityScorer(_RankScorer[int]):
@@ -116,3 +119,4 @@ class PriorityScorer(_RankScorer[int]):
     """
 
     _key = staticmethod(attrgetter("priority"))
+    _fields = ("priority",)
