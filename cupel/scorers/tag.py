@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import chain, count
+from itertools import chain, count, repeat
 from types import MappingProxyType
 
 import numpy as np
@@ -148,12 +148,16 @@ class TagScorer(ArrayScorer):
         n = len(tags)
         if self._total == 0.0 or not flat:
             return np.zeros(n)
-        table = dict.fromkeys(flat, 0.0)
-        for tag in table:
-            weight = self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag)
-            if weight is not None:
-                table[tag] = weight
-        weights = np.fromiter(map(table.__getitem__, flat), dtype=np.float64, count=len(flat))
+        if self._case_insensitive:  # each distinct tag folded once
+            table = dict.fromkeys(flat, 0.0)
+            for tag in table:
+                weight = self._lookup.get(ascii_fold(tag))
+                if weight is not None:
+                    table[tag] = weight
+            found = map(table.__getitem__, flat)
+        else:
+            found = map(self._lookup.get, flat, repeat(0.0))
+        weights = np.fromiter(found, dtype=np.float64, count=len(flat))
         lengths = np.fromiter(map(len, tags), dtype=np.intp, count=n)
         owner = np.repeat(np.arange(n), lengths)
         matched = np.bincount(owner, weights=weights, minlength=n)
