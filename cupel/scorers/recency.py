@@ -74,8 +74,12 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
         first_index: dict[Any, int] = dict(
             zip(reversed(keyed), range(count - 1, -1, -1), strict=True)
         )
-        first_index[None] = 0
-        ranks = np.fromiter(map(first_index.__getitem__, keys), dtype=np.float64, count=n)
+        ranked = np.fromiter(map(first_index.__getitem__, present), np.float64, count)
+        if count == n:
+            ranks = ranked
+        else:  # unkeyed items rank 0
+            ranks = np.zeros(n)
+            ranks[np.fromiter(map(_is_key, keys), dtype=np.bool_, count=n)] = ranked
     ranks /= count - 1
     return ranks
 

@@ -74,13 +74,15 @@ def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: b
     with np.errstate(over="ignore", invalid="ignore"):
         np.divide(candidates.scores, tokens, out=density, where=~free)
     keys = -density
-    if by_score:
-        order = np.argsort(keys)
+    order = stable_argsort(keys)
+    if by_score and len(order) > 1:
         ranked = keys[order]
-        if len(order) > 1 and bool((ranked[1:] == ranked[:-1]).any()):  # equal densities
-            order = np.lexsort((-candidates.scores, keys))
-    else:
-        order = stable_argsort(keys)
+        same = ranked[1:] == ranked[:-1]
+        if same.any():  # equal densities: within each run, by descending score
+            tied = np.flatnonzero(np.append(False, same) | np.append(same, False))
+            run = np.cumsum(np.append(True, ~same))[tied]
+            members = order[tied]
+            order[tied] = members[np.lexsort((members, -candidates.scores[members], run))]
     ordered_tokens = tokens[order]
     filled = np.cumsum(ordered_tokens)
     fit = int(np.searchsorted(filled, target, side="right"))
