@@ -194,6 +194,63 @@ def floor(items: list[ContextItem]) -> Callable[[], object]:
     return run_floor
 
 
+def fresh_copy(item: ContextItem) -> ContextItem:
+    """A new item equal to ``item`` whose content string, tags tuple and timestamp are new
+    objects too, as when a caller builds its items per request: nothing a previous run
+    touched (a string's cached hash, say) carries over."""
+    content = item.content
+    timestamp = item.timestamp
+    return item.model_copy(
+        update={
+            "content": content[:1] + content[1:],
+            "tags": tuple(list(item.tags)),
+            "timestamp": None if timestamp is None else timestamp.replace(),
+        }
+    )
+
+
+class ColdRuns:
+    """A workload's first and only run over fresh items (callers that build their items
+    per request): :meth:`fresh`, the row's untimed setup, copies the case's items with
+    :func:`fresh_copy`; :meth:`run` times one run over those copies."""
+
+    def __init__(self, case: CoreCase) -> None:
+        self.case = case
+        self.items: list[ContextItem] = []
+
+    def fresh(self) -> None:
+        self.items = []  # the previous copies go first (peak memory)
+        self.items = list(map(fresh_copy, self.case.items))
+
+    def run(self) -> object:
+        return self.case.pipeline.run(self.items, self.case.budget)
+
+
+def cold_case(workload: str, label: str, case: CoreCase, input_mib: float | None) -> Case:
+    """The cold row of ``case``: one run over fresh items per sample, against the floor of
+    the same items."""
+    cold = ColdRuns(case)
+    return Case(
+        workload,
+        label,
+        len(case.items),
+        cold.run,
+        input_mib=input_mib,
+        floor=floor(case.items),
+        note=COLD,
+        setup=cold.fresh,
+    )
+
+
+WARM = "repeated run over the same items"
+"""The note of the rows that time one items list again and again (warm-ups included)."""
+
+COLD = "first run over fresh items (new objects and strings per sample, built untimed)"
+"""The note of the cold rows."""
+
+COLD_SIZES = (10_000, 100_000)
+"""The sizes with a cold row (W1, W3)."""
+
 # -- the harness's cases -------------------------------------------------------------------
 SPEC_SIZES = {"W3f": {10_000}, "W4": {10_000}}
 """Sizes the workloads define; the harness's other sizes are extra points for the ×10 column."""
@@ -220,8 +277,11 @@ def core_cases(workload: str, sizes: list[int]) -> Iterator[Case]:
             case.run,
             input_mib=input_mib,
             floor=floor(case.items),
-            note="extra size (scaling)" if extra else "",
+            note="; ".join(["extra size (scaling)"] * extra + [WARM]),
         )
+        if workload in ("W1", "W3") and size in COLD_SIZES:
+            yield cold_case(workload, f"{title} cold", case, input_mib)
+        del case, built
 
 
 def w9_cases(sizes: list[int]) -> Iterator[Case]:
@@ -263,8 +323,19 @@ def w11_cases(sizes: list[int]) -> Iterator[Case]:
         case: CoreCase = built  # type: ignore[assignment]
         base = floor(case.items)
         n = len(case.items)
-        yield Case("W11", "W11 million run", n, case.run, input_mib=input_mib, floor=base)
-        yield Case("W11", "W11 million dry_run", n, case.dry_run, input_mib=input_mib, floor=base)
+        yield Case(
+            "W11", "W11 million run", n, case.run, input_mib=input_mib, floor=base, note=WARM
+        )
+        yield Case(
+            "W11",
+            "W11 million dry_run",
+            n,
+            case.dry_run,
+            input_mib=input_mib,
+            floor=base,
+            note=WARM,
+        )
+        yield cold_case("W11", "W11 million run cold", case, input_mib)
         del case, built
 
 

@@ -26,23 +26,35 @@ class Timing:
     peak_mib: float | None
 
 
-def measure(fn: Callable[[], object], runs: int, warmups: int, trace_memory: bool = True) -> Timing:
+def measure(
+    fn: Callable[[], object],
+    runs: int,
+    warmups: int,
+    trace_memory: bool = True,
+    setup: Callable[[], object] | None = None,
+) -> Timing:
     """Time ``fn``: warm-ups, then ``runs`` timed calls (a slow first call cuts the runs to
-    :data:`SLOW_RUNS` without warm-up or traced pass), then one traced call for the peak."""
+    :data:`SLOW_RUNS` without warm-up or traced pass), then one traced call for the peak.
+    ``setup``, when given, runs untimed before every call of ``fn`` (fresh inputs)."""
+    prepare = setup if setup is not None else _nothing
+    prepare()
     start = time.perf_counter()
     fn()
     if time.perf_counter() - start > SLOW_SECONDS:
         runs, warmups, trace_memory = min(runs, SLOW_RUNS), 0, False
     for _ in range(max(0, warmups - 1)):
+        prepare()
         fn()
     samples = []
     for _ in range(runs):
+        prepare()
         gc.collect()
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1000.0)
     peak = None
     if trace_memory:
+        prepare()
         gc.collect()
         tracemalloc.start()
         try:
@@ -51,6 +63,10 @@ def measure(fn: Callable[[], object], runs: int, warmups: int, trace_memory: boo
         finally:
             tracemalloc.stop()
     return Timing(statistics.median(samples), min(samples), max(samples), runs, peak)
+
+
+def _nothing() -> None:
+    return None
 
 
 def traced_build(build: Callable[[], object]) -> tuple[object, float]:
@@ -80,6 +96,7 @@ class Case:
     incumbent_label: str = ""
     note: str = ""
     checks: dict[str, bool] = field(default_factory=dict)
+    setup: Callable[[], object] | None = None  # untimed, before every call (fresh inputs)
 
 
 @dataclass

@@ -14,6 +14,11 @@ more under tracemalloc for the peak memory (an untimed pass). Per row:
 - ``÷incumbent``: median ÷ the incumbent's median, both measured in this run (W5-W7);
 - ``×10 N``: median ÷ the median of the same workload at a tenth of the items.
 
+The core rows time one items list again and again ("repeated run over the same items");
+the *cold* rows (W1 and W3 at 10k and 100k, W11's run) time a first run over fresh items
+instead: new item objects, content strings, tags and timestamps per sample, made in an
+untimed setup, as for callers that build their items per request.
+
 W9 (the report's price) times ``dry_run`` against ``run`` (the ``÷incumbent`` column, both
 measured in this run) for W1 and W3, and once more with every report entry read. W11 (a
 million items) runs W3's items with Greedy and Chronological, ``run`` and ``dry_run``; it is
@@ -159,7 +164,7 @@ def measure_workload(workload: str, plan: Plan) -> list[Row]:
             return []
         if case is None:
             break
-        timing = measure(case.call, plan.runs, plan.warmups)
+        timing = measure(case.call, plan.runs, plan.warmups, setup=case.setup)
         row = Row(
             case.workload,
             case.label,

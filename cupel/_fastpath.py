@@ -22,7 +22,10 @@ agreement tests in tests/core/perf and tests/core/test_properties.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -36,7 +39,10 @@ __all__ = [
     "TokenArray",
     "columns",
     "fast_method",
+    "field_column",
     "float_column",
+    "read_fields",
+    "sharing_fields",
     "stable_argsort",
 ]
 
@@ -161,3 +167,72 @@ def stable_argsort(keys: FloatArray) -> IntArray:
     run %= n
     result: IntArray = run.astype(np.intp, copy=False)
     return result
+
+
+FIELD_CHUNK = 512
+"""Items per chunk of :func:`read_fields` (their fields stay in the CPU cache while read)."""
+
+_GETTERS: dict[str, Callable[[Any], Any]] = {}
+
+
+def _getter(name: str) -> Callable[[Any], Any]:
+    getter = _GETTERS.get(name)
+    if getter is None:
+        getter = _GETTERS[name] = attrgetter(name)
+    return getter
+
+
+def read_fields(items: Sequence[Any], names: Sequence[str]) -> list[list[Any]]:
+    """``[[getattr(item, name) for item in items] for name in names]``, read chunk by chunk
+    (:data:`FIELD_CHUNK` items at a time, every name per chunk): each item's fields are read
+    while its object is still in the CPU cache, which on large passes costs about half of
+    one full pass per name. Same values, same order, same errors as the plain passes.
+
+    >>> from cupel import ContextItem
+    >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"))
+    [[2], [False]]
+    """
+    getters = [_getter(name) for name in names]
+    n = len(items)
+    if n <= FIELD_CHUNK:
+        return [list(map(get, items)) for get in getters]
+    out: list[list[Any]] = [[] for _ in names]
+    for start in range(0, n, FIELD_CHUNK):
+        part = items[start : start + FIELD_CHUNK]
+        for column, get in zip(out, getters, strict=True):
+            column.extend(map(get, part))
+    return out
+
+
+# The fields already read for one pass: (the items object, field name → one value per item).
+_SHARED: ContextVar[tuple[Sequence[Any], dict[str, list[Any]]] | None] = ContextVar(
+    "cupel_shared_fields", default=None
+)
+
+
+@contextmanager
+def sharing_fields(items: Sequence[Any], fields: dict[str, list[Any]]) -> Iterator[None]:
+    """Within the block, :func:`field_column` on this very ``items`` object returns the
+    lists of ``fields`` instead of reading the items again (the pipeline reads the fields
+    its built-in stages need once, in :func:`read_fields`, and shares them)."""
+    token = _SHARED.set((items, fields))
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def field_column(items: Sequence[Any], name: str) -> list[Any]:
+    """Every item's ``name`` attribute, in order: the shared list when the pass being
+    scored has read it already (:func:`sharing_fields`), else read now. Do not modify it.
+
+    >>> from cupel import ContextItem
+    >>> field_column([ContextItem(content="a", tokens=2)], "tokens")
+    [2]
+    """
+    shared = _SHARED.get()
+    if shared is not None and shared[0] is items:
+        column = shared[1].get(name)
+        if column is not None:
+            return column
+    return list(map(_getter(name), items))

@@ -5,18 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import compress
 from operator import not_
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cupel._errors import ItemError, PinnedBudgetError
+from cupel._fastpath import read_fields
 from cupel._model import ContextBudget, ContextItem
-from cupel._pipeline.values import PINNED, TOKENS
+from cupel._pipeline.values import TOKENS
 
 __all__ = ["Classified", "classify"]
+
+TOKEN_FIELD = "tokens"
+PINNED_FIELD = "pinned"
 
 
 class Classified(NamedTuple):
     """The input, split. ``tokens`` are the scoreable items' counts; ``total_tokens``
-    sums every input item's (negative ones included: ruling 3)."""
+    sums every input item's (negative ones included: ruling 3). ``fields``: the fields
+    the run's built-in stages read, already read from the scoreable items (field name →
+    one value per scoreable item; see :func:`~cupel._fastpath.read_fields`), or fewer."""
 
     items: Sequence[ContextItem]
     pinned: list[ContextItem]
@@ -25,34 +31,43 @@ class Classified(NamedTuple):
     negative: list[ContextItem]
     total_tokens: int
     pinned_tokens: int
+    fields: dict[str, list[Any]]
 
 
-def classify(items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+def classify(
+    items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
+) -> Classified:
     """Split ``items``; raise :class:`~cupel.PinnedBudgetError` when the pinned items
-    alone need more than ``max_tokens - output_reserve``."""
-    pinned, scoreable, tokens, negative, total = _split(items)
+    alone need more than ``max_tokens - output_reserve``. ``names``: item fields the
+    later stages will read, read here in the same sweep as the tokens and pinned flags."""
+    pinned, scoreable, tokens, negative, total, fields = _split(items, names)
     pinned_tokens = sum(map(TOKENS, pinned))
     available_for_pinned = budget.max_tokens - budget.output_reserve
     if pinned_tokens > available_for_pinned:
         raise PinnedBudgetError(pinned_tokens, available_for_pinned)
-    return Classified(items, pinned, scoreable, tokens, negative, total, pinned_tokens)
+    return Classified(items, pinned, scoreable, tokens, negative, total, pinned_tokens, fields)
 
 
-def _split(
-    items: Sequence[ContextItem],
-) -> tuple[list[ContextItem], list[ContextItem], list[int], list[ContextItem], int]:
-    """(pinned, scoreable, scoreable tokens, negative-token, total tokens).
+_Split = tuple[
+    list[ContextItem], list[ContextItem], list[int], list[ContextItem], int, dict[str, list[Any]]
+]
 
-    When every element is a ContextItem and no token count is negative, this is a few
-    C-level passes (``map``/``compress``); otherwise the per-item loop, which also names
-    the first element that is not a ContextItem.
+
+def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
+    """(pinned, scoreable, scoreable tokens, negative-token, total tokens, the scoreable
+    items' ``names`` fields).
+
+    When every element is a ContextItem and no token count is negative, this is one
+    chunked sweep reading the fields (:func:`~cupel._fastpath.read_fields`) and a few
+    C-level passes (``compress``); otherwise the per-item loop, which also names the
+    first element that is not a ContextItem (and reads no field for later stages).
     """
     if all(issubclass(kind, ContextItem) for kind in set(map(type, items))):
-        tokens = list(map(TOKENS, items))
+        tokens, flags, *columns = read_fields(items, (TOKEN_FIELD, PINNED_FIELD, *names))
         if not tokens or min(tokens) >= 0:
-            flags = list(map(PINNED, items))
+            fields = dict(zip(names, columns, strict=True))
             if not any(flags):
-                return [], list(items), tokens, [], sum(tokens)
+                return [], list(items), tokens, [], sum(tokens), fields
             unpinned = list(map(not_, flags))
             return (
                 list(compress(items, flags)),
@@ -60,6 +75,7 @@ def _split(
                 list(compress(tokens, unpinned)),
                 [],
                 sum(tokens),
+                {name: list(compress(column, unpinned)) for name, column in fields.items()},
             )
     pinned: list[ContextItem] = []
     scoreable: list[ContextItem] = []
@@ -82,4 +98,4 @@ def _split(
         else:
             scoreable.append(item)
             scoreable_tokens.append(tokens_of_item)
-    return pinned, scoreable, scoreable_tokens, negative, total
+    return pinned, scoreable, scoreable_tokens, negative, total, {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -10,7 +11,9 @@ from cupel._fastpath import FloatArray
 from cupel._model import ContextItem
 from cupel._pipeline.values import CONTENT, as_list
 
-__all__ = ["Survivors", "deduplicate"]
+__all__ = ["CONTENT_FIELD", "Survivors", "deduplicate"]
+
+CONTENT_FIELD = "content"
 
 
 class Survivors(NamedTuple):
@@ -29,13 +32,20 @@ _ALL = Survivors(None, {}, [], [])
 
 
 def deduplicate(
-    scoreable: list[ContextItem], scores: FloatArray | list[Any], enabled: bool
+    scoreable: list[ContextItem],
+    scores: FloatArray | list[Any],
+    enabled: bool,
+    fields: Mapping[str, list[Any]] | None = None,
 ) -> Survivors:
     """The survivors (all of them when deduplication is off or the contents are
-    distinct, which :func:`_distinct` shows without building a set)."""
-    if not enabled or not scoreable or _distinct(scoreable):
+    distinct, which :func:`_distinct` shows without building a set). ``fields`` may hold
+    the items' contents already read (``"content"``)."""
+    if not enabled or not scoreable:
         return _ALL
-    contents = list(map(CONTENT, scoreable))
+    read = None if fields is None else fields.get(CONTENT_FIELD)
+    contents = list(map(CONTENT, scoreable)) if read is None else read
+    if _distinct(contents):
+        return _ALL
     if len(set(contents)) == len(contents):  # distinct after all: equal hashes only
         return _ALL
     values = as_list(scores)
@@ -48,11 +58,11 @@ def deduplicate(
     return Survivors(survivors, best, contents, values)
 
 
-def _distinct(items: list[ContextItem]) -> bool:
+def _distinct(contents: list[str]) -> bool:
     """Whether the contents' hashes are pairwise distinct (then so are the contents): one
-    pass reading the strings' cached hashes into an array and one sort, which for large
-    passes is much cheaper than a set of the strings. ``False`` says nothing (equal
-    contents or a hash collision): the caller then compares the contents themselves."""
-    hashes = np.fromiter(map(hash, map(CONTENT, items)), dtype=np.int64, count=len(items))
+    pass reading the strings' hashes into an array and one sort, which for large passes
+    is much cheaper than a set of the strings. ``False`` says nothing (equal contents or
+    a hash collision): the caller then compares the contents themselves."""
+    hashes = np.fromiter(map(hash, contents), dtype=np.int64, count=len(contents))
     hashes.sort()
     return not bool((hashes[1:] == hashes[:-1]).any())

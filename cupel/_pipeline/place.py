@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from cupel._errors import CupelError, OverflowBudgetError
-from cupel._fastpath import FloatArray, IntArray, float_column
+from cupel._fastpath import FloatArray, IntArray, float_column, sharing_fields
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.slice import Sliced
@@ -80,11 +81,19 @@ def arrange(
     NaN-free floats, else ``placer.place`` checked to return exactly its input."""
     items = merged.items
     origin = None
+    fields: dict[str, list[Any]] = {}
     chosen = sliced.chosen
     if chosen is not None and len(items) == len(classified.pinned) + len(chosen):
         # where each merged item came from: pinned items first, then input positions
         origin = np.concatenate((np.arange(-len(classified.pinned), 0), chosen))
-    return _place(placer, items, merged.scores, origin)
+        # the merged items' fields the placer reads, when the Classify stage read them
+        for name in getattr(placer, "_fields", ()):
+            column = classified.fields.get(name)
+            if column is not None:
+                fields[name] = [*map(attrgetter(name), classified.pinned)]
+                fields[name].extend(map(column.__getitem__, chosen.tolist()))
+    with sharing_fields(items, fields):
+        return _place(placer, items, merged.scores, origin)
 
 
 def _place(

@@ -70,14 +70,16 @@ class Placed:
 class Stages:
     """The six stages, untraced."""
 
-    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
-        return classify(items, budget)
+    def classify(
+        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
+    ) -> Classified:
+        return classify(items, budget, names)
 
     def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
         return score(scorer, classified)
 
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
-        return deduplicate(classified.scoreable, scores, enabled)
+        return deduplicate(classified.scoreable, scores, enabled, classified.fields)
 
     def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
         return sort(classified, scores, survivors)
@@ -133,9 +135,11 @@ class Traced(Stages):
         for entry in build():
             self.trace.on_excluded(stage, entry)
 
-    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+    def classify(
+        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
+    ) -> Classified:
         start = self._start(PipelineStage.CLASSIFY)
-        classified = classify(items, budget)
+        classified = classify(items, budget, names)
         negative = classified.negative
         if negative:
             self._excluded(PipelineStage.CLASSIFY, lambda: _negative_entries(negative))
@@ -151,7 +155,7 @@ class Traced(Stages):
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
         start = self._start(PipelineStage.DEDUPLICATE)
         scoreable = classified.scoreable
-        survivors = deduplicate(scoreable, scores, enabled)
+        survivors = deduplicate(scoreable, scores, enabled, classified.fields)
         if survivors.positions is not None:
             self._excluded(
                 PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)
@@ -189,7 +193,7 @@ class Traced(Stages):
             return _slice_entries(*ranked, sliced, classified, budget, explained)
 
         self._excluded(PipelineStage.SLICE, build)
-        self._done(PipelineStage.SLICE, start, len(ranking.order))
+        self._done(PipelineStage.SLICE, start, len(ranking))
         return sliced
 
     def place(

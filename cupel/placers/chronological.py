@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import islice
-from operator import attrgetter, eq, itemgetter
+from operator import eq, itemgetter, lt
 
 import numpy as np
 
+from cupel._fastpath import field_column
 from cupel._model import ContextItem, ScoredItem
 from cupel.placers._base import BasePlacer, FloatArray, IntArray
 
 __all__ = ["ChronologicalPlacer"]
 
 _ITEM = itemgetter(0)
-_TIMESTAMP = attrgetter("timestamp")
 
 
 class ChronologicalPlacer(BasePlacer):
@@ -31,6 +31,8 @@ class ChronologicalPlacer(BasePlacer):
     >>> [i.content for i in ChronologicalPlacer().place(items)]
     ['early', 'late', 'none']
     """
+
+    _fields = ("timestamp",)  # read through field_column (see cupel._pipeline.place)
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
         contents = list(map(_ITEM, items))
@@ -53,12 +55,16 @@ def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) ->
     given, the sort starts from the hint instead: if the sorted timestamps turn out all
     distinct, the starting order cannot have mattered, and a hint that is already nearly
     chronological makes the sort close to linear. With a tie, the plain stable sort
-    decides.
+    decides. A hint whose timestamps already strictly increase is the order itself.
     """
-    stamps = list(map(_TIMESTAMP, items))
+    stamps = field_column(items, "timestamp")
     if None not in stamps:
         if hint is not None:
-            order: list[int] = sorted(hint.tolist(), key=stamps.__getitem__)
+            order: list[int] = hint.tolist()
+            ordered = list(map(stamps.__getitem__, order))
+            if all(map(lt, ordered, islice(ordered, 1, None))):
+                return order  # already strictly increasing: the sort would keep it
+            order.sort(key=stamps.__getitem__)
             ordered = list(map(stamps.__getitem__, order))
             if not any(map(eq, islice(ordered, 1, None), ordered)):
                 return order

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -43,6 +43,7 @@ __all__ = [
     "Scorer",
     "as_score",
     "batch_scores",
+    "fields_read",
     "score_all",
 ]
 
@@ -82,7 +83,13 @@ class ArrayScorer(BaseScorer):
     ``score_all`` returns that array as a list. ``_scores`` may return ``None`` when it
     cannot decide on arrays; ``_score_list`` then computes the list in Python. A
     subclass that overrides ``score`` is scored through its ``score`` instead.
+
+    ``_fields`` names the item fields ``_scores`` reads (through
+    :func:`~cupel._fastpath.field_column`, so that a pipeline reads them once for all
+    its stages; see :func:`fields_read`).
     """
+
+    _fields: ClassVar[tuple[str, ...]] = ()
 
     def score_all(self, items: Sequence[ContextItem]) -> list[float]:
         if fast_method(self, "_scores", ("score",)) is None:  # a subclass's score() rules
@@ -210,6 +217,31 @@ def _batch(scorer: Scorer, items: Sequence[ContextItem]) -> FloatArray:
     else:
         raw = [scorer.score(item, items) for item in items]
     return _as_scores(raw, scorer, items)
+
+
+def fields_read(scorer: Scorer) -> tuple[str, ...]:
+    """The item fields that the built-in batches of ``scorer`` and of the scorers it
+    delegates to (``children()``) read, in first-seen order; a scorer scored through its
+    own ``score`` / ``score_all`` adds none (nor do its children: they may not be asked).
+
+    >>> from cupel import CompositeScorer, KindScorer, RecencyScorer
+    >>> fields_read(CompositeScorer([(RecencyScorer(), 1), (KindScorer(), 1)]))
+    ('timestamp', 'kind')
+    """
+    names: dict[str, None] = {}
+    seen: set[int] = set()
+    pending: list[Scorer] = [scorer]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ArrayScorer) and fast_method(
+            current, "_scores", ("score", "score_all")
+        ):
+            names.update(dict.fromkeys(current._fields))
+            pending.extend(reversed(current.children()))
+    return tuple(names)
 
 
 def score_all(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from cupel._fastpath import field_column
 from cupel._model import ContextItem
 from cupel.scorers._base import ArrayScorer, FloatArray
 
@@ -73,8 +74,12 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
         first_index: dict[Any, int] = dict(
             zip(reversed(keyed), range(count - 1, -1, -1), strict=True)
         )
-        first_index[None] = 0
-        ranks = np.fromiter(map(first_index.__getitem__, keys), dtype=np.float64, count=n)
+        ranked = np.fromiter(map(first_index.__getitem__, present), np.float64, count)
+        if count == n:
+            ranks = ranked
+        else:  # unkeyed items rank 0
+            ranks = np.zeros(n)
+            ranks[np.fromiter(map(_is_key, keys), dtype=np.bool_, count=n)] = ranked
     ranks /= count - 1
     return ranks
 
@@ -88,7 +93,8 @@ class _RankScorer(ArrayScorer, Generic[_K]):
         return _rank_score(self._key(item), [self._key(other) for other in all_items])
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return rank_scores(list(map(self._key, items)))
+        (field,) = self._fields
+        return rank_scores(field_column(items, field))
 
 
 class RecencyScorer(_RankScorer[datetime]):
@@ -104,6 +110,7 @@ class RecencyScorer(_RankScorer[datetime]):
     """
 
     _key = staticmethod(attrgetter("timestamp"))
+    _fields = ("timestamp",)
 
 
 class PriorityScorer(_RankScorer[int]):
@@ -116,3 +123,4 @@ class PriorityScorer(_RankScorer[int]):
     """
 
     _key = staticmethod(attrgetter("priority"))
+    _fields = ("priority",)

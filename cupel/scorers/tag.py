@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import chain, count
-from operator import attrgetter
+from itertools import chain, count, repeat
 from types import MappingProxyType
 
 import numpy as np
 
 from cupel._errors import ScorerConfigError
+from cupel._fastpath import field_column
 from cupel._model import ContextItem, ascii_fold
 from cupel._params import NonNegative
 from cupel.scorers._base import ArrayScorer, FloatArray
 from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["TagScorer"]
-
-
-_TAGS = attrgetter("tags")
 
 
 class TagScorer(ArrayScorer):
@@ -112,51 +109,57 @@ class TagScorer(ArrayScorer):
                 matched += weight
         return min(matched / self._total, 1.0)
 
+    _fields = ("tags",)
+
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        """``score`` for every item: computed by :meth:`_tuple_scores` once per distinct
-        ``tags`` tuple of the pass and looked up for each item (or directly for every item
-        when most tuples are distinct)."""
-        tags = list(map(_TAGS, items))
+        """``score`` for every item, on arrays (:meth:`_tuple_scores`); when items carry
+        many tags each (more than :data:`_MANY_TAGS` on average), computed once per
+        distinct ``tags`` tuple of the pass and looked up for each item instead."""
+        tags = field_column(items, "tags")
         n = len(tags)
+        flat = list(chain.from_iterable(tags))
+        if len(flat) <= _MANY_TAGS * n:
+            return self._tuple_scores(tags, flat)
         # Each tuple hashed once: its code is the call number of its first occurrence.
         first: dict[tuple[str, ...], int] = {}
         codes = np.fromiter(map(first.setdefault, tags, count()), dtype=np.intp, count=n)
-        if 2 * len(first) > n:  # mostly distinct: not worth the lookup table
-            return self._tuple_scores(tags)
         by_code = np.zeros(n)
+        distinct = list(first)
         by_code[np.fromiter(first.values(), dtype=np.intp, count=len(first))] = self._tuple_scores(
-            list(first)
+            distinct, list(chain.from_iterable(distinct))
         )
         result: FloatArray = by_code[codes]
         return result
 
-    def _tuple_scores(self, tags: list[tuple[str, ...]]) -> FloatArray:
-        """``_tags_score`` of each tuple, on arrays.
+    def _tuple_scores(self, tags: list[tuple[str, ...]], flat: list[str]) -> FloatArray:
+        """``_tags_score`` of each tuple, on arrays (``flat``: the tuples' tags, chained).
 
         The weights of all tags form one flat array (looked up once per distinct tag).
-        Each tuple's weights are then added column by column, in tag order, exactly like
-        the per-item ``matched += weight`` loop; an unmatched tag adds 0.0, which leaves
-        the non-negative sum unchanged. Column ``j`` touches only the tuples longer than
-        ``j``, so the work is one step per tag occurrence.
+        ``np.bincount`` then adds them up per tuple: it walks the flat array in order
+        and adds each weight to its tuple's sum, starting from 0.0, so each sum is the
+        per-item loop's ``matched += weight`` in tag order; an unmatched tag adds 0.0,
+        which leaves the non-negative sum unchanged.
         """
         n = len(tags)
-        flat = list(chain.from_iterable(tags))
         if self._total == 0.0 or not flat:
             return np.zeros(n)
-        table = dict.fromkeys(flat, 0.0)
-        for tag in table:
-            weight = self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag)
-            if weight is not None:
-                table[tag] = weight
-        weights = np.fromiter(map(table.__getitem__, flat), dtype=np.float64, count=len(flat))
+        if self._case_insensitive:  # each distinct tag folded once
+            table = dict.fromkeys(flat, 0.0)
+            for tag in table:
+                weight = self._lookup.get(ascii_fold(tag))
+                if weight is not None:
+                    table[tag] = weight
+            found = map(table.__getitem__, flat)
+        else:
+            found = map(self._lookup.get, flat, repeat(0.0))
+        weights = np.fromiter(found, dtype=np.float64, count=len(flat))
         lengths = np.fromiter(map(len, tags), dtype=np.intp, count=n)
-        starts = np.cumsum(lengths) - lengths
-        longest_first = np.argsort(-lengths, kind="stable")
-        sorted_lengths = lengths[longest_first]
-        matched = np.zeros(n)
-        for column in range(int(sorted_lengths[0])):
-            rows = longest_first[: int(np.count_nonzero(sorted_lengths > column))]
-            matched[rows] += weights[starts[rows] + column]
+        owner = np.repeat(np.arange(n), lengths)
+        matched = np.bincount(owner, weights=weights, minlength=n)
         with np.errstate(over="ignore"):
             result: FloatArray = np.minimum(matched / self._total, 1.0)
         return result
+
+
+_MANY_TAGS = 4
+"""Average tags per item above which :class:`TagScorer` scores each distinct tuple once."""

@@ -51,28 +51,51 @@ class GreedySlice(BaseSlicer):
         only items no larger than the tokens then remaining can still fit; those few are
         walked one by one exactly as in the per-item loop.
         """
-        target = budget.target_tokens
-        tokens = candidates.tokens
-        if len(tokens) == 0 or target <= 0:
-            return np.zeros(0, dtype=np.intp)
-        free = tokens == 0
-        density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.divide(candidates.scores, tokens, out=density, where=~free)
-        order = stable_argsort(-density)
-        ordered_tokens = tokens[order]
-        filled = np.cumsum(ordered_tokens)
-        fit = int(np.searchsorted(filled, target, side="right"))
-        if fit == len(order):
-            return order
-        remaining = target - (int(filled[fit - 1]) if fit else 0)
-        rest = np.flatnonzero(ordered_tokens[fit + 1 :] <= remaining) + (fit + 1)
-        taken: list[int] = []
-        for position, size in zip(rest.tolist(), ordered_tokens[rest].tolist(), strict=True):
-            if size <= remaining:
-                taken.append(position)
-                remaining -= size
-        return np.concatenate((order[:fit], order[taken]))
+        return _greedy_positions(candidates, budget, by_score=False)
+
+    def _select_unranked(self, candidates: Candidates, budget: ContextBudget) -> IntArray:
+        """:meth:`_select_positions` for candidates given in input order rather than
+        ranked (score-descending, ties in input order): equal densities are ordered by
+        descending score, then position, which is where the ranking would have put
+        them, so the selection is the same as over the ranked candidates. (The
+        pipeline then ranks only the selection.)"""
+        return _greedy_positions(candidates, budget, by_score=True)
+
+
+def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: bool) -> IntArray:
+    """:meth:`GreedySlice._select_positions` (``by_score``: equal densities by descending
+    score first, see :meth:`GreedySlice._select_unranked`)."""
+    target = budget.target_tokens
+    tokens = candidates.tokens
+    if len(tokens) == 0 or target <= 0:
+        return np.zeros(0, dtype=np.intp)
+    free = tokens == 0
+    density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.divide(candidates.scores, tokens, out=density, where=~free)
+    keys = -density
+    order = stable_argsort(keys)
+    if by_score and len(order) > 1:
+        ranked = keys[order]
+        same = ranked[1:] == ranked[:-1]
+        if same.any():  # equal densities: within each run, by descending score
+            tied = np.flatnonzero(np.append(False, same) | np.append(same, False))
+            run = np.cumsum(np.append(True, ~same))[tied]
+            members = order[tied]
+            order[tied] = members[np.lexsort((members, -candidates.scores[members], run))]
+    ordered_tokens = tokens[order]
+    filled = np.cumsum(ordered_tokens)
+    fit = int(np.searchsorted(filled, target, side="right"))
+    if fit == len(order):
+        return order
+    remaining = target - (int(filled[fit - 1]) if fit else 0)
+    rest = np.flatnonzero(ordered_tokens[fit + 1 :] <= remaining) + (fit + 1)
+    taken: list[int] = []
+    for position, size in zip(rest.tolist(), ordered_tokens[rest].tolist(), strict=True):
+        if size <= remaining:
+            taken.append(position)
+            remaining -= size
+    return np.concatenate((order[:fit], order[taken]))
 
 
 def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:
