@@ -5,7 +5,7 @@ from __future__ import annotations
 from cupel._errors import ConfigurationError
 from cupel._pipeline import Pipeline, set_policy_resolver
 from cupel.policy._policy import Policy
-from cupel.presets import preset
+from cupel.policy._presets import preset
 
 __all__ = ["resolve_pipeline"]
 

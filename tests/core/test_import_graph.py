@@ -112,6 +112,39 @@ def test_cupel_has_no_import_cycles() -> None:
     assert cycles(graph) == []
 
 
+def with_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` plus the edges Python adds: importing ``cupel.a.b`` first runs the
+    ``__init__`` of ``cupel.a`` (the root ``cupel``, which re-exports everything, aside)."""
+    extended = {name: set(targets) for name, targets in graph.items()}
+    for name, targets in graph.items():
+        for target in targets:
+            parts = target.split(".")
+            for cut in range(2, len(parts)):
+                package = ".".join(parts[:cut])
+                if package in graph and package != name and not name.startswith(package + "."):
+                    extended[name].add(package)
+    return extended
+
+
+def test_no_cycle_through_a_package_init() -> None:
+    graph = with_package_inits(import_graph(module_files(PACKAGE_DIR)))
+    assert "cupel.policy" in graph["cupel.presets"]  # the package edge is there
+    assert cycles(graph) == []
+
+
+def test_a_cycle_through_a_package_init_is_found() -> None:
+    graph = {
+        "cupel.presets": {"cupel.policy._policy"},
+        "cupel.policy": {"cupel.policy._resolve"},
+        "cupel.policy._policy": set(),
+        "cupel.policy._resolve": {"cupel.presets"},
+    }
+    assert cycles(graph) == []
+    assert cycles(with_package_inits(graph)) == [
+        ["cupel.policy", "cupel.policy._resolve", "cupel.presets"]
+    ]
+
+
 def test_the_pipeline_never_imports_the_policy_layer() -> None:
     graph = import_graph(module_files(PACKAGE_DIR))
     pipeline = [name for name in graph if name.startswith("cupel._pipeline")]
