@@ -1,1 +1,1 @@
-"""Benchmarks of ../shared/bench/WORKLOADS.md: ``python -m benchmarks`` (see benchmarks/run.py)."""
+"""Benchmarks of the workloads in docs/performance.md: ``python -m benchmarks``."""

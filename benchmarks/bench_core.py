@@ -1,4 +1,4 @@
-"""Core pipeline workloads W1-W4 and W3f of ../shared/bench/WORKLOADS.md, and W11 (W3 at a
+"""Core pipeline workloads W1-W4 and W3f (docs/performance.md), and W11 (W3 at a
 million items, Greedy and Chronological).
 
 Each builder generates its items with a fixed seed (same seed → same items) and returns

@@ -1,4 +1,4 @@
-"""Workload W5 of ../shared/bench/WORKLOADS.md: LangChain chat history, cupel vs trim_messages.
+"""Workload W5 (docs/performance.md): LangChain chat history, cupel vs trim_messages.
 
 N messages alternate HumanMessage / AIMessage (~50 words each, all distinct); every 10th
 AI turn carries a tool call answered by a ToolMessage. Budget B = 25% of the

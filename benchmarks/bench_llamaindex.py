@@ -1,4 +1,4 @@
-"""LlamaIndex workloads W6 and W7 of ../shared/bench/WORKLOADS.md, against the incumbents.
+"""LlamaIndex workloads W6 and W7 (docs/performance.md) against the incumbents.
 
 W6: a conversation of N LlamaIndex ``ChatMessage`` s (alternating user/assistant, ~50 words
 each; every 10th assistant turn makes a tool call answered by a tool message), selected by
@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000", help="conversation sizes for W6")
     args = parser.parse_args(argv)
     if args.runs < 7:
-        parser.error("--runs must be >= 7 (WORKLOADS.md)")
+        parser.error("--runs must be >= 7 (docs/performance.md)")
     if args.slow_runs < 1:
         parser.error("--slow-runs must be >= 1")
     print(f"python {sys.version.split()[0]}")

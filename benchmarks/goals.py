@@ -85,7 +85,7 @@ def _scaling(row: Row) -> tuple[float, str] | None:
 
 @dataclass(frozen=True)
 class Goal:
-    """One target of WORKLOADS.md: the rows it judges (a label and size, or every row
+    """One target (docs/performance.md): the rows it judges (a label and size, or every row
     of ``workloads`` (``None``: every row) of size ``n`` when given), the figure, its
     limit, and the target's text (``{label}``, ``{n}`` and ``{tenth}`` fill in)."""
 

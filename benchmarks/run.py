@@ -1,4 +1,4 @@
-"""The benchmark harness: every workload of ../shared/bench/WORKLOADS.md, one table.
+"""The benchmark harness: every workload in docs/performance.md, one table.
 
     python -m benchmarks                 # from the repository root; or: python benchmarks/run.py
     python -m benchmarks --quick         # small N, 3 runs: a smoke test of the harness
@@ -24,7 +24,7 @@ measured in this run) for W1 and W3, and once more with every report entry read.
 million items) runs W3's items with Greedy and Chronological, ``run`` and ``dry_run``; it is
 left out unless ``--million`` is given (building the items alone takes about a minute).
 
-A summary checks the targets of WORKLOADS.md against this run. Incumbent calls slower
+A summary checks the targets (docs/performance.md) against this run. Incumbent calls slower
 than 2 s (``ChatMemoryBuffer.get()`` at 10,000 messages) get 3 runs, no warm-up and no
 traced pass. W5-W7 need the LangChain / LlamaIndex extras; without them they are skipped
 with a note.
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted.append(match[0])
     runs = args.runs if args.runs is not None else (3 if args.quick else 7)
     if not args.quick and runs < 7:
-        parser.error("--runs must be >= 7 (WORKLOADS.md); use --quick for a smoke run")
+        parser.error("--runs must be >= 7 (docs/performance.md); use --quick for a smoke run")
     plan = Plan(QUICK_SIZES if args.quick else FULL_SIZES, runs, args.warmups)
 
     print(machine())
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {text}")
     checked = targets(rows)
     if checked and not args.quick:
-        print("\ntargets (WORKLOADS.md):")
+        print("\ntargets (docs/performance.md):")
         for target in checked:
             status = "met" if target.met else "NOT met"
             print(f"  {target.text:<62} {target.measured:<30} {status}")

@@ -1,4 +1,4 @@
-"""The W6/W7 helpers of benchmarks/bench_llamaindex.py build what WORKLOADS.md describes,
+"""The W6/W7 helpers of benchmarks/bench_llamaindex.py build what docs/performance.md describes,
 their validity check can fail, and every timed CupelChatMemory variant (fresh memory,
 repeated get, one more turn) selects the same window."""
 
