@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from cupel import ContextBudget, ContextItem, ScoredItem
+from cupel import ContextBudget, ContextItem, CupelError, Pipeline, ScoredItem
 from cupel.diagnostics import SelectionReport
 from cupel.scorers import (
     CompositeScorer,
@@ -66,6 +66,23 @@ def report_key(report: SelectionReport | None) -> tuple[Any, ...]:
             report.overflow.tokens_over_budget,
             [id(i) for i in report.overflow.overflowing_items],
         ),
+    )
+
+
+def outcome(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> Any:
+    """What a run and a dry run give, items by identity; or the error they raise."""
+    try:
+        plain = pipeline.run(items, budget)
+        traced = pipeline.dry_run(items, budget)
+    except CupelError as error:
+        return (type(error), str(error))
+    assert [id(i) for i in plain.items] == [id(i) for i in traced.items]
+    assert plain.total_tokens == sum(i.tokens for i in plain.items)
+    return (
+        [id(i) for i in plain.items],
+        plain.total_tokens,
+        None if plain.overflow is None else plain.overflow.tokens_over_budget,
+        report_key(traced.report),
     )
 
 

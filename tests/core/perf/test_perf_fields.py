@@ -20,6 +20,7 @@ from perf_testkit import (
     SpecPlacer,
     assert_same_floats,
     budgets,
+    outcome,
     passes,
     scored_lists,
     scorers,
@@ -34,7 +35,6 @@ from cupel import (
     ContextBudget,
     ContextItem,
     ContextKind,
-    CupelError,
     GreedySlice,
     KindScorer,
     Pipeline,
@@ -96,23 +96,6 @@ def test_field_column_shares_only_for_the_very_same_items_object() -> None:
         assert field_column(list(items), "tokens") == [3]  # another object: read
         assert field_column(items, "pinned") == [False]  # not shared: read
     assert field_column(items, "tokens") == [3]
-
-
-def outcome(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> Any:
-    try:
-        plain = pipeline.run(items, budget)
-        traced = pipeline.dry_run(items, budget)
-    except CupelError as error:
-        return (type(error), str(error))
-    assert [id(i) for i in plain.items] == [id(i) for i in traced.items]
-    report = traced.report
-    assert report is not None
-    return (
-        [id(i) for i in plain.items],
-        plain.total_tokens,
-        [(id(e.item), e.score, e.reason) for e in report.included],
-        [(id(e.item), e.score, e.reason) for e in report.excluded],
-    )
 
 
 @settings(max_examples=300, deadline=None)

@@ -12,8 +12,8 @@ from perf_testkit import (
     PerItemScorer,
     SpecGreedy,
     SpecPlacer,
+    outcome,
     passes,
-    report_key,
     scorers,
     spec_chronological,
     spec_u_shaped,
@@ -27,7 +27,6 @@ from cupel import (
     ContextItem,
     CountQuotaEntry,
     CountQuotaSlice,
-    CupelError,
     GreedySlice,
     KindScorer,
     KnapsackSlice,
@@ -53,23 +52,6 @@ PLACERS = [
     (ChronologicalPlacer(), SpecPlacer(spec_chronological)),
     (UShapedPlacer(), SpecPlacer(spec_u_shaped)),
 ]
-
-
-def outcome(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> Any:
-    """What a run and a dry run give, items by identity; or the error they raise."""
-    try:
-        plain = pipeline.run(items, budget)
-        traced = pipeline.dry_run(items, budget)
-    except CupelError as error:
-        return (type(error), str(error))
-    assert [id(i) for i in plain.items] == [id(i) for i in traced.items]
-    assert plain.total_tokens == sum(i.tokens for i in plain.items)
-    return (
-        [id(i) for i in plain.items],
-        plain.total_tokens,
-        None if plain.overflow is None else plain.overflow.tokens_over_budget,
-        report_key(traced.report),
-    )
 
 
 @settings(max_examples=400, deadline=None)
