@@ -117,12 +117,17 @@ class Columns(NamedTuple):
 
 
 def columns(
-    scores: FloatArray | Sequence[Any], tokens: Sequence[int], *, nonnegative: bool = False
+    scores: FloatArray | Sequence[Any],
+    tokens: Sequence[int],
+    *,
+    nonnegative: bool = False,
+    token_array: TokenArray | None = None,
 ) -> Columns | None:
     """``scores`` and ``tokens`` as :class:`Columns` when the values may live in arrays
     (rule 2): every score a NaN-free ``float`` (:func:`float_column`), every token count
     non-negative (already known when ``nonnegative``) and their sum below
-    :data:`MAX_EXACT_TOKENS`; else ``None``.
+    :data:`MAX_EXACT_TOKENS`; else ``None``. ``token_array``: ``tokens`` as int64,
+    already checked so (the Classify stage's), taken as it is.
 
     >>> columns([0.5, 1.0], [3, 4]).tokens, columns([0.5], [-1]), columns([0.5], [2**53])
     (array([3, 4]), None, None)
@@ -130,6 +135,8 @@ def columns(
     array = float_column(scores)
     if array is None:
         return None
+    if token_array is not None:
+        return Columns(array, token_array)
     if tokens and ((not nonnegative and min(tokens) < 0) or sum(tokens) >= MAX_EXACT_TOKENS):
         return None
     return Columns(array, np.array(tokens, dtype=np.int64))

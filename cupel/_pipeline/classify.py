@@ -7,8 +7,10 @@ from itertools import compress
 from operator import not_
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from cupel._errors import ItemError, PinnedBudgetError
-from cupel._fastpath import read_fields
+from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray, read_fields
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline.values import TOKENS
 
@@ -22,7 +24,10 @@ class Classified(NamedTuple):
     """The input, split. ``tokens`` are the scoreable items' counts; ``total_tokens``
     sums every input item's (negative ones included: ruling 3). ``fields``: the fields
     the run's built-in stages read, already read from the scoreable items (field name →
-    one value per scoreable item; see :func:`~cupel._fastpath.read_fields`), or fewer."""
+    one value per scoreable item; see :func:`~cupel._fastpath.read_fields`), or fewer.
+    ``token_array``: ``tokens`` as int64 when every count is non-negative and the sum of
+    all of them is below :data:`~cupel._fastpath.MAX_EXACT_TOKENS` (what the array
+    routes need, checked here once), else ``None``."""
 
     items: Sequence[ContextItem]
     pinned: list[ContextItem]
@@ -32,6 +37,7 @@ class Classified(NamedTuple):
     total_tokens: int
     pinned_tokens: int
     fields: dict[str, list[Any]]
+    token_array: TokenArray | None = None
 
 
 def classify(
@@ -40,16 +46,24 @@ def classify(
     """Split ``items``; raise :class:`~cupel.PinnedBudgetError` when the pinned items
     alone need more than ``max_tokens - output_reserve``. ``names``: item fields the
     later stages will read, read here in the same sweep as the tokens and pinned flags."""
-    pinned, scoreable, tokens, negative, total, fields = _split(items, names)
+    pinned, scoreable, tokens, negative, total, fields, array = _split(items, names)
     pinned_tokens = sum(map(TOKENS, pinned))
     available_for_pinned = budget.max_tokens - budget.output_reserve
     if pinned_tokens > available_for_pinned:
         raise PinnedBudgetError(pinned_tokens, available_for_pinned)
-    return Classified(items, pinned, scoreable, tokens, negative, total, pinned_tokens, fields)
+    return Classified(
+        items, pinned, scoreable, tokens, negative, total, pinned_tokens, fields, array
+    )
 
 
 _Split = tuple[
-    list[ContextItem], list[ContextItem], list[int], list[ContextItem], int, dict[str, list[Any]]
+    list[ContextItem],
+    list[ContextItem],
+    list[int],
+    list[ContextItem],
+    int,
+    dict[str, list[Any]],
+    TokenArray | None,
 ]
 
 
@@ -64,18 +78,22 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
     """
     if all(issubclass(kind, ContextItem) for kind in set(map(type, items))):
         tokens, flags, *columns = read_fields(items, (TOKEN_FIELD, PINNED_FIELD, *names))
-        if not tokens or min(tokens) >= 0:
+        array, total = _token_array(tokens)
+        if array is not None or not tokens or min(tokens) >= 0:
+            if total is None:
+                total = sum(tokens)
             fields = dict(zip(names, columns, strict=True))
             if not any(flags):
-                return [], list(items), tokens, [], sum(tokens), fields
+                return [], list(items), tokens, [], total, fields, array
             unpinned = list(map(not_, flags))
             return (
                 list(compress(items, flags)),
                 list(compress(items, unpinned)),
                 list(compress(tokens, unpinned)),
                 [],
-                sum(tokens),
+                total,
                 {name: list(compress(column, unpinned)) for name, column in fields.items()},
+                None if array is None else array[np.array(unpinned, dtype=np.bool_)],
             )
     pinned: list[ContextItem] = []
     scoreable: list[ContextItem] = []
@@ -98,4 +116,24 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
         else:
             scoreable.append(item)
             scoreable_tokens.append(tokens_of_item)
-    return pinned, scoreable, scoreable_tokens, negative, total, {}
+    return pinned, scoreable, scoreable_tokens, negative, total, {}, None
+
+
+def _token_array(tokens: list[int]) -> tuple[TokenArray | None, int | None]:
+    """``tokens`` as int64 with their exact sum, when every count is non-negative and the
+    sum is below :data:`~cupel._fastpath.MAX_EXACT_TOKENS`; else ``(None, None)`` (the
+    caller then checks and sums the Python ints). The int64 sum is exact: each count is
+    at most ``MAX_EXACT_TOKENS // n`` when it is taken."""
+    n = len(tokens)
+    if not n:
+        return None, None
+    try:
+        array = np.fromiter(tokens, dtype=np.int64, count=n)
+    except (OverflowError, TypeError, ValueError):
+        return None, None
+    if int(array.min()) < 0 or int(array.max()) > MAX_EXACT_TOKENS // n:
+        return None, None
+    total = int(array.sum())
+    if total >= MAX_EXACT_TOKENS:
+        return None, None
+    return array, total

@@ -38,15 +38,13 @@ def deduplicate(
     fields: Mapping[str, list[Any]] | None = None,
 ) -> Survivors:
     """The survivors (all of them when deduplication is off or the contents are
-    distinct, which :func:`_distinct` shows without building a set). ``fields`` may hold
+    distinct, :func:`_distinct`). ``fields`` may hold
     the items' contents already read (``"content"``)."""
     if not enabled or not scoreable:
         return _ALL
     read = None if fields is None else fields.get(CONTENT_FIELD)
     contents = list(map(CONTENT, scoreable)) if read is None else read
     if _distinct(contents):
-        return _ALL
-    if len(set(contents)) == len(contents):  # distinct after all: equal hashes only
         return _ALL
     values = as_list(scores)
     best: dict[str, int] = {}
@@ -59,10 +57,22 @@ def deduplicate(
 
 
 def _distinct(contents: list[str]) -> bool:
-    """Whether the contents' hashes are pairwise distinct (then so are the contents): one
-    pass reading the strings' hashes into an array and one sort, which for large passes
-    is much cheaper than a set of the strings. ``False`` says nothing (equal contents or
-    a hash collision): the caller then compares the contents themselves."""
-    hashes = np.fromiter(map(hash, contents), dtype=np.int64, count=len(contents))
-    hashes.sort()
-    return not bool((hashes[1:] == hashes[:-1]).any())
+    """Whether the contents are pairwise distinct. Up to :data:`SET_LIMIT` contents, by
+    the size of their set. Past it, first by their hashes: one pass reading the hashes
+    into an array and one sort, which for large passes of contents never hashed before
+    is cheaper than a set of the strings (a set's table outgrows the CPU cache); pairwise
+    distinct hashes mean distinct contents, and otherwise (equal contents or a hash
+    collision) the set decides."""
+    n = len(contents)
+    if n > SET_LIMIT:
+        hashes = np.fromiter(map(hash, contents), dtype=np.int64, count=n)
+        hashes.sort()
+        if not (hashes[1:] == hashes[:-1]).any():
+            return True
+    return len(set(contents)) == n
+
+
+SET_LIMIT = 16_384
+"""Contents up to which :func:`_distinct` builds the set directly (measured: about 0.6×
+the hash sort's time at 10,000 to 50,000 contents whose hashes Python has cached, equal at
+10,000 fresh ones, 1.1-1.25× from 30,000 fresh ones on)."""

@@ -63,7 +63,7 @@ def sort(classified: Classified, scores: FloatArray, survivors: Survivors) -> Ra
     """Rank the survivors. On arrays this is a stable argsort (when the order is first
     read), which on NaN-free floats orders exactly as ``list.sort(key=-score)`` does on
     the per-item route."""
-    found = columns(scores, classified.tokens, nonnegative=True)
+    found = columns(scores, classified.tokens, nonnegative=True, token_array=classified.token_array)
     positions = survivors.positions
     if found is not None:
         return Ranking(None, found, [], positions)
