@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -189,26 +189,62 @@ def _getter(name: str) -> Callable[[Any], Any]:
     return getter
 
 
-def read_fields(items: Sequence[Any], names: Sequence[str]) -> list[list[Any]]:
+def read_fields(
+    items: Sequence[Any], names: Sequence[str], *, from_dicts: bool = False
+) -> list[list[Any]]:
     """``[[getattr(item, name) for item in items] for name in names]``, read chunk by chunk
     (:data:`FIELD_CHUNK` items at a time, every name per chunk): each item's fields are read
     while its object is still in the CPU cache, which on large passes costs about half of
     one full pass per name. Same values, same order, same errors as the plain passes.
 
+    ``from_dicts``: the caller knows that every item keeps each of ``names`` in its
+    instance ``__dict__`` and that its class defines none of them (exactly
+    :class:`~cupel.ContextItem`, whose fields pydantic stores so): the values are then
+    looked up in the items' ``__dict__`` s, one read of the ``__dict__`` per item and one
+    dict lookup per field, about 0.8x the attribute reads. An item missing one of them
+    (built with ``model_construct`` without it) makes the whole read fall back to the
+    attribute reads, which raise the usual ``AttributeError``.
+
     >>> from cupel import ContextItem
     >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"))
     [[2], [False]]
     """
-    getters = [_getter(name) for name in names]
+    if from_dicts:
+        try:
+            return _chunked(items, [_item_getter(name) for name in names], _DICT)
+        except KeyError:
+            pass
+    return _chunked(items, [_getter(name) for name in names], None)
+
+
+def _chunked(
+    items: Sequence[Any], getters: list[Callable[[Any], Any]], each: Callable[[Any], Any] | None
+) -> list[list[Any]]:
+    """The columns of ``getters`` over ``items`` (mapped through ``each`` first, when
+    given), chunk by chunk."""
     n = len(items)
     if n <= FIELD_CHUNK:
-        return [list(map(get, items)) for get in getters]
-    out: list[list[Any]] = [[] for _ in names]
+        part = items if each is None else list(map(each, items))
+        return [list(map(get, part)) for get in getters]
+    out: list[list[Any]] = [[] for _ in getters]
     for start in range(0, n, FIELD_CHUNK):
         part = items[start : start + FIELD_CHUNK]
+        if each is not None:
+            part = list(map(each, part))
         for column, get in zip(out, getters, strict=True):
             column.extend(map(get, part))
     return out
+
+
+_DICT = attrgetter("__dict__")
+_ITEM_GETTERS: dict[str, Callable[[Any], Any]] = {}
+
+
+def _item_getter(name: str) -> Callable[[Any], Any]:
+    getter = _ITEM_GETTERS.get(name)
+    if getter is None:
+        getter = _ITEM_GETTERS[name] = itemgetter(name)
+    return getter
 
 
 # The fields already read for one pass: (the items object, field name → one value per item).

@@ -56,6 +56,12 @@ def classify(
     )
 
 
+_PLAIN = {ContextItem}
+"""Items of exactly this class keep every field in their ``__dict__`` and their class
+defines no attribute of a field's name (pydantic stores the values so): their fields are
+read from the ``__dict__`` s (:func:`~cupel._fastpath.read_fields`). A subclass might
+define a property of a field's name, so its items are read attribute by attribute."""
+
 _Split = tuple[
     list[ContextItem],
     list[ContextItem],
@@ -76,8 +82,11 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
     C-level passes (``compress``); otherwise the per-item loop, which also names the
     first element that is not a ContextItem (and reads no field for later stages).
     """
-    if all(issubclass(kind, ContextItem) for kind in set(map(type, items))):
-        tokens, flags, *columns = read_fields(items, (TOKEN_FIELD, PINNED_FIELD, *names))
+    kinds = set(map(type, items))
+    if all(issubclass(kind, ContextItem) for kind in kinds):
+        tokens, flags, *columns = read_fields(
+            items, (TOKEN_FIELD, PINNED_FIELD, *names), from_dicts=kinds <= _PLAIN
+        )
         array, total = _token_array(tokens)
         if array is not None or not tokens or min(tokens) >= 0:
             if total is None:

@@ -141,3 +141,75 @@ def test_duplicates_past_the_set_limit_keep_the_best_scored_copy() -> None:
     dropped = [entry.item for entry in report.excluded]
     # no timestamps: every score is 0.0, so the first copy of each content survives
     assert dropped == items[20_000:]
+
+
+FIELDS = tuple(ContextItem.model_fields)
+
+
+def test_context_item_defines_no_class_attribute_named_after_a_field() -> None:
+    # what lets read_fields(from_dicts=True) read the instance dicts: an attribute read
+    # of a field name finds nothing on the class and so returns the __dict__ value
+    assert [name for name in FIELDS if hasattr(ContextItem, name)] == []
+    assert [name for name in FIELDS if any(name in vars(c) for c in ContextItem.__mro__)] == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    items=passes(max_size=12, allow_pinned=True, allow_negative=True),
+    chunk=st.sampled_from([1, 3, 512]),
+)
+def test_fields_from_dicts_are_the_attribute_values(items: list[ContextItem], chunk: int) -> None:
+    import cupel._fastpath as fastpath
+
+    saved = fastpath.FIELD_CHUNK
+    fastpath.FIELD_CHUNK = chunk
+    try:
+        from_dicts = fastpath.read_fields(items, FIELDS, from_dicts=True)
+        by_attribute = fastpath.read_fields(items, FIELDS)
+    finally:
+        fastpath.FIELD_CHUNK = saved
+    assert len(from_dicts) == len(by_attribute) == len(FIELDS)
+    for got, expected in zip(from_dicts, by_attribute, strict=True):
+        assert [id(value) for value in got] == [id(value) for value in expected]
+
+
+def test_an_item_built_without_a_field_fails_as_an_attribute_read_does() -> None:
+    from cupel._fastpath import read_fields
+
+    items = [ContextItem(content="a", tokens=1), ContextItem.model_construct(content="b")]
+    with pytest.raises(AttributeError, match="tokens"):
+        read_fields(items, ("tokens",))
+    with pytest.raises(AttributeError, match="tokens"):
+        read_fields(items, ("tokens",), from_dicts=True)
+    with pytest.raises(AttributeError, match="tokens"):
+        Pipeline(RecencyScorer()).run(items, UNLIMITED)
+
+
+class _Sub(ContextItem):
+    """A user's subclass (which could shadow a field with something of its own)."""
+
+
+@pytest.mark.parametrize(
+    ("items", "from_dicts"),
+    [
+        ([ContextItem(content="a", tokens=1)], True),
+        ([ContextItem(content="a", tokens=1), _Sub(content="b", tokens=1)], False),
+        ([_Sub(content="b", tokens=1)], False),
+    ],
+)
+def test_only_exact_context_items_are_read_from_their_dicts(
+    monkeypatch: pytest.MonkeyPatch, items: list[ContextItem], from_dicts: bool
+) -> None:
+    import cupel._pipeline.classify as module
+
+    seen: list[bool] = []
+    real = module.read_fields
+
+    def spy(items: Any, names: Any, *, from_dicts: bool = False) -> Any:
+        seen.append(from_dicts)
+        return real(items, names, from_dicts=from_dicts)
+
+    monkeypatch.setattr(module, "read_fields", spy)
+    classified = classify(items, UNLIMITED, ("content",))
+    assert seen == [from_dicts]
+    assert classified.fields["content"] == [item.content for item in items]
