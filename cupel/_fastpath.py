@@ -42,6 +42,7 @@ __all__ = [
     "field_column",
     "float_column",
     "read_fields",
+    "read_item_fields",
     "sharing_fields",
     "stable_argsort",
 ]
@@ -189,49 +190,62 @@ def _getter(name: str) -> Callable[[Any], Any]:
     return getter
 
 
-def read_fields(
-    items: Sequence[Any], names: Sequence[str], *, from_dicts: bool = False
-) -> list[list[Any]]:
+def read_fields(items: Sequence[Any], names: Sequence[str]) -> list[list[Any]]:
     """``[[getattr(item, name) for item in items] for name in names]``, read chunk by chunk
     (:data:`FIELD_CHUNK` items at a time, every name per chunk): each item's fields are read
     while its object is still in the CPU cache, which on large passes costs about half of
     one full pass per name. Same values, same order, same errors as the plain passes.
 
-    ``from_dicts``: the caller knows that every item keeps each of ``names`` in its
-    instance ``__dict__`` and that its class defines none of them (exactly
-    :class:`~cupel.ContextItem`, whose fields pydantic stores so): the values are then
-    looked up in the items' ``__dict__`` s, one read of the ``__dict__`` per item and one
-    dict lookup per field, about 0.8x the attribute reads. An item missing one of them
-    (built with ``model_construct`` without it) makes the whole read fall back to the
-    attribute reads, which raise the usual ``AttributeError``.
-
     >>> from cupel import ContextItem
     >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"))
     [[2], [False]]
     """
-    if from_dicts:
-        try:
-            return _chunked(items, [_item_getter(name) for name in names], _DICT)
-        except KeyError:
-            pass
-    return _chunked(items, [_getter(name) for name in names], None)
+    columns = read_item_fields(items, names, object)
+    if columns is None:  # pragma: no cover - every value is an object
+        raise TypeError("read_fields: an item is not an object")
+    return columns
 
 
-def _chunked(
-    items: Sequence[Any], getters: list[Callable[[Any], Any]], each: Callable[[Any], Any] | None
-) -> list[list[Any]]:
-    """The columns of ``getters`` over ``items`` (mapped through ``each`` first, when
-    given), chunk by chunk."""
+def read_item_fields(
+    items: Sequence[Any], names: Sequence[str], cls: type, *, dict_class: type | None = None
+) -> list[list[Any]] | None:
+    """:func:`read_fields` when every item is an instance of ``cls``, else ``None`` (the
+    items' types are checked chunk by chunk too, while the chunk is in the CPU cache).
+
+    ``dict_class``: a class whose instances keep each of ``names`` in their instance
+    ``__dict__`` and which defines no attribute of those names (exactly
+    :class:`~cupel.ContextItem`, whose fields pydantic stores so). A chunk of only its
+    instances is read from their ``__dict__`` s: one read of the ``__dict__`` per item and
+    one dict lookup per field, about 0.8x the attribute reads, same values. A chunk
+    holding an item that misses one of the names (built with ``model_construct`` without
+    it) is read attribute by attribute instead, which raises the usual
+    ``AttributeError``.
+
+    >>> from cupel import ContextItem
+    >>> read_item_fields([ContextItem(content="a", tokens=2)], ("tokens",), ContextItem)
+    [[2]]
+    >>> read_item_fields([ContextItem(content="a", tokens=2), "b"], ("tokens",), ContextItem)
+    """
+    by_name = [_getter(name) for name in names]
+    by_key = None if dict_class is None else [_item_getter(name) for name in names]
+    plain = {dict_class}
+    out: list[list[Any]] = [[] for _ in names]
     n = len(items)
-    if n <= FIELD_CHUNK:
-        part = items if each is None else list(map(each, items))
-        return [list(map(get, part)) for get in getters]
-    out: list[list[Any]] = [[] for _ in getters]
     for start in range(0, n, FIELD_CHUNK):
-        part = items[start : start + FIELD_CHUNK]
-        if each is not None:
-            part = list(map(each, part))
-        for column, get in zip(out, getters, strict=True):
+        part = items if n <= FIELD_CHUNK else items[start : start + FIELD_CHUNK]
+        types = set(map(type, part))
+        if by_key is not None and types <= plain:
+            dicts = list(map(_DICT, part))
+            try:
+                for column, get in zip(out, by_key, strict=True):
+                    column.extend(map(get, dicts))
+                continue
+            except KeyError:  # a missing field: read the chunk again by attribute
+                for column in out:
+                    del column[start:]
+        elif not all(issubclass(kind, cls) for kind in types):
+            return None
+        for column, get in zip(out, by_name, strict=True):
             column.extend(map(get, part))
     return out
 

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cupel._errors import ItemError, PinnedBudgetError
-from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray, read_fields
+from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray, read_item_fields
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline.values import TOKENS
 
@@ -24,7 +24,7 @@ class Classified(NamedTuple):
     """The input, split. ``tokens`` are the scoreable items' counts; ``total_tokens``
     sums every input item's (negative ones included: ruling 3). ``fields``: the fields
     the run's built-in stages read, already read from the scoreable items (field name →
-    one value per scoreable item; see :func:`~cupel._fastpath.read_fields`), or fewer.
+    one value per scoreable item; see :func:`~cupel._fastpath.read_item_fields`), or fewer.
     ``token_array``: ``tokens`` as int64 when every count is non-negative and the sum of
     all of them is below :data:`~cupel._fastpath.MAX_EXACT_TOKENS` (what the array
     routes need, checked here once), else ``None``."""
@@ -56,12 +56,6 @@ def classify(
     )
 
 
-_PLAIN = {ContextItem}
-"""Items of exactly this class keep every field in their ``__dict__`` and their class
-defines no attribute of a field's name (pydantic stores the values so): their fields are
-read from the ``__dict__`` s (:func:`~cupel._fastpath.read_fields`). A subclass might
-define a property of a field's name, so its items are read attribute by attribute."""
-
 _Split = tuple[
     list[ContextItem],
     list[ContextItem],
@@ -78,15 +72,16 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
     items' ``names`` fields).
 
     When every element is a ContextItem and no token count is negative, this is one
-    chunked sweep reading the fields (:func:`~cupel._fastpath.read_fields`) and a few
-    C-level passes (``compress``); otherwise the per-item loop, which also names the
-    first element that is not a ContextItem (and reads no field for later stages).
+    chunked sweep checking the types and reading the fields (exact ContextItems' from
+    their ``__dict__`` s: :func:`~cupel._fastpath.read_item_fields`) and a few C-level
+    passes (``compress``); otherwise the per-item loop, which also names the first
+    element that is not a ContextItem (and reads no field for later stages).
     """
-    kinds = set(map(type, items))
-    if all(issubclass(kind, ContextItem) for kind in kinds):
-        tokens, flags, *columns = read_fields(
-            items, (TOKEN_FIELD, PINNED_FIELD, *names), from_dicts=kinds <= _PLAIN
-        )
+    read = read_item_fields(
+        items, (TOKEN_FIELD, PINNED_FIELD, *names), ContextItem, dict_class=ContextItem
+    )
+    if read is not None:
+        tokens, flags, *columns = read
         array, total = _token_array(tokens)
         if array is not None or not tokens or min(tokens) >= 0:
             if total is None:

@@ -164,8 +164,9 @@ def test_fields_from_dicts_are_the_attribute_values(items: list[ContextItem], ch
     saved = fastpath.FIELD_CHUNK
     fastpath.FIELD_CHUNK = chunk
     try:
-        from_dicts = fastpath.read_fields(items, FIELDS, from_dicts=True)
+        from_dicts = fastpath.read_item_fields(items, FIELDS, ContextItem, dict_class=ContextItem)
         by_attribute = fastpath.read_fields(items, FIELDS)
+        assert from_dicts is not None
     finally:
         fastpath.FIELD_CHUNK = saved
     assert len(from_dicts) == len(by_attribute) == len(FIELDS)
@@ -174,13 +175,13 @@ def test_fields_from_dicts_are_the_attribute_values(items: list[ContextItem], ch
 
 
 def test_an_item_built_without_a_field_fails_as_an_attribute_read_does() -> None:
-    from cupel._fastpath import read_fields
+    from cupel._fastpath import read_fields, read_item_fields
 
     items = [ContextItem(content="a", tokens=1), ContextItem.model_construct(content="b")]
     with pytest.raises(AttributeError, match="tokens"):
         read_fields(items, ("tokens",))
     with pytest.raises(AttributeError, match="tokens"):
-        read_fields(items, ("tokens",), from_dicts=True)
+        read_item_fields(items, ("tokens",), ContextItem, dict_class=ContextItem)
     with pytest.raises(AttributeError, match="tokens"):
         Pipeline(RecencyScorer()).run(items, UNLIMITED)
 
@@ -192,24 +193,55 @@ class _Sub(ContextItem):
 @pytest.mark.parametrize(
     ("items", "from_dicts"),
     [
-        ([ContextItem(content="a", tokens=1)], True),
-        ([ContextItem(content="a", tokens=1), _Sub(content="b", tokens=1)], False),
-        ([_Sub(content="b", tokens=1)], False),
+        ([ContextItem(content="a", tokens=1)], 1),
+        ([ContextItem(content="a", tokens=1), _Sub(content="b", tokens=1)], 0),
+        ([_Sub(content="b", tokens=1)], 0),
     ],
 )
 def test_only_exact_context_items_are_read_from_their_dicts(
-    monkeypatch: pytest.MonkeyPatch, items: list[ContextItem], from_dicts: bool
+    monkeypatch: pytest.MonkeyPatch, items: list[ContextItem], from_dicts: int
 ) -> None:
-    import cupel._pipeline.classify as module
+    import cupel._fastpath as module
 
-    seen: list[bool] = []
-    real = module.read_fields
+    seen: list[Any] = []
+    real = module._DICT
 
-    def spy(items: Any, names: Any, *, from_dicts: bool = False) -> Any:
-        seen.append(from_dicts)
-        return real(items, names, from_dicts=from_dicts)
+    def spy(item: Any) -> Any:
+        seen.append(item)
+        return real(item)
 
-    monkeypatch.setattr(module, "read_fields", spy)
+    monkeypatch.setattr(module, "_DICT", spy)
     classified = classify(items, UNLIMITED, ("content",))
-    assert seen == [from_dicts]
+    assert len(seen) == from_dicts * len(items)
     assert classified.fields["content"] == [item.content for item in items]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 512])
+def test_a_stranger_in_any_chunk_makes_the_read_give_up(chunk: int) -> None:
+    import cupel._fastpath as fastpath
+
+    items: list[Any] = [ContextItem(content=str(i), tokens=i) for i in range(5)]
+    saved = fastpath.FIELD_CHUNK
+    fastpath.FIELD_CHUNK = chunk
+    try:
+        assert fastpath.read_item_fields(items, ("tokens",), ContextItem) == [[0, 1, 2, 3, 4]]
+        for at in range(5):
+            mixed = [*items[:at], {"tokens": 1}, *items[at:]]
+            assert fastpath.read_item_fields(mixed, ("tokens",), ContextItem) is None
+            assert (
+                fastpath.read_item_fields(mixed, ("tokens",), ContextItem, dict_class=ContextItem)
+                is None
+            )
+        # a chunk with an item missing a field falls back to attribute reads, and only it
+        built = ContextItem.model_construct(content="m", tokens=9, kind="Message")
+        del built.__dict__["pinned"]
+        mixed = [*items, built]
+        with pytest.raises(AttributeError, match="pinned"):
+            fastpath.read_item_fields(
+                mixed, ("tokens", "pinned"), ContextItem, dict_class=ContextItem
+            )
+        assert fastpath.read_item_fields(
+            mixed, ("tokens",), ContextItem, dict_class=ContextItem
+        ) == [[0, 1, 2, 3, 4, 9]]
+    finally:
+        fastpath.FIELD_CHUNK = saved
