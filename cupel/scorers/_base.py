@@ -257,6 +257,7 @@ def score_all(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:
 def object_ids(refs: npt.NDArray[np.object_]) -> IntArray:
     """``id()`` of every element of the one-dimensional object array ``refs``, as an
     ``intp`` array (``object_ids(np.array([x], dtype=object))[0] == id(x)``).
+    The ids are those of objects ``refs`` holds: valid while they are alive.
 
     In CPython, ``id(x)`` is the address of ``x``, and an object array holds exactly
     those addresses: they are copied out through NumPy's ``__array_interface__``
@@ -270,9 +271,7 @@ def object_ids(refs: npt.NDArray[np.object_]) -> IntArray:
     """
     if not _ADDRESSES_ARE_IDS or len(refs) < _FEW_IDS:
         return np.fromiter(map(id, refs.tolist()), dtype=np.intp, count=len(refs))
-    if refs.ndim != 1 or not refs.flags.c_contiguous:
-        raise ValueError("object_ids: refs must be a contiguous one-dimensional object array")
-    ids: IntArray = np.array(_Addresses(refs), dtype=np.intp)  # a copy
+    ids: IntArray = np.array(_Addresses(np.ascontiguousarray(refs)), dtype=np.intp)  # a copy
     return ids
 
 
