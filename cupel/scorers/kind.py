@@ -103,7 +103,7 @@ class KindScorer(ArrayScorer):
             if not left[position]:
                 return result
             same = ids == ids[position]
-            result[same] = lookup.get(kinds[position].key, 0.0)
+            np.putmask(result, same, lookup.get(kinds[position].key, 0.0))
             left &= ~same
         rest = np.flatnonzero(left).tolist()
         if rest:

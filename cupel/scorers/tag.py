@@ -199,7 +199,7 @@ class TagScorer(ArrayScorer):
 
 _PROBE = 64
 """Tags whose objects :meth:`TagScorer._flat_weights` counts before sorting by identity."""
-_FEW_TAGS = 512
+_FEW_TAGS = 4096
 """Tags in a pass below which :meth:`TagScorer._flat_weights` looks up every tag."""
 
 _MANY_TAGS = 4
