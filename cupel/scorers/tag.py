@@ -153,6 +153,8 @@ class TagScorer(ArrayScorer):
         flat: list[str] = []
         deque(map(flat.extend, tags), maxlen=0)  # the tags, chained (~1/3 cheaper than chain)
         weights = self._flat_weights(flat)
+        if not weights.any():  # no weighted tag matched: every sum stays 0.0
+            return np.zeros(n)
         owner = np.repeat(np.arange(n), lengths)
         matched = np.bincount(owner, weights=weights, minlength=n)
         with np.errstate(over="ignore"):
