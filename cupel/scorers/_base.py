@@ -21,6 +21,7 @@ scorer object is scored once, however many composites share it.
 from __future__ import annotations
 
 import numbers
+import platform
 import reprlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -30,9 +31,10 @@ from decimal import Decimal
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from cupel._errors import ScoreError
-from cupel._fastpath import FloatArray, fast_method
+from cupel._fastpath import FloatArray, IntArray, fast_method
 from cupel._model import ContextItem
 from cupel._params import Configurable
 
@@ -44,6 +46,7 @@ __all__ = [
     "as_score",
     "batch_scores",
     "fields_read",
+    "object_ids",
     "score_all",
 ]
 
@@ -249,3 +252,55 @@ def score_all(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:
     as a list of Python floats; see :func:`batch_scores`."""
     result: list[float] = batch_scores(scorer, items).tolist()
     return result
+
+
+def object_ids(refs: npt.NDArray[np.object_]) -> IntArray:
+    """``id()`` of every element of the one-dimensional object array ``refs``, as an
+    ``intp`` array (``object_ids(np.array([x], dtype=object))[0] == id(x)``).
+    The ids are those of objects ``refs`` holds: valid while they are alive.
+
+    In CPython, ``id(x)`` is the address of ``x``, and an object array holds exactly
+    those addresses: they are copied out through NumPy's ``__array_interface__``
+    protocol, some 5 ns an element instead of the ~40 ns of calling ``id`` on each.
+    Elsewhere (checked once, at import), and for fewer than :data:`_FEW_IDS` elements,
+    ``id`` is called per element.
+
+    >>> values = [None, "a", None]
+    >>> object_ids(np.fromiter(values, dtype=object, count=3)).tolist() == list(map(id, values))
+    True
+    """
+    if not _ADDRESSES_ARE_IDS or len(refs) < _FEW_IDS:
+        return np.fromiter(map(id, refs.tolist()), dtype=np.intp, count=len(refs))
+    ids: IntArray = np.array(_Addresses(np.ascontiguousarray(refs)), dtype=np.intp)  # a copy
+    return ids
+
+
+class _Addresses:
+    """The element addresses of a contiguous object array, seen as ``intp`` (holding the
+    array, so that the addresses stay valid while NumPy copies them)."""
+
+    __slots__ = ("__array_interface__", "refs")
+
+    def __init__(self, refs: npt.NDArray[np.object_]) -> None:
+        self.refs = refs
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": refs.shape,
+            "typestr": np.dtype(np.intp).str,
+            "data": (refs.__array_interface__["data"][0], True),
+        }
+
+
+def _addresses_are_ids() -> bool:
+    if platform.python_implementation() != "CPython" or np.dtype(np.intp).itemsize != (
+        np.dtype(object).itemsize
+    ):
+        return False
+    sample = [None, object(), "x", 10**30]
+    refs = np.fromiter(sample, dtype=object, count=len(sample))
+    return bool(np.array(_Addresses(refs), dtype=np.intp).tolist() == list(map(id, sample)))
+
+
+_ADDRESSES_ARE_IDS = _addresses_are_ids()
+_FEW_IDS = 64
+"""Below this many elements, :func:`object_ids` calls ``id`` (the copy's set-up costs more)."""

@@ -103,9 +103,11 @@ class CompositeScorer(ArrayScorer):
         loop). Each distinct child is scored once per pass, even when it appears in
         several entries or at several levels of nested composites."""
         result = np.zeros(len(items))
+        scaled = np.empty(len(items))  # one buffer for every child's ``s * w``
         for scorer, weight in zip(self._scorers, self._weights, strict=True):
             batch = batch_scores(scorer, items)
             check_batch("CompositeScorer", scorer, batch, items)
             with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN, as in Python
-                result += batch * weight
+                np.multiply(batch, weight, out=scaled)
+                result += scaled
         return result

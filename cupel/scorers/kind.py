@@ -12,7 +12,7 @@ from cupel._errors import ItemError, ScorerConfigError
 from cupel._fastpath import field_column
 from cupel._model import ContextItem, ContextKind
 from cupel._params import NonNegative
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, FloatArray, object_ids
 from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["KindScorer"]
@@ -89,11 +89,12 @@ class KindScorer(ArrayScorer):
         """``score`` for every item, by the identity of its kind object. Kinds are
         interned, so a pass holds a few distinct kind objects: each one's weight is looked
         up once, by its folded ``key``, and written to the positions holding that object
-        (one vectorised comparison of the items' kind ids per distinct kind). Past
-        :data:`_FEW_KINDS` distinct objects, the rest go through a dict of ids."""
+        (one vectorised comparison of the items' kind ids, :func:`object_ids`, per
+        distinct kind). Past :data:`_FEW_KINDS` distinct objects, the rest go through a
+        dict of ids."""
         kinds = field_column(items, "kind")
         n = len(kinds)
-        ids = np.fromiter(map(id, kinds), dtype=np.intp, count=n)
+        ids = object_ids(np.fromiter(kinds, dtype=object, count=n))
         result = np.zeros(n)
         lookup = self._lookup
         left = np.ones(n, dtype=np.bool_)
@@ -102,7 +103,7 @@ class KindScorer(ArrayScorer):
             if not left[position]:
                 return result
             same = ids == ids[position]
-            result[same] = lookup.get(kinds[position].key, 0.0)
+            np.putmask(result, same, lookup.get(kinds[position].key, 0.0))
             left &= ~same
         rest = np.flatnonzero(left).tolist()
         if rest:

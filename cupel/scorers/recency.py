@@ -9,21 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from functools import partial
 from itertools import islice
-from operator import attrgetter, is_not, lt
+from operator import attrgetter, lt
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from cupel._fastpath import field_column
 from cupel._model import ContextItem
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, FloatArray, object_ids
 
 __all__ = ["PriorityScorer", "RecencyScorer"]
 
 _K = TypeVar("_K", int, datetime)
-_is_key = partial(is_not, None)
 
 
 def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
@@ -46,41 +44,83 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
 def rank_scores(keys: Sequence[Any]) -> FloatArray:
     """Every key's rank score at once, in O(N log N): what :func:`_rank_score` gives per key.
 
-    If the keyed values are already strictly increasing (a chronological history: one
-    pass of comparisons shows it), each one's rank is its position among them. Otherwise
-    they are sorted once, and walking the sorted list backwards into a dict leaves, for
-    each distinct key, the index of its *first* occurrence: the number of strictly
-    smaller keys (equal keys share it; equality is the keys' own, so equal instants in
-    different time zones tie). ``None`` has rank 0, which divides to 0.0. The division
-    ``rank / (keyed - 1)`` is the same IEEE 754 division as the per-item algorithm's.
+    Strictly increasing keys (a chronological history) rank by position: one pass of
+    ``<`` over neighbours shows it, and stops with :class:`TypeError` at a ``None`` (or
+    at keys that do not compare, which the general route raises again). Otherwise the
+    keyed values, told from ``None`` by identity (:func:`~cupel.scorers._base.object_ids`),
+    are checked for the same order, or ranked by :func:`_int_ranks` (plain ints) or
+    :func:`_sorted_ranks`: a key's rank is the number of strictly smaller keys (equal
+    keys share it; equality is the keys' own, so equal instants in different time zones
+    tie). ``None`` has rank 0, which divides to 0.0. The division ``rank / (keyed - 1)``
+    is the same IEEE 754 division as the per-item algorithm's.
 
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]
     """
     n = len(keys)
-    present = list(filter(_is_key, keys)) if None in keys else keys
+    ranks: FloatArray
+    if n > 1:
+        try:
+            increasing = all(map(lt, keys, islice(keys, 1, None)))
+        except TypeError:  # a None, or keys that do not compare (raised again below)
+            increasing = False
+        if increasing:
+            ranks = np.arange(n, dtype=np.float64)
+            ranks /= n - 1
+            return ranks
+    present: list[Any]
+    if n < _FEW_KEYS:
+        keyed = np.fromiter([key is not None for key in keys], dtype=np.bool_, count=n)
+        present = [key for key in keys if key is not None]
+    else:
+        refs = np.fromiter(keys, dtype=object, count=n)
+        keyed = object_ids(refs) != id(None)
+        present = refs[keyed].tolist()
     count = len(present)
     if count <= 1:
-        return np.fromiter(map(_is_key, keys), dtype=np.float64, count=n)
-    ranks: FloatArray
-    if all(map(lt, present, islice(present, 1, None))):  # strictly increasing already
-        if count == n:
-            ranks = np.arange(n, dtype=np.float64)
-        else:
-            ranks = np.zeros(n)
-            ranks[np.fromiter(map(_is_key, keys), dtype=np.bool_, count=n)] = np.arange(count)
+        return keyed.astype(np.float64)
+    ranked: FloatArray
+    if all(map(lt, present, islice(present, 1, None))):  # strictly increasing, with gaps
+        ranked = np.arange(count, dtype=np.float64)
+    elif count >= _FEW_INTS and set(map(type, present)) == {int}:  # priorities
+        ranked = _int_ranks(present)
     else:
-        keyed = sorted(present)
-        first_index: dict[Any, int] = dict(
-            zip(reversed(keyed), range(count - 1, -1, -1), strict=True)
-        )
-        ranked = np.fromiter(map(first_index.__getitem__, present), np.float64, count)
-        if count == n:
-            ranks = ranked
-        else:  # unkeyed items rank 0
-            ranks = np.zeros(n)
-            ranks[np.fromiter(map(_is_key, keys), dtype=np.bool_, count=n)] = ranked
+        ranked = _sorted_ranks(present)
+    if count == n:
+        ranks = ranked
+    else:  # unkeyed items rank 0
+        ranks = np.zeros(n)
+        ranks[keyed] = ranked
     ranks /= count - 1
+    return ranks
+
+
+_FEW_KEYS = 64
+"""Keys below which :func:`rank_scores` tells ``None`` apart in Python, not on arrays."""
+_FEW_INTS = 64
+"""Keyed values from which :func:`rank_scores` ranks plain ints on arrays."""
+
+
+def _sorted_ranks(present: list[Any]) -> FloatArray:
+    """The rank of each of ``present``: sorted once, and walking the sorted list backwards
+    into a dict leaves, for each distinct key, the index of its first occurrence."""
+    count = len(present)
+    ordered = sorted(present)
+    first_index: dict[Any, int] = dict(
+        zip(reversed(ordered), range(count - 1, -1, -1), strict=True)
+    )
+    return np.fromiter(map(first_index.__getitem__, present), np.float64, count)
+
+
+def _int_ranks(present: list[int]) -> FloatArray:
+    """:func:`_sorted_ranks` of plain ``int``\\ s, on int64 arrays: each value's first
+    index in the sorted array (``searchsorted`` to the left). Values beyond int64 take
+    the dict route."""
+    try:
+        values = np.array(present, dtype=np.int64)
+    except OverflowError:
+        return _sorted_ranks(present)
+    ranks: FloatArray = np.searchsorted(np.sort(values), values, side="left").astype(np.float64)
     return ranks
 
 
