@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cupel._fastpath import IntArray, stable_argsort
+from cupel._fastpath import FloatArray, IntArray, TokenArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers._base import BaseSlicer, Candidates, candidates_of
 
@@ -48,8 +48,9 @@ class GreedySlice(BaseSlicer):
         Densities are sorted with a stable argsort. Walking that order, every item up to
         the first one that does not fit is taken: the longest prefix whose token sum is
         within the target (a cumulative sum and a binary search). After that first miss
-        only items no larger than the tokens then remaining can still fit; those few are
-        walked one by one exactly as in the per-item loop.
+        only items no larger than the tokens then remaining can still fit; those are
+        taken the same way, prefix by prefix, in a few array rounds (see ``_tail``),
+        exactly as the per-item loop takes them.
         """
         return _greedy_positions(candidates, budget, by_score=False)
 
@@ -73,29 +74,89 @@ def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: b
     density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
     with np.errstate(over="ignore", invalid="ignore"):
         np.divide(candidates.scores, tokens, out=density, where=~free)
-    keys = -density
-    order = stable_argsort(keys)
-    if by_score and len(order) > 1:
-        ranked = keys[order]
-        same = ranked[1:] == ranked[:-1]
-        if same.any():  # equal densities: within each run, by descending score
-            tied = np.flatnonzero(np.append(False, same) | np.append(same, False))
-            run = np.cumsum(np.append(True, ~same))[tied]
-            members = order[tied]
-            order[tied] = members[np.lexsort((members, -candidates.scores[members], run))]
+    np.negative(density, out=density)
+    order = _density_order(density, candidates.scores if by_score else None)
     ordered_tokens = tokens[order]
     filled = np.cumsum(ordered_tokens)
     fit = int(np.searchsorted(filled, target, side="right"))
     if fit == len(order):
         return order
     remaining = target - (int(filled[fit - 1]) if fit else 0)
-    rest = np.flatnonzero(ordered_tokens[fit + 1 :] <= remaining) + (fit + 1)
+    taken = _tail(ordered_tokens, fit + 1, remaining)
+    return np.concatenate((order[:fit], order[taken]))
+
+
+def _density_order(keys: FloatArray, scores: FloatArray | None) -> IntArray:
+    """The positions by ascending ``keys`` (negated densities), equal keys by descending
+    ``scores`` when given, then by position: ``np.argsort(keys, kind="stable")`` (or its
+    ``np.lexsort`` with the scores) computed as an unstable sort whose runs of equal keys
+    alone are sorted again (see :func:`cupel._fastpath.stable_argsort`)."""
+    order: IntArray = np.argsort(keys)
+    n = len(order)
+    if n < 2:
+        return order
+    ranked = keys[order]
+    if np.isnan(ranked[-1]):  # NaN sorts last; not an input the pipeline gives
+        order = np.argsort(keys, kind="stable")
+        ranked = keys[order]
+    same = ranked[1:] == ranked[:-1]
+    if not same.any():
+        return order
+    tied_mask = np.zeros(n, dtype=np.bool_)
+    tied_mask[1:] = same
+    tied_mask[:-1] |= same
+    tied = np.flatnonzero(tied_mask)
+    starts = np.ones(len(tied), dtype=np.bool_)
+    starts[1:] = ~same[tied[1:] - 1]
+    run = np.cumsum(starts, dtype=np.int64)
+    members = order[tied]
+    if scores is None:  # by (run, position): one unstable sort of distinct integers
+        run *= n
+        run += members
+        run.sort()
+        run %= n
+        order[tied] = run
+    else:
+        order[tied] = members[np.lexsort((members, -scores[members], run))]
+    return order
+
+
+_TAIL_ROUNDS = 16
+"""Array rounds of :func:`_tail` before the rest is walked item by item."""
+
+_TAIL_WALK = 32
+"""Below this many candidates left, :func:`_tail` walks them item by item."""
+
+
+def _tail(ordered_tokens: TokenArray, start: int, remaining: int) -> list[int]:
+    """The positions from ``start`` on (into ``ordered_tokens``, greedy order) that the
+    per-item loop takes with ``remaining`` tokens left: each item no larger than what is
+    then left, in order. In rounds on arrays: drop the items larger than what is left
+    (they can never fit again, as it only shrinks), take the longest prefix that fits,
+    skip the next item; a few rounds usually leave none. After :data:`_TAIL_ROUNDS`
+    rounds, or with few candidates left, the loop itself finishes."""
+    rest = np.flatnonzero(ordered_tokens[start:] <= remaining)
+    rest += start
+    sizes = ordered_tokens[rest]
     taken: list[int] = []
-    for position, size in zip(rest.tolist(), ordered_tokens[rest].tolist(), strict=True):
+    for _ in range(_TAIL_ROUNDS):
+        if len(rest) <= _TAIL_WALK:
+            break
+        filled = np.cumsum(sizes)
+        fit = int(np.searchsorted(filled, remaining, side="right"))
+        taken.extend(rest[:fit].tolist())
+        if fit == len(rest):
+            return taken
+        remaining -= int(filled[fit - 1]) if fit else 0
+        # rest[fit] does not fit; of the others, only items no larger than what is left can
+        keep = sizes[fit + 1 :] <= remaining
+        rest = rest[fit + 1 :][keep]
+        sizes = sizes[fit + 1 :][keep]
+    for position, size in zip(rest.tolist(), sizes.tolist(), strict=True):
         if size <= remaining:
             taken.append(position)
             remaining -= size
-    return np.concatenate((order[:fit], order[taken]))
+    return taken
 
 
 def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:
