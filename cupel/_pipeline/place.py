@@ -14,7 +14,7 @@ from cupel._fastpath import FloatArray, IntArray, float_column, sharing_fields
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.slice import Sliced
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs, take
 from cupel.diagnostics._events import OverflowEvent
 from cupel.placers._base import Placer, fast_orderer
 
@@ -87,11 +87,13 @@ def arrange(
         # where each merged item came from: pinned items first, then input positions
         origin = np.concatenate((np.arange(-len(classified.pinned), 0), chosen))
         # the merged items' fields the placer reads, when the Classify stage read them
+        positions: list[int] | None = None
         for name in getattr(placer, "_fields", ()):
             column = classified.fields.get(name)
             if column is not None:
+                positions = chosen.tolist() if positions is None else positions
                 fields[name] = [*map(attrgetter(name), classified.pinned)]
-                fields[name].extend(map(column.__getitem__, chosen.tolist()))
+                fields[name].extend(take(column, positions))
     with sharing_fields(items, fields):
         return _place(placer, items, merged.scores, origin)
 
@@ -106,7 +108,7 @@ def _place(
     if order is not None:
         array = float_column(scores)
         if array is not None:
-            return list(map(items.__getitem__, order(items, array, origin)))
+            return take(items, order(items, array, origin))
     placed = list(placer.place(scored_pairs(items, as_list(scores))))
     _check_placement(items, placed, placer)
     return placed

@@ -13,7 +13,7 @@ from cupel._fastpath import FloatArray, IntArray, fast_method, stable_argsort
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs, take
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
@@ -81,7 +81,7 @@ def slice_items(
     if chosen is not None and found is not None:
         return Sliced(
             sliced_budget,
-            list(map(scoreable.__getitem__, chosen.tolist())),
+            take(scoreable, chosen.tolist()),
             found.scores[chosen],
             int(found.tokens[chosen].sum()),
             chosen,

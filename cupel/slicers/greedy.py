@@ -65,25 +65,75 @@ class GreedySlice(BaseSlicer):
 
 def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: bool) -> IntArray:
     """:meth:`GreedySlice._select_positions` (``by_score``: equal densities by descending
-    score first, see :meth:`GreedySlice._select_unranked`)."""
+    score first, see :meth:`GreedySlice._select_unranked`).
+
+    Only the greedy order's head is sorted when a sample shows where the first miss
+    lies (:func:`_head`); the items after it that can still fit are sorted next."""
     target = budget.target_tokens
     tokens = candidates.tokens
     if len(tokens) == 0 or target <= 0:
         return np.zeros(0, dtype=np.intp)
     free = tokens == 0
-    density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
+    keys = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
     with np.errstate(over="ignore", invalid="ignore"):
-        np.divide(candidates.scores, tokens, out=density, where=~free)
-    np.negative(density, out=density)
-    order = _density_order(density, candidates.scores if by_score else None)
+        np.divide(candidates.scores, tokens, out=keys, where=~free)
+    np.negative(keys, out=keys)  # ascending keys: descending density
+    scores = candidates.scores if by_score else None
+    head = _head(keys, tokens, target)
+    if head is None:
+        order = _density_order(keys, scores)
+    else:
+        order = head[_density_order(keys[head], None if scores is None else scores[head])]
     ordered_tokens = tokens[order]
     filled = np.cumsum(ordered_tokens)
     fit = int(np.searchsorted(filled, target, side="right"))
-    if fit == len(order):
+    if fit == len(order):  # all fit (only when the order is complete)
         return order
     remaining = target - (int(filled[fit - 1]) if fit else 0)
-    taken = _tail(ordered_tokens, fit + 1, remaining)
-    return np.concatenate((order[:fit], order[taken]))
+    after = order[fit + 1 :]
+    after = after[ordered_tokens[fit + 1 :] <= remaining]
+    if head is not None:  # then the items beyond the head that can still fit, in order
+        beyond = np.ones(len(keys), dtype=np.bool_)
+        beyond[head] = False
+        beyond &= tokens <= remaining
+        others = np.flatnonzero(beyond)
+        others = others[_density_order(keys[others], None if scores is None else scores[others])]
+        after = np.concatenate((after, others))
+    taken = _tail(after, tokens[after], remaining)
+    return np.concatenate((order[:fit], taken))
+
+
+_HEAD_MIN = 4096
+"""From this many candidates on, :func:`_head` looks for the head of the greedy order."""
+
+_SAMPLE = 1024
+"""About how many candidates :func:`_head` samples."""
+
+
+def _head(keys: FloatArray, tokens: TokenArray, target: int) -> IntArray | None:
+    """The positions, ascending, of a head of the greedy order that holds its first miss:
+    every candidate whose key is at most a threshold (so whole runs of equal keys, and
+    whatever tie-break orders them, fall on one side), with more than ``target`` tokens
+    in all. The threshold comes from an evenly spaced sample of the candidates, a
+    little past where the sample's scaled token sum crosses ``target``. ``None`` when
+    there are few candidates, or when the head would hold (nearly) all or not more than
+    ``target`` tokens: then the whole order is sorted."""
+    n = len(keys)
+    if n < _HEAD_MIN:
+        return None
+    step = max(1, n // _SAMPLE)
+    sample = keys[::step]
+    ranked = np.argsort(sample)
+    reached = np.cumsum(tokens[::step][ranked]) * step
+    at = int(np.searchsorted(reached, target, side="right")) + len(sample) // 32 + 8
+    if at >= len(sample) * 3 // 4:
+        return None
+    threshold = sample[ranked[at]]
+    inside = keys <= threshold
+    head = np.flatnonzero(inside)
+    if int(tokens[head].sum()) <= target:
+        return None
+    return head
 
 
 def _density_order(keys: FloatArray, scores: FloatArray | None) -> IntArray:
@@ -128,35 +178,36 @@ _TAIL_WALK = 32
 """Below this many candidates left, :func:`_tail` walks them item by item."""
 
 
-def _tail(ordered_tokens: TokenArray, start: int, remaining: int) -> list[int]:
-    """The positions from ``start`` on (into ``ordered_tokens``, greedy order) that the
-    per-item loop takes with ``remaining`` tokens left: each item no larger than what is
-    then left, in order. In rounds on arrays: drop the items larger than what is left
+def _tail(positions: IntArray, sizes: TokenArray, remaining: int) -> IntArray:
+    """Of ``positions`` (greedy order after the first miss, with their ``sizes``), those
+    the per-item loop takes with ``remaining`` tokens left: each item no larger than what
+    is then left, in order. In rounds on arrays: drop the items larger than what is left
     (they can never fit again, as it only shrinks), take the longest prefix that fits,
     skip the next item; a few rounds usually leave none. After :data:`_TAIL_ROUNDS`
     rounds, or with few candidates left, the loop itself finishes."""
-    rest = np.flatnonzero(ordered_tokens[start:] <= remaining)
-    rest += start
-    sizes = ordered_tokens[rest]
-    taken: list[int] = []
+    rest = positions[sizes <= remaining]
+    sizes = sizes[sizes <= remaining]
+    taken: list[IntArray] = []
     for _ in range(_TAIL_ROUNDS):
         if len(rest) <= _TAIL_WALK:
             break
         filled = np.cumsum(sizes)
         fit = int(np.searchsorted(filled, remaining, side="right"))
-        taken.extend(rest[:fit].tolist())
+        taken.append(rest[:fit])
         if fit == len(rest):
-            return taken
+            return np.concatenate(taken)
         remaining -= int(filled[fit - 1]) if fit else 0
         # rest[fit] does not fit; of the others, only items no larger than what is left can
         keep = sizes[fit + 1 :] <= remaining
         rest = rest[fit + 1 :][keep]
         sizes = sizes[fit + 1 :][keep]
+    walked: list[int] = []
     for position, size in zip(rest.tolist(), sizes.tolist(), strict=True):
         if size <= remaining:
-            taken.append(position)
+            walked.append(position)
             remaining -= size
-    return taken
+    taken.append(np.array(walked, dtype=np.intp))
+    return np.concatenate(taken)
 
 
 def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:
