@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -81,21 +80,18 @@ def arrange(
     NaN-free floats, else ``placer.place`` checked to return exactly its input."""
     items = merged.items
     origin = None
-    fields: dict[str, list[Any]] = {}
+    source = None
     chosen = sliced.chosen
     if chosen is not None and len(items) == len(classified.pinned) + len(chosen):
         # where each merged item came from: pinned items first, then input positions
         origin = np.concatenate((np.arange(-len(classified.pinned), 0), chosen))
-        # the merged items' fields the placer reads, when the Classify stage read them
-        positions: list[int] | None = None
-        for name in getattr(placer, "_fields", ()):
-            column = classified.fields.get(name)
-            if column is not None:
-                positions = chosen.tolist() if positions is None else positions
-                fields[name] = [*map(attrgetter(name), classified.pinned)]
-                fields[name].extend(take(column, positions))
-    with sharing_fields(items, fields):
-        return _place(placer, items, merged.scores, origin)
+        # the placer reads the fields the Classify stage read from the scoreable items
+        if all(name in classified.fields for name in getattr(placer, "_fields", ())):
+            source = classified.scoreable
+    if source is None:
+        return _place(placer, items, merged.scores, origin, None)
+    with sharing_fields(source, classified.fields):
+        return _place(placer, items, merged.scores, origin, source)
 
 
 def _place(
@@ -103,12 +99,13 @@ def _place(
     items: list[ContextItem],
     scores: FloatArray | list[Any],
     origin: IntArray | None,
+    source: list[ContextItem] | None,
 ) -> list[ContextItem]:
     order = fast_orderer(placer)
     if order is not None:
         array = float_column(scores)
         if array is not None:
-            return take(items, order(items, array, origin))
+            return take(items, order(items, array, origin, source))
     placed = list(placer.place(scored_pairs(items, as_list(scores))))
     _check_placement(items, placed, placer)
     return placed

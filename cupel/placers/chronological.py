@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import islice
-from operator import eq, itemgetter, lt
+from operator import attrgetter, eq, itemgetter, lt
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from cupel.placers._base import BasePlacer, FloatArray, IntArray
 __all__ = ["ChronologicalPlacer"]
 
 _ITEM = itemgetter(0)
+_TIMESTAMP = attrgetter("timestamp")
 
 
 class ChronologicalPlacer(BasePlacer):
@@ -37,14 +38,38 @@ class ChronologicalPlacer(BasePlacer):
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
         contents = list(map(_ITEM, items))
-        return list(map(contents.__getitem__, _chronological_order(contents, None)))
+        order = _chronological_order(field_column(contents, "timestamp"), None)
+        return list(map(contents.__getitem__, order))
 
     def _order(
-        self, items: Sequence[ContextItem], scores: FloatArray, origin: IntArray | None
+        self,
+        items: Sequence[ContextItem],
+        scores: FloatArray,
+        origin: IntArray | None,
+        source: Sequence[ContextItem] | None = None,
     ) -> list[int]:
         """The chronological order as input positions (``scores`` is not used); the sort
-        starts from the items' ``origin`` order when given (see _chronological_order)."""
-        return _chronological_order(items, None if origin is None else _by_origin(origin))
+        starts from the items' ``origin`` order when given (see _chronological_order).
+
+        With ``origin``, the timestamps are first read in origin order, which walks the
+        items' memory in order: from ``source``'s shared column when given (see
+        :class:`~cupel.placers._base.Orderer`), else from the items themselves. The
+        timestamps in the items' order are read only when they are not already in
+        strictly increasing order by origin."""
+        if origin is None:
+            return _chronological_order(field_column(items, "timestamp"), None)
+        hint = _by_origin(origin)
+        order: list[int] = hint.tolist()
+        if source is None:
+            if _increasing(list(map(_TIMESTAMP, _take(items, order)))):
+                return order
+            return _chronological_order(field_column(items, "timestamp"), hint)
+        column = field_column(source, "timestamp")
+        pinned = int(np.count_nonzero(origin < 0))
+        leading = [item.timestamp for item in items[:pinned]]
+        if _increasing(leading + _take(column, origin[hint][pinned:].tolist())):
+            return order
+        return _chronological_order(leading + _take(column, origin[pinned:].tolist()), hint)
 
 
 def _by_origin(origin: IntArray) -> IntArray:
@@ -66,9 +91,9 @@ def _by_origin(origin: IntArray) -> IntArray:
     return by_value
 
 
-def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) -> list[int]:
-    """Positions sorted by timestamp (a stable sort: ties keep input order), then the
-    positions of untimestamped items in input order.
+def _chronological_order(stamps: list[Any], hint: IntArray | None) -> list[int]:
+    """Positions sorted by timestamp ``stamps`` (a stable sort: ties keep input order),
+    then the positions of untimestamped items in input order.
 
     When every item has a timestamp and ``hint`` (a permutation of the positions) is
     given, the sort starts from the hint instead: if the sorted timestamps turn out all
@@ -76,7 +101,6 @@ def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) ->
     chronological makes the sort close to linear. With a tie, the plain stable sort
     decides. A hint whose timestamps already strictly increase is the order itself.
     """
-    stamps = field_column(items, "timestamp")
     order: list[int] = []
     if hint is not None:
         order = hint.tolist()
@@ -106,7 +130,7 @@ def _increasing(stamps: list[Any]) -> bool:
         return False
 
 
-def _take(values: list[Any], positions: list[int]) -> list[Any]:
+def _take(values: Sequence[Any], positions: list[int]) -> list[Any]:
     """``[values[i] for i in positions]`` by one C-level ``itemgetter`` call."""
     if len(positions) < 2:
         return [values[i] for i in positions]

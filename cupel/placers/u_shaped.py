@@ -31,13 +31,18 @@ class UShapedPlacer(BasePlacer):
         return list(map(contents.__getitem__, self._order(contents, scores, None)))
 
     def _order(
-        self, items: Sequence[ContextItem], scores: FloatArray, origin: IntArray | None
+        self,
+        items: Sequence[ContextItem],
+        scores: FloatArray,
+        origin: IntArray | None,
+        source: Sequence[ContextItem] | None = None,
     ) -> list[int]:
         """The U-shaped order as input positions, on arrays: a stable argsort by descending
         score gives the ranks (scores already in descending order, as the pipeline's
         selection usually comes, are their own ranking); rank ``r`` goes to slot
         ``r // 2`` from the left when even, from the right when odd: the even ranks,
-        then the odd ones reversed. ``scores`` must be NaN-free; ``origin`` is not used."""
+        then the odd ones reversed. ``scores`` must be NaN-free; ``origin`` and
+        ``source`` are not used."""
         if bool((scores[:-1] >= scores[1:]).all()):
             ranked: IntArray = np.arange(len(scores))
         else:
