@@ -109,6 +109,9 @@ _HEAD_MIN = 4096
 _SAMPLE = 1024
 """About how many candidates :func:`_head` samples."""
 
+_SLACK = 8
+"""Sampled candidates :func:`_head` goes past the crossing, besides one in 32."""
+
 
 def _head(keys: FloatArray, tokens: TokenArray, target: int) -> IntArray | None:
     """The positions, ascending, of a head of the greedy order that holds its first miss:
@@ -125,7 +128,7 @@ def _head(keys: FloatArray, tokens: TokenArray, target: int) -> IntArray | None:
     sample = keys[::step]
     ranked = np.argsort(sample)
     reached = np.cumsum(tokens[::step][ranked]) * step
-    at = int(np.searchsorted(reached, target, side="right")) + len(sample) // 32 + 8
+    at = int(np.searchsorted(reached, target, side="right")) + len(sample) // 32 + _SLACK
     if at >= len(sample) * 3 // 4:
         return None
     threshold = sample[ranked[at]]
