@@ -167,18 +167,11 @@ class _Window(Sequence[ContextItem]):
 
     def take(self, origin: IntArray, order: list[int]) -> list[ContextItem]:
         """``[self[i] for i in order]``, each read off its origin (``origin[i]``)."""
-        positions = origin[order]
-        pinned = np.flatnonzero(positions < 0)
-        if len(pinned) == 0:
-            return take(self._source, positions.tolist())
-        pinned_at = positions[pinned] + len(self._pinned)
-        if len(pinned) == len(positions):
-            return take(self._pinned, pinned_at.tolist())
-        positions[pinned] = positions[positions >= 0][0]  # placeholders, replaced below
-        placed = take(self._source, positions.tolist())
-        for at, index in zip(pinned.tolist(), pinned_at.tolist(), strict=True):
-            placed[at] = self._pinned[index]
-        return placed
+        positions = take(origin.tolist(), order)
+        if not self._pinned:
+            return take(self._source, positions)
+        pinned, source, count = self._pinned, self._source, len(self._pinned)
+        return [pinned[i + count] if i < 0 else source[i] for i in positions]
 
 
 def _truncate(
