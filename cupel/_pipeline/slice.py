@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -13,28 +13,53 @@ from cupel._fastpath import FloatArray, IntArray, fast_method, stable_argsort
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs, take
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
 __all__ = ["Sliced", "effective_budget", "effective_limits", "fast_slice", "slice_items"]
 
 
-class Sliced(NamedTuple):
+class Sliced:
     """The selection, in the Sort stage's order (ruling 13), with its scores and total.
 
-    On the array route ``chosen`` holds the selected input positions and ``outcome`` /
-    ``ranked`` are ``None``; on the per-item route ``ranked`` is the slicer's input and
+    On the array route ``chosen`` holds the selected input positions (into ``source``,
+    the scoreable items) and ``outcome`` / ``ranked`` are ``None``; ``items`` is then
+    gathered when first read (a run whose placer reads the positions never builds it).
+    On the per-item route ``items`` is given, ``ranked`` is the slicer's input and
     ``outcome`` what it returned (cap exclusions and shortfalls included).
     """
 
-    budget: ContextBudget
-    items: list[ContextItem]
-    scores: FloatArray | list[Any]
-    tokens: int
-    chosen: IntArray | None
-    outcome: SliceOutcome | None
-    ranked: list[ScoredItem] | None
+    __slots__ = ("_items", "budget", "chosen", "outcome", "ranked", "scores", "source", "tokens")
+
+    def __init__(
+        self,
+        budget: ContextBudget,
+        items: list[ContextItem] | None,
+        scores: FloatArray | list[Any],
+        tokens: int,
+        chosen: IntArray | None,
+        outcome: SliceOutcome | None,
+        ranked: list[ScoredItem] | None,
+        source: list[ContextItem] | None = None,
+    ) -> None:
+        self._items = items
+        self.budget = budget
+        self.scores = scores
+        self.tokens = tokens
+        self.chosen = chosen
+        self.outcome = outcome
+        self.ranked = ranked
+        self.source = source
+
+    @property
+    def items(self) -> list[ContextItem]:
+        """The selected items, in the Sort stage's order."""
+        if self._items is None:
+            if self.chosen is None or self.source is None:  # pragma: no cover - see __init__
+                raise RuntimeError("Sliced without items or positions")
+            self._items = take(self.source, self.chosen.tolist())
+        return self._items
 
 
 def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget:
@@ -81,12 +106,13 @@ def slice_items(
     if chosen is not None and found is not None:
         return Sliced(
             sliced_budget,
-            list(map(scoreable.__getitem__, chosen.tolist())),
+            None,
             found.scores[chosen],
             int(found.tokens[chosen].sum()),
             chosen,
             None,
             None,
+            scoreable,
         )
     ranked = scored_pairs(*ranked_lists(scoreable, ranking))
     outcome = slice_detailed(slicer, ranked, sliced_budget)

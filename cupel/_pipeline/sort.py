@@ -10,7 +10,7 @@ from cupel._fastpath import Columns, FloatArray, IntArray, columns, stable_argso
 from cupel._model import ContextItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.deduplicate import Survivors
-from cupel._pipeline.values import as_list
+from cupel._pipeline.values import as_list, take
 
 __all__ = ["Ranking", "ranked_lists", "sort"]
 
@@ -86,5 +86,5 @@ def ranked_lists(
     """The ranked candidates and their scores, best first, as lists."""
     order, found, values = ranking.order, ranking.columns, ranking.values
     if found is not None and isinstance(order, np.ndarray):
-        return list(map(scoreable.__getitem__, order.tolist())), found.scores[order].tolist()
+        return take(scoreable, order.tolist()), found.scores[order].tolist()
     return [scoreable[i] for i in order], [values[i] for i in order]

@@ -11,7 +11,7 @@ import numpy as np
 from cupel._fastpath import FloatArray
 from cupel._model import ContextItem, ScoredItem
 
-__all__ = ["CONTENT", "ITEM", "PINNED", "SCORE", "TOKENS", "as_list", "scored_pairs"]
+__all__ = ["CONTENT", "ITEM", "PINNED", "SCORE", "TOKENS", "as_list", "scored_pairs", "take"]
 
 ITEM = itemgetter(0)
 SCORE = itemgetter(1)
@@ -28,3 +28,14 @@ def as_list(scores: FloatArray | list[Any]) -> list[Any]:
 def scored_pairs(items: list[ContextItem], scores: list[Any]) -> list[ScoredItem]:
     """``ScoredItem(item, score)`` pairs, built without a Python-level call per pair."""
     return list(map(tuple.__new__, repeat(ScoredItem), zip(items, scores, strict=True)))
+
+
+def take(values: list[Any], positions: list[int]) -> list[Any]:
+    """``[values[i] for i in positions]``, gathered by one C-level ``itemgetter`` call.
+
+    >>> take(["a", "b", "c"], [2, 0]), take(["a"], [0]), take(["a"], [])
+    (['c', 'a'], ['a'], [])
+    """
+    if len(positions) < 2:
+        return [values[i] for i in positions]
+    return list(itemgetter(*positions)(values))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
@@ -13,7 +13,24 @@ from cupel._params import Configurable
 
 __all__ = ["BasePlacer", "FloatArray", "IntArray", "Placer", "fast_orderer"]
 
-Orderer = Callable[[Sequence[ContextItem], FloatArray, "IntArray | None"], list[int]]
+
+class Orderer(Protocol):
+    """A built-in placer's array fast path (``_order``): the placed order of ``items``
+    as positions, given their NaN-free float64 ``scores`` and optionally their *origin*,
+    each item's position in the pipeline's input (a hint, which may make the ordering
+    faster, never different). With ``source`` (the pipeline's scoreable items), the
+    origin is the Place stage's: the pinned items first, numbered ``-len(pinned)`` to
+    ``-1``, then the others' distinct positions in ``source``, whose fields the placer
+    reads (shared, :func:`cupel._fastpath.field_column`) instead of the items'."""
+
+    def __call__(
+        self,
+        items: Sequence[ContextItem],
+        scores: FloatArray,
+        origin: IntArray | None,
+        source: Sequence[ContextItem] | None = None,
+    ) -> list[int]: ...
+
 
 _ITEM = itemgetter(0)
 _SCORE = itemgetter(1)
@@ -46,8 +63,6 @@ def fast_orderer(placer: object) -> Orderer | None:
     """The array fast path of a built-in placer (a subclass overriding ``place`` keeps its
     behaviour: the rule of :func:`cupel._fastpath.fast_method`), or ``None``.
 
-    The orderer takes the merged items, their NaN-free float64 scores and optionally their
-    *origin*: each item's position in the pipeline's input (a hint, which may make the
-    ordering faster, never different). It returns the placed order as positions."""
+    See :class:`Orderer` for what it takes and returns."""
     order: Orderer | None = fast_method(placer, "_order", ("place",))
     return order

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import islice
-from operator import eq, itemgetter, lt
+from operator import attrgetter, eq, itemgetter, lt
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from cupel.placers._base import BasePlacer, FloatArray, IntArray
 __all__ = ["ChronologicalPlacer"]
 
 _ITEM = itemgetter(0)
+_TIMESTAMP = attrgetter("timestamp")
 
 
 class ChronologicalPlacer(BasePlacer):
@@ -36,20 +38,62 @@ class ChronologicalPlacer(BasePlacer):
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
         contents = list(map(_ITEM, items))
-        return list(map(contents.__getitem__, _chronological_order(contents, None)))
+        order = _chronological_order(field_column(contents, "timestamp"), None)
+        return list(map(contents.__getitem__, order))
 
     def _order(
-        self, items: Sequence[ContextItem], scores: FloatArray, origin: IntArray | None
+        self,
+        items: Sequence[ContextItem],
+        scores: FloatArray,
+        origin: IntArray | None,
+        source: Sequence[ContextItem] | None = None,
     ) -> list[int]:
         """The chronological order as input positions (``scores`` is not used); the sort
-        starts from the items' ``origin`` order when given (see _chronological_order)."""
-        hint = None if origin is None else np.argsort(origin, kind="stable")
-        return _chronological_order(items, hint)
+        starts from the items' ``origin`` order when given (see _chronological_order).
+
+        With ``origin``, the timestamps are first read in origin order, which walks the
+        items' memory in order: from ``source``'s shared column when given (see
+        :class:`~cupel.placers._base.Orderer`), else from the items themselves. The
+        timestamps in the items' order are read only when they are not already in
+        strictly increasing order by origin."""
+        if origin is None:
+            return _chronological_order(field_column(items, "timestamp"), None)
+        hint = _by_origin(origin)
+        order: list[int] = hint.tolist()
+        if source is None:
+            if _increasing(list(map(_TIMESTAMP, _take(items, order)))):
+                return order
+            return _chronological_order(field_column(items, "timestamp"), hint)
+        column = field_column(source, "timestamp")
+        pinned = int(np.count_nonzero(origin < 0))
+        leading = [item.timestamp for item in items[:pinned]]
+        if _increasing(leading + _take(column, origin[hint][pinned:].tolist())):
+            return order
+        return _chronological_order(leading + _take(column, origin[pinned:].tolist()), hint)
 
 
-def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) -> list[int]:
-    """Positions sorted by timestamp (a stable sort: ties keep input order), then the
-    positions of untimestamped items in input order.
+def _by_origin(origin: IntArray) -> IntArray:
+    """The positions of ``origin`` by ascending value: ``np.argsort(origin, kind="stable")``,
+    computed as a scatter into the range of values when they are distinct and that range
+    is not much wider than their number (as with pinned items, numbered below zero, and
+    a selection from the input)."""
+    n = len(origin)
+    if n > 1:
+        low = int(origin.min())
+        span = int(origin.max()) - low + 1
+        if span <= 8 * n + 1024:
+            slot = np.full(span, -1, dtype=np.intp)
+            slot[origin - low] = np.arange(n)
+            order = slot[slot >= 0]
+            if len(order) == n:  # distinct values
+                return order
+    by_value: IntArray = np.argsort(origin, kind="stable")
+    return by_value
+
+
+def _chronological_order(stamps: list[Any], hint: IntArray | None) -> list[int]:
+    """Positions sorted by timestamp ``stamps`` (a stable sort: ties keep input order),
+    then the positions of untimestamped items in input order.
 
     When every item has a timestamp and ``hint`` (a permutation of the positions) is
     given, the sort starts from the hint instead: if the sorted timestamps turn out all
@@ -57,15 +101,15 @@ def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) ->
     chronological makes the sort close to linear. With a tie, the plain stable sort
     decides. A hint whose timestamps already strictly increase is the order itself.
     """
-    stamps = field_column(items, "timestamp")
+    order: list[int] = []
+    if hint is not None:
+        order = hint.tolist()
+        if _increasing(_take(stamps, order)):
+            return order  # already strictly increasing: the sort would keep it
     if None not in stamps:
         if hint is not None:
-            order: list[int] = hint.tolist()
-            ordered = list(map(stamps.__getitem__, order))
-            if all(map(lt, ordered, islice(ordered, 1, None))):
-                return order  # already strictly increasing: the sort would keep it
             order.sort(key=stamps.__getitem__)
-            ordered = list(map(stamps.__getitem__, order))
+            ordered = _take(stamps, order)
             if not any(map(eq, islice(ordered, 1, None), ordered)):
                 return order
         return sorted(range(len(stamps)), key=stamps.__getitem__)
@@ -73,3 +117,21 @@ def _chronological_order(items: Sequence[ContextItem], hint: IntArray | None) ->
     timed.sort(key=stamps.__getitem__)
     timed.extend(i for i, stamp in enumerate(stamps) if stamp is None)
     return timed
+
+
+def _increasing(stamps: list[Any]) -> bool:
+    """Whether ``stamps`` are timestamps (none is ``None``) in strictly increasing order.
+    (Comparing ``None`` raises: a list with one compares them all, or stops before.)"""
+    if len(stamps) < 2:
+        return None not in stamps
+    try:
+        return all(map(lt, stamps, islice(stamps, 1, None)))
+    except TypeError:  # None, or naive and aware datetimes: the sort decides (and raises)
+        return False
+
+
+def _take(values: Sequence[Any], positions: list[int]) -> list[Any]:
+    """``[values[i] for i in positions]`` by one C-level ``itemgetter`` call."""
+    if len(positions) < 2:
+        return [values[i] for i in positions]
+    return list(itemgetter(*positions)(values))

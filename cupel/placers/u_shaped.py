@@ -31,18 +31,24 @@ class UShapedPlacer(BasePlacer):
         return list(map(contents.__getitem__, self._order(contents, scores, None)))
 
     def _order(
-        self, items: Sequence[ContextItem], scores: FloatArray, origin: IntArray | None
+        self,
+        items: Sequence[ContextItem],
+        scores: FloatArray,
+        origin: IntArray | None,
+        source: Sequence[ContextItem] | None = None,
     ) -> list[int]:
         """The U-shaped order as input positions, on arrays: a stable argsort by descending
-        score gives the ranks; rank ``r`` goes to slot ``r // 2`` from the left when even,
-        from the right when odd. ``scores`` must be NaN-free; ``origin`` is not used."""
-        n = len(scores)
-        ranked = stable_argsort(-scores)
-        rank = np.arange(n)
-        slots = np.where(rank % 2 == 0, rank // 2, n - 1 - rank // 2)
-        order = np.empty(n, dtype=np.intp)
-        order[slots] = ranked
-        result: list[int] = order.tolist()
+        score gives the ranks (scores already in descending order, as the pipeline's
+        selection usually comes, are their own ranking); rank ``r`` goes to slot
+        ``r // 2`` from the left when even, from the right when odd: the even ranks,
+        then the odd ones reversed. ``scores`` must be NaN-free; ``origin`` and
+        ``source`` are not used."""
+        if bool((scores[:-1] >= scores[1:]).all()):
+            ranked: IntArray = np.arange(len(scores))
+        else:
+            ranked = stable_argsort(-scores)
+        result: list[int] = ranked[0::2].tolist()
+        result.extend(ranked[1::2][::-1].tolist())
         return result
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cupel._fastpath import IntArray, stable_argsort
+from cupel._fastpath import FloatArray, IntArray, TokenArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers._base import BaseSlicer, Candidates, candidates_of
 
@@ -48,8 +48,9 @@ class GreedySlice(BaseSlicer):
         Densities are sorted with a stable argsort. Walking that order, every item up to
         the first one that does not fit is taken: the longest prefix whose token sum is
         within the target (a cumulative sum and a binary search). After that first miss
-        only items no larger than the tokens then remaining can still fit; those few are
-        walked one by one exactly as in the per-item loop.
+        only items no larger than the tokens then remaining can still fit; those are
+        taken the same way, prefix by prefix, in a few array rounds (see ``_tail``),
+        exactly as the per-item loop takes them.
         """
         return _greedy_positions(candidates, budget, by_score=False)
 
@@ -64,38 +65,152 @@ class GreedySlice(BaseSlicer):
 
 def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: bool) -> IntArray:
     """:meth:`GreedySlice._select_positions` (``by_score``: equal densities by descending
-    score first, see :meth:`GreedySlice._select_unranked`)."""
+    score first, see :meth:`GreedySlice._select_unranked`).
+
+    Only the greedy order's head is sorted when a sample shows where the first miss
+    lies (:func:`_head`); the items after it that can still fit are sorted next."""
     target = budget.target_tokens
     tokens = candidates.tokens
     if len(tokens) == 0 or target <= 0:
         return np.zeros(0, dtype=np.intp)
     free = tokens == 0
-    density = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
+    keys = np.full(len(tokens), _ZERO_TOKEN_DENSITY)
     with np.errstate(over="ignore", invalid="ignore"):
-        np.divide(candidates.scores, tokens, out=density, where=~free)
-    keys = -density
-    order = stable_argsort(keys)
-    if by_score and len(order) > 1:
-        ranked = keys[order]
-        same = ranked[1:] == ranked[:-1]
-        if same.any():  # equal densities: within each run, by descending score
-            tied = np.flatnonzero(np.append(False, same) | np.append(same, False))
-            run = np.cumsum(np.append(True, ~same))[tied]
-            members = order[tied]
-            order[tied] = members[np.lexsort((members, -candidates.scores[members], run))]
+        np.divide(candidates.scores, tokens, out=keys, where=~free)
+    np.negative(keys, out=keys)  # ascending keys: descending density
+    scores = candidates.scores if by_score else None
+    head = _head(keys, tokens, target)
+    if head is None:
+        order = _density_order(keys, scores)
+    else:
+        order = head[_density_order(keys[head], None if scores is None else scores[head])]
     ordered_tokens = tokens[order]
     filled = np.cumsum(ordered_tokens)
     fit = int(np.searchsorted(filled, target, side="right"))
-    if fit == len(order):
+    if fit == len(order):  # all fit (only when the order is complete)
         return order
     remaining = target - (int(filled[fit - 1]) if fit else 0)
-    rest = np.flatnonzero(ordered_tokens[fit + 1 :] <= remaining) + (fit + 1)
-    taken: list[int] = []
-    for position, size in zip(rest.tolist(), ordered_tokens[rest].tolist(), strict=True):
+    after = order[fit + 1 :]
+    after = after[ordered_tokens[fit + 1 :] <= remaining]
+    if head is not None:  # then the items beyond the head that can still fit, in order
+        beyond = np.ones(len(keys), dtype=np.bool_)
+        beyond[head] = False
+        beyond &= tokens <= remaining
+        others = np.flatnonzero(beyond)
+        others = others[_density_order(keys[others], None if scores is None else scores[others])]
+        after = np.concatenate((after, others))
+    taken = _tail(after, tokens[after], remaining)
+    return np.concatenate((order[:fit], taken))
+
+
+_HEAD_MIN = 4096
+"""From this many candidates on, :func:`_head` looks for the head of the greedy order."""
+
+_SAMPLE = 1024
+"""About how many candidates :func:`_head` samples."""
+
+_SLACK = 8
+"""Sampled candidates :func:`_head` goes past the crossing, besides one in 32."""
+
+
+def _head(keys: FloatArray, tokens: TokenArray, target: int) -> IntArray | None:
+    """The positions, ascending, of a head of the greedy order that holds its first miss:
+    every candidate whose key is at most a threshold (so whole runs of equal keys, and
+    whatever tie-break orders them, fall on one side), with more than ``target`` tokens
+    in all. The threshold comes from an evenly spaced sample of the candidates, a
+    little past where the sample's scaled token sum crosses ``target``. ``None`` when
+    there are few candidates, or when the head would hold (nearly) all or not more than
+    ``target`` tokens: then the whole order is sorted."""
+    n = len(keys)
+    if n < _HEAD_MIN:
+        return None
+    step = max(1, n // _SAMPLE)
+    sample = keys[::step]
+    ranked = np.argsort(sample)
+    reached = np.cumsum(tokens[::step][ranked]) * step
+    at = int(np.searchsorted(reached, target, side="right")) + len(sample) // 32 + _SLACK
+    if at >= len(sample) * 3 // 4:
+        return None
+    threshold = sample[ranked[at]]
+    inside = keys <= threshold
+    head = np.flatnonzero(inside)
+    if int(tokens[head].sum()) <= target:
+        return None
+    return head
+
+
+def _density_order(keys: FloatArray, scores: FloatArray | None) -> IntArray:
+    """The positions by ascending ``keys`` (negated densities), equal keys by descending
+    ``scores`` when given, then by position: ``np.argsort(keys, kind="stable")`` (or its
+    ``np.lexsort`` with the scores) computed as an unstable sort whose runs of equal keys
+    alone are sorted again (see :func:`cupel._fastpath.stable_argsort`)."""
+    order: IntArray = np.argsort(keys)
+    n = len(order)
+    if n < 2:
+        return order
+    ranked = keys[order]
+    if np.isnan(ranked[-1]):  # NaN sorts last; not an input the pipeline gives
+        order = np.argsort(keys, kind="stable")
+        ranked = keys[order]
+    same = ranked[1:] == ranked[:-1]
+    if not same.any():
+        return order
+    tied_mask = np.zeros(n, dtype=np.bool_)
+    tied_mask[1:] = same
+    tied_mask[:-1] |= same
+    tied = np.flatnonzero(tied_mask)
+    starts = np.ones(len(tied), dtype=np.bool_)
+    starts[1:] = ~same[tied[1:] - 1]
+    run = np.cumsum(starts, dtype=np.int64)
+    members = order[tied]
+    if scores is None:  # by (run, position): one unstable sort of distinct integers
+        run *= n
+        run += members
+        run.sort()
+        run %= n
+        order[tied] = run
+    else:
+        order[tied] = members[np.lexsort((members, -scores[members], run))]
+    return order
+
+
+_TAIL_ROUNDS = 16
+"""Array rounds of :func:`_tail` before the rest is walked item by item."""
+
+_TAIL_WALK = 32
+"""Below this many candidates left, :func:`_tail` walks them item by item."""
+
+
+def _tail(positions: IntArray, sizes: TokenArray, remaining: int) -> IntArray:
+    """Of ``positions`` (greedy order after the first miss, with their ``sizes``), those
+    the per-item loop takes with ``remaining`` tokens left: each item no larger than what
+    is then left, in order. In rounds on arrays: drop the items larger than what is left
+    (they can never fit again, as it only shrinks), take the longest prefix that fits,
+    skip the next item; a few rounds usually leave none. After :data:`_TAIL_ROUNDS`
+    rounds, or with few candidates left, the loop itself finishes."""
+    rest = positions[sizes <= remaining]
+    sizes = sizes[sizes <= remaining]
+    taken: list[IntArray] = []
+    for _ in range(_TAIL_ROUNDS):
+        if len(rest) <= _TAIL_WALK:
+            break
+        filled = np.cumsum(sizes)
+        fit = int(np.searchsorted(filled, remaining, side="right"))
+        taken.append(rest[:fit])
+        if fit == len(rest):
+            return np.concatenate(taken)
+        remaining -= int(filled[fit - 1]) if fit else 0
+        # rest[fit] does not fit; of the others, only items no larger than what is left can
+        keep = sizes[fit + 1 :] <= remaining
+        rest = rest[fit + 1 :][keep]
+        sizes = sizes[fit + 1 :][keep]
+    walked: list[int] = []
+    for position, size in zip(rest.tolist(), sizes.tolist(), strict=True):
         if size <= remaining:
-            taken.append(position)
+            walked.append(position)
             remaining -= size
-    return np.concatenate((order[:fit], order[taken]))
+    taken.append(np.array(walked, dtype=np.intp))
+    return np.concatenate(taken)
 
 
 def _greedy(scored: Sequence[ScoredItem], target: int) -> list[ContextItem]:

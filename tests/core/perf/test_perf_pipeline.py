@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perf_testkit import (
+    GREEDY_THRESHOLDS,
     PerItemScorer,
     SpecGreedy,
     SpecPlacer,
+    greedy_thresholds,
     outcome,
     passes,
     scorers,
@@ -95,6 +97,48 @@ def test_built_in_pipeline_equals_the_per_item_definitions(
         overflow_strategy=strategy,
     )
     assert outcome(fast, items, budget) == outcome(reference, items, budget)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scorer=scorers,
+    placers=st.sampled_from(PLACERS),
+    items=st.one_of(
+        passes(max_size=16, allow_pinned=True, allow_negative=True),
+        passes(min_size=30, max_size=64, allow_pinned=True, allow_negative=True),
+    ),
+    share=st.one_of(st.floats(0.0, 1.2), st.floats(0.0, 0.4), st.floats(0.0, 0.4)),
+    limits=st.sampled_from(GREEDY_THRESHOLDS),
+    deduplication=st.booleans(),
+    strategy=st.sampled_from(["throw", "truncate", "proceed"]),
+)
+def test_greedy_pipeline_with_its_head_search_and_tail_rounds_equals_the_per_item_definitions(
+    scorer: Any,
+    placers: tuple[Any, Any],
+    items: list[ContextItem],
+    share: float,
+    limits: tuple[int, ...],
+    deduplication: bool,
+    strategy: str,
+) -> None:
+    """Greedy's head search and tail rounds (thresholds lowered so they run on small
+    passes), then the placers reading the window off the scoreable items by origin,
+    pinned items included: the same run and report as the per-item definitions."""
+    pinned = sum(item.tokens for item in items if item.pinned and item.tokens > 0)
+    target = pinned + int(sum(i.tokens for i in items if not i.pinned and i.tokens > 0) * share)
+    budget = ContextBudget(max_tokens=target + 5, target_tokens=target)
+    fast = Pipeline(
+        scorer, GreedySlice(), placers[0], deduplication=deduplication, overflow_strategy=strategy
+    )
+    reference = Pipeline(
+        PerItemScorer(scorer),
+        SpecGreedy(),
+        placers[1],
+        deduplication=deduplication,
+        overflow_strategy=strategy,
+    )
+    with greedy_thresholds(*limits):
+        assert outcome(fast, items, budget) == outcome(reference, items, budget)
 
 
 @settings(max_examples=200, deadline=None)

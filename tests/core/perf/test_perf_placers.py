@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perf_testkit import scored_lists, spec_chronological, spec_u_shaped
+from perf_testkit import context_items, scored_lists, spec_chronological, spec_u_shaped
 
+import cupel.placers.chronological
 from cupel import ChronologicalPlacer, ContextItem, ScoredItem, UShapedPlacer
+from cupel._fastpath import sharing_fields
 from cupel.placers._base import fast_orderer
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def ids(items: list[ContextItem]) -> list[int]:
@@ -69,3 +75,61 @@ def test_only_exact_built_in_placers_have_a_fast_path() -> None:
 
     assert fast_orderer(Reversed()) is None
     assert fast_orderer(UShapedPlacer()) is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(scored=scored_lists(max_size=20), data=st.data())
+def test_u_shaped_over_descending_scores_equals_the_spec_pseudocode(
+    scored: list[ScoredItem], data: st.DataObject
+) -> None:
+    """Scores already in descending order (the pipeline's usual input: its selection in
+    the Sort stage's order) are their own ranking; ties and signed zeros included."""
+    scored = with_repeats(scored, data)
+    if data.draw(st.booleans()):
+        scored = [ScoredItem(e.item, data.draw(st.sampled_from([0.0, -0.0, 1.0]))) for e in scored]
+    scored.sort(key=lambda entry: -entry.score)  # stable: ties keep their order
+    items = [entry.item for entry in scored]
+    order = UShapedPlacer()._order(items, np.array([e.score for e in scored]), None)
+    assert ids([items[i] for i in order]) == ids(spec_u_shaped(scored))
+
+
+@settings(max_examples=300, deadline=None)
+@given(origin=st.lists(st.integers(-5, 40), max_size=30, unique=True), wide=st.booleans())
+def test_positions_by_origin_are_the_stable_argsort(origin: list[int], wide: bool) -> None:
+    values = np.array([v * 10_000 if wide else v for v in origin], dtype=np.intp)
+    expected = np.argsort(values, kind="stable").tolist()
+    assert cupel.placers.chronological._by_origin(values).tolist() == expected
+    repeated = np.append(values, values[:2])  # equal values: the stable sort itself
+    assert (
+        cupel.placers.chronological._by_origin(repeated).tolist()
+        == np.argsort(repeated, kind="stable").tolist()
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    source=st.lists(context_items(), max_size=20),
+    data=st.data(),
+)
+def test_chronological_reading_the_source_column_equals_the_spec_pseudocode(
+    source: list[ContextItem], data: st.DataObject
+) -> None:
+    """With ``source`` (the Place stage's origin: pinned items numbered below zero, then
+    distinct positions in ``source``), the timestamps come from ``source``'s shared
+    column: same order as the spec, whatever the selection's order, with ties,
+    untimestamped items and timestamps already in order."""
+    if data.draw(st.booleans()):  # strictly increasing timestamps in source order
+        source = [
+            item.model_copy(update={"timestamp": T0 + timedelta(minutes=i)})
+            for i, item in enumerate(source)
+        ]
+    chosen = data.draw(st.permutations(range(len(source)))) if source else []
+    chosen = chosen[: data.draw(st.integers(0, len(chosen)))]
+    pinned = data.draw(st.lists(context_items(), max_size=3))
+    items = [*pinned, *(source[i] for i in chosen)]
+    origin = np.array([*range(-len(pinned), 0), *chosen], dtype=np.intp)
+    column = [item.timestamp for item in source]
+    with sharing_fields(source, {"timestamp": column}):
+        order = ChronologicalPlacer()._order(items, np.zeros(len(items)), origin, source)
+    expected = spec_chronological([ScoredItem(item, 0.0) for item in items])
+    assert ids([items[i] for i in order]) == ids(expected)
