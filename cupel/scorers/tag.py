@@ -9,6 +9,7 @@ from itertools import count, repeat
 from types import MappingProxyType
 
 import numpy as np
+import numpy.typing as npt
 
 from cupel._errors import ScorerConfigError
 from cupel._fastpath import IntArray, field_column
@@ -173,6 +174,9 @@ class TagScorer(ArrayScorer):
         if size >= _FEW_TAGS and 2 * len(set(map(id, flat[:_PROBE]))) <= _PROBE:
             refs = np.fromiter(flat, dtype=object, count=size)
             ids = object_ids(refs)
+            bucketed = None if size < _BUCKETED_TAGS else self._bucketed_weights(refs, ids)
+            if bucketed is not None:
+                return bucketed
             order = np.argsort(ids)
             ordered = ids[order]
             first = np.empty(size, dtype=np.bool_)
@@ -194,11 +198,41 @@ class TagScorer(ArrayScorer):
             found = map(self._lookup.get, flat, repeat(0.0))
         return np.fromiter(found, dtype=np.float64, count=size)
 
+    def _bucketed_weights(self, refs: npt.NDArray[np.object_], ids: IntArray) -> FloatArray | None:
+        """:meth:`_flat_weights` without sorting the ids, when the distinct tag objects
+        fall into distinct buckets of a small table (``(id >> 4) % _BUCKETS``): a
+        scatter leaves one position per used bucket, and when every tag's id equals that
+        position's id, each bucket holds one object, looked up once. ``None`` when two
+        objects share a bucket or when the objects are not few (the caller sorts)."""
+        size = len(ids)
+        keys = np.right_shift(ids, 4)
+        keys %= _BUCKETS
+        at = np.empty(_BUCKETS, dtype=np.intp)
+        at[keys] = np.arange(size)  # one position (any) per used bucket
+        if not np.array_equal(ids[at[keys]], ids):
+            return None
+        used = np.zeros(_BUCKETS, dtype=np.bool_)
+        used[keys] = True
+        buckets = np.flatnonzero(used)
+        if 2 * len(buckets) > size:
+            return None
+        objects = refs[at[buckets]].tolist()
+        table = np.zeros(_BUCKETS)
+        table[buckets] = np.fromiter(map(self._weight, objects), np.float64, len(objects))
+        weights: FloatArray = table[keys]
+        return weights
+
     def _weight(self, tag: str) -> float:
         """The weight of one tag (0.0 when unweighted)."""
         return self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag, 0.0)
 
 
+_BUCKETS = 65_521
+"""Buckets (a prime) of :meth:`TagScorer._bucketed_weights`' table of tag objects."""
+_BUCKETED_TAGS = 65_536
+"""Tags in a pass from which :meth:`TagScorer._flat_weights` tries the buckets before sorting
+(measured in W3's Tag batch: 1.1x the sort at 15,000 tags, the table's set-up; 0.95x at
+150,000; 0.85x at 1,500,000)."""
 _PROBE = 64
 """Tags whose objects :meth:`TagScorer._flat_weights` counts before sorting by identity."""
 _FEW_TAGS = 4096

@@ -45,6 +45,7 @@ def array_routes_always() -> Iterator[None]:
         mock.patch.object(recency_module, "_FEW_KEYS", 0),
         mock.patch.object(recency_module, "_FEW_INTS", 0),
         mock.patch.object(tag_module, "_FEW_TAGS", 0),
+        mock.patch.object(tag_module, "_BUCKETED_TAGS", 0),
         mock.patch.object(tag_module, "_PROBE", 4),
         mock.patch.object(kind_module, "_FEW_KINDS", 2),
     ):
@@ -296,3 +297,34 @@ def test_composite_of_the_w3_scorers_on_a_large_pass_equals_per_item() -> None:
     tag = TagScorer({"urgent": 1.0, "ops": 0.8, "é": 0.6})
     scorer = CompositeScorer([(RecencyScorer(), 1.0), (KindScorer(), 1.0), (tag, 1.0)])
     assert_same_floats(scorer.score_all(items), per_item(scorer, items))
+
+
+@pytest.mark.parametrize("buckets", [1, 2, 3, 65_521])
+@pytest.mark.parametrize("case_insensitive", [False, True])
+def test_tag_weights_by_bucket_and_after_a_bucket_collision_equal_per_item(
+    buckets: int, case_insensitive: bool
+) -> None:
+    # one bucket: any two distinct tag objects collide and the ids are sorted instead;
+    # a few buckets: some passes collide, some do not; many: none does
+    rng = random.Random(buckets)
+    items = _tag_items(rng, 3000, _shared)
+    single = [ContextItem(content=str(i), tokens=1, tags=("a",) * 2) for i in range(3000)]
+    scorer = TagScorer(TAG_WEIGHTS[0], case_insensitive=case_insensitive)
+    with mock.patch.object(tag_module, "_BUCKETS", buckets):
+        for case in (items, single, items[:5]):
+            with array_routes_always():
+                assert_same_floats(scorer.score_all(case), per_item(scorer, case))
+            assert_same_floats(scorer.score_all(case), per_item(scorer, case))
+
+
+def test_tag_buckets_are_used_when_the_objects_do_not_collide() -> None:
+    rng = random.Random(3)
+    items = _tag_items(rng, 3000, _shared)
+    scorer = TagScorer(TAG_WEIGHTS[0])
+    flat = [tag for item in items for tag in item.tags]
+    refs = np.fromiter(flat, dtype=object, count=len(flat))
+    weights = scorer._bucketed_weights(refs, object_ids(refs))
+    assert weights is not None
+    assert weights.tolist() == [scorer._weight(tag) for tag in flat]
+    with mock.patch.object(tag_module, "_BUCKETS", 1):
+        assert scorer._bucketed_weights(refs, object_ids(refs)) is None
