@@ -143,17 +143,21 @@ def columns(
     return Columns(array, np.array(tokens, dtype=np.int64))
 
 
-def stable_argsort(keys: FloatArray) -> IntArray:
+def stable_argsort(keys: FloatArray, tie_scores: FloatArray | None = None) -> IntArray:
     """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN, several times
     faster on large arrays: NumPy's default (unstable, vectorised) sort, then, only where
-    equal keys are adjacent, those runs put back in ascending position order, which is
-    exactly what the stable sort gives (equal keys, ``0.0`` and ``-0.0`` included, keep
-    their order). Only the tied elements are sorted again. ``keys`` with NaN get the
-    stable sort itself.
+    equal keys are adjacent, those tied elements alone put back in ascending position
+    order, which is exactly what the stable sort gives (equal keys, ``0.0`` and ``-0.0``
+    included, keep their order). ``keys`` with NaN get the stable sort itself.
+
+    ``tie_scores``: equal keys are ordered by descending ``tie_scores`` first, then by
+    position (``np.lexsort((positions, -tie_scores, keys))``; GreedySlice's densities).
 
     >>> keys = np.array([0.5, 0.0, 0.5, -0.0, 1.0])
     >>> stable_argsort(keys).tolist() == np.argsort(keys, kind="stable").tolist()
     True
+    >>> stable_argsort(keys, np.array([1.0, 0.0, 2.0, 0.0, 0.0])).tolist()
+    [1, 3, 2, 0, 4]
     """
     order: IntArray = np.argsort(keys)
     n = len(order)
@@ -161,13 +165,14 @@ def stable_argsort(keys: FloatArray) -> IntArray:
         return order
     ranked = keys[order]
     if np.isnan(ranked[-1]):  # NaN sorts last
-        stable: IntArray = np.argsort(keys, kind="stable")
-        return stable
+        order = np.argsort(keys, kind="stable")
+        if tie_scores is None:
+            return order
+        ranked = keys[order]
     same = ranked[1:] == ranked[:-1]
     if not same.any():
         return order
-    # The tied elements (those equal to a neighbour), sorted by (run, position): one
-    # unstable sort of distinct integers, over these few elements only.
+    # The tied elements (those equal to a neighbour) and their runs of equal keys.
     tied_mask = np.zeros(n, dtype=np.bool_)
     tied_mask[1:] = same
     tied_mask[:-1] |= same
@@ -176,11 +181,15 @@ def stable_argsort(keys: FloatArray) -> IntArray:
     starts = np.ones(len(tied), dtype=np.bool_)
     starts[1:] = ~same[tied[1:] - 1]
     run = np.cumsum(starts, dtype=np.int64)
-    run *= n
-    run += order[tied]
-    run.sort()
-    run %= n
-    order[tied] = run
+    members = order[tied]
+    if tie_scores is None:  # by (run, position): one unstable sort of distinct integers
+        run *= n
+        run += members
+        run.sort()
+        run %= n
+        order[tied] = run
+    else:
+        order[tied] = members[np.lexsort((members, -tie_scores[members], run))]
     return order
 
 

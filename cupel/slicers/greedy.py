@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cupel._fastpath import FloatArray, IntArray, TokenArray
+from cupel._fastpath import FloatArray, IntArray, TokenArray, stable_argsort
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers._base import BaseSlicer, Candidates, candidates_of
 
@@ -81,9 +81,9 @@ def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: b
     scores = candidates.scores if by_score else None
     head = _head(keys, tokens, target)
     if head is None:
-        order = _density_order(keys, scores)
+        order = stable_argsort(keys, scores)
     else:
-        order = head[_density_order(keys[head], None if scores is None else scores[head])]
+        order = head[stable_argsort(keys[head], None if scores is None else scores[head])]
     ordered_tokens = tokens[order]
     filled = np.cumsum(ordered_tokens)
     fit = int(np.searchsorted(filled, target, side="right"))
@@ -97,7 +97,7 @@ def _greedy_positions(candidates: Candidates, budget: ContextBudget, by_score: b
         beyond[head] = False
         beyond &= tokens <= remaining
         others = np.flatnonzero(beyond)
-        others = others[_density_order(keys[others], None if scores is None else scores[others])]
+        others = others[stable_argsort(keys[others], None if scores is None else scores[others])]
         after = np.concatenate((after, others))
     taken = _tail(after, tokens[after], remaining)
     return np.concatenate((order[:fit], taken))
@@ -137,41 +137,6 @@ def _head(keys: FloatArray, tokens: TokenArray, target: int) -> IntArray | None:
     if int(tokens[head].sum()) <= target:
         return None
     return head
-
-
-def _density_order(keys: FloatArray, scores: FloatArray | None) -> IntArray:
-    """The positions by ascending ``keys`` (negated densities), equal keys by descending
-    ``scores`` when given, then by position: ``np.argsort(keys, kind="stable")`` (or its
-    ``np.lexsort`` with the scores) computed as an unstable sort whose runs of equal keys
-    alone are sorted again (see :func:`cupel._fastpath.stable_argsort`)."""
-    order: IntArray = np.argsort(keys)
-    n = len(order)
-    if n < 2:
-        return order
-    ranked = keys[order]
-    if np.isnan(ranked[-1]):  # NaN sorts last; not an input the pipeline gives
-        order = np.argsort(keys, kind="stable")
-        ranked = keys[order]
-    same = ranked[1:] == ranked[:-1]
-    if not same.any():
-        return order
-    tied_mask = np.zeros(n, dtype=np.bool_)
-    tied_mask[1:] = same
-    tied_mask[:-1] |= same
-    tied = np.flatnonzero(tied_mask)
-    starts = np.ones(len(tied), dtype=np.bool_)
-    starts[1:] = ~same[tied[1:] - 1]
-    run = np.cumsum(starts, dtype=np.int64)
-    members = order[tied]
-    if scores is None:  # by (run, position): one unstable sort of distinct integers
-        run *= n
-        run += members
-        run.sort()
-        run %= n
-        order[tied] = run
-    else:
-        order[tied] = members[np.lexsort((members, -scores[members], run))]
-    return order
 
 
 _TAIL_ROUNDS = 16

@@ -217,3 +217,22 @@ def test_stable_argsort_is_numpys_stable_argsort(keys: list[float]) -> None:
     assert stable_argsort(array).tolist() == expected.tolist()
     with_nan = np.append(array, [float("nan"), 0.0])
     assert stable_argsort(with_nan).tolist() == np.argsort(with_nan, kind="stable").tolist()
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(
+            st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, float("inf"), float("-inf")]),
+            st.sampled_from([0.0, -0.0, 1.0, 2.0, 1e308, float("inf")]),
+        ),
+        max_size=80,
+    )
+)
+def test_stable_argsort_with_tie_scores_is_the_lexsort(pairs: list[tuple[float, float]]) -> None:
+    """Equal keys by descending tie scores, then by position: ``np.lexsort`` exactly."""
+    keys = np.array([key for key, _ in pairs], dtype=np.float64)
+    scores = np.array([score for _, score in pairs], dtype=np.float64)
+    positions = np.arange(len(pairs))
+    expected = np.lexsort((positions, -scores, keys)) if pairs else positions
+    assert stable_argsort(keys, scores).tolist() == expected.tolist()
