@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import cache
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
@@ -196,14 +197,10 @@ def stable_argsort(keys: FloatArray, tie_scores: FloatArray | None = None) -> In
 FIELD_CHUNK = 512
 """Items per chunk of :func:`read_fields` (their fields stay in the CPU cache while read)."""
 
-_GETTERS: dict[str, Callable[[Any], Any]] = {}
-
-
-def _getter(name: str) -> Callable[[Any], Any]:
-    getter = _GETTERS.get(name)
-    if getter is None:
-        getter = _GETTERS[name] = attrgetter(name)
-    return getter
+_getter: Callable[[str], Callable[[Any], Any]] = cache(attrgetter)
+"""One ``attrgetter`` per field name, made once."""
+_item_getter: Callable[[str], Callable[[Any], Any]] = cache(itemgetter)
+"""One ``itemgetter`` per field name, made once."""
 
 
 def read_fields(items: Sequence[Any], names: Sequence[str]) -> list[list[Any]]:
@@ -267,14 +264,6 @@ def read_item_fields(
 
 
 _DICT = attrgetter("__dict__")
-_ITEM_GETTERS: dict[str, Callable[[Any], Any]] = {}
-
-
-def _item_getter(name: str) -> Callable[[Any], Any]:
-    getter = _ITEM_GETTERS.get(name)
-    if getter is None:
-        getter = _ITEM_GETTERS[name] = itemgetter(name)
-    return getter
 
 
 # The fields already read for one pass: (the items object, field name → one value per item).
