@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
-from operator import attrgetter, itemgetter
+from itertools import islice
+from operator import attrgetter, itemgetter, lt
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,15 +38,19 @@ __all__ = [
     "Columns",
     "FloatArray",
     "IntArray",
+    "SharedFields",
     "TokenArray",
     "columns",
     "fast_method",
     "field_column",
     "float_column",
+    "increasing_column",
+    "known_increasing",
     "read_fields",
     "read_item_fields",
     "sharing_fields",
     "stable_argsort",
+    "strictly_increasing",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -266,6 +271,20 @@ def read_item_fields(
 _DICT = attrgetter("__dict__")
 
 
+class SharedFields(dict[str, list[Any]]):
+    """Field name → one value per item (the Classify stage's read), plus what one pass
+    has already learnt about those lists: ``increasing`` maps a field name to whether
+    its list is :func:`strictly_increasing` (:func:`increasing_column` fills it, the
+    Recency scorer for one; :func:`known_increasing` reads it, the Chronological placer
+    for one). The lists are never modified, so what was learnt stays true."""
+
+    __slots__ = ("increasing",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.increasing: dict[str, bool] = {}
+
+
 # The fields already read for one pass: (the items object, field name → one value per item).
 _SHARED: ContextVar[tuple[Sequence[Any], dict[str, list[Any]]] | None] = ContextVar(
     "cupel_shared_fields", default=None
@@ -298,3 +317,52 @@ def field_column(items: Sequence[Any], name: str) -> list[Any]:
         if column is not None:
             return column
     return list(map(_getter(name), items))
+
+
+def strictly_increasing(values: Sequence[Any]) -> bool:
+    """Whether ``values`` strictly increase under ``<`` with none ``None``: one pass of
+    ``<`` over neighbours. Values that do not compare (``None``, naive against aware
+    datetimes) give ``False`` (a :class:`TypeError` stops the pass).
+
+    >>> strictly_increasing([1, 2, 5]), strictly_increasing([1, 1]), strictly_increasing([None])
+    (True, False, False)
+    """
+    if len(values) < 2:
+        return None not in values
+    try:
+        return all(map(lt, values, islice(values, 1, None)))
+    except TypeError:
+        return False
+
+
+def _shared_fields(items: Sequence[Any]) -> SharedFields | None:
+    shared = _SHARED.get()
+    if shared is not None and shared[0] is items and isinstance(shared[1], SharedFields):
+        return shared[1]
+    return None
+
+
+def increasing_column(items: Sequence[Any], name: str) -> tuple[list[Any], bool]:
+    """:func:`field_column` and whether it is :func:`strictly_increasing`; for a shared
+    column (:func:`sharing_fields` with :class:`SharedFields`), found once per pass and
+    kept for :func:`known_increasing`.
+
+    >>> from cupel import ContextItem
+    >>> increasing_column([ContextItem(content="a", tokens=2)], "tokens")
+    ([2], True)
+    """
+    column = field_column(items, name)
+    shared = _shared_fields(items)
+    if shared is None or shared.get(name) is not column:
+        return column, strictly_increasing(column)
+    known = shared.increasing.get(name)
+    if known is None:
+        known = shared.increasing[name] = strictly_increasing(column)
+    return column, known
+
+
+def known_increasing(items: Sequence[Any], name: str) -> bool | None:
+    """Whether the shared ``name`` column of ``items`` was found strictly increasing
+    during this pass (:func:`increasing_column`); ``None`` when that is not known."""
+    shared = _shared_fields(items)
+    return None if shared is None else shared.increasing.get(name)

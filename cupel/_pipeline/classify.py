@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cupel._errors import ItemError, PinnedBudgetError
-from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray, read_item_fields
+from cupel._fastpath import MAX_EXACT_TOKENS, SharedFields, TokenArray, read_item_fields
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline.values import TOKENS
 
@@ -86,7 +86,7 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
         if array is not None or not tokens or min(tokens) >= 0:
             if total is None:
                 total = sum(tokens)
-            fields = dict(zip(names, columns, strict=True))
+            fields = SharedFields(zip(names, columns, strict=True))
             if not any(flags):
                 return [], list(items), tokens, [], total, fields, array
             unpinned = list(map(not_, flags))
@@ -96,7 +96,9 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
                 list(compress(tokens, unpinned)),
                 [],
                 total,
-                {name: list(compress(column, unpinned)) for name, column in fields.items()},
+                SharedFields(
+                    (name, list(compress(column, unpinned))) for name, column in fields.items()
+                ),
                 None if array is None else array[np.array(unpinned, dtype=np.bool_)],
             )
     pinned: list[ContextItem] = []
@@ -120,7 +122,7 @@ def _split(items: Sequence[ContextItem], names: Sequence[str]) -> _Split:
         else:
             scoreable.append(item)
             scoreable_tokens.append(tokens_of_item)
-    return pinned, scoreable, scoreable_tokens, negative, total, {}, None
+    return pinned, scoreable, scoreable_tokens, negative, total, SharedFields(), None
 
 
 def _token_array(tokens: list[int]) -> tuple[TokenArray | None, int | None]:

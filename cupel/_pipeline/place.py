@@ -120,17 +120,22 @@ def arrange(
         return placed
     if merged.parts is None or chosen is None or source is None:
         items = merged.items
-        return take(items, order(items, array, None, None))
+        return take(items, _listed(order(items, array, None, None)))
     pinned = classified.pinned
     # where each merged item came from: pinned items first, then input positions
     origin = np.concatenate((np.arange(-len(pinned), 0), chosen))
     if not all(name in classified.fields for name in getattr(placer, "_fields", ())):
         items = merged.items
-        return take(items, order(items, array, origin, None))
+        return take(items, _listed(order(items, array, origin, None)))
     # the placer reads the fields the Classify stage read from the scoreable items
     window = _Window(pinned, source, chosen, merged)
     with sharing_fields(source, classified.fields):
         return window.take(origin, order(window, array, origin, source))
+
+
+def _listed(order: list[int] | IntArray) -> list[int]:
+    """A placer's positions as a list."""
+    return order.tolist() if isinstance(order, np.ndarray) else order
 
 
 class _Window(Sequence[ContextItem]):
@@ -165,9 +170,12 @@ class _Window(Sequence[ContextItem]):
             return self._pinned[index]
         return self._merged.items[index]
 
-    def take(self, origin: IntArray, order: list[int]) -> list[ContextItem]:
+    def take(self, origin: IntArray, order: list[int] | IntArray) -> list[ContextItem]:
         """``[self[i] for i in order]``, each read off its origin (``origin[i]``)."""
-        positions = take(origin.tolist(), order)
+        if isinstance(order, np.ndarray):
+            positions = origin[order].tolist()
+        else:
+            positions = take(origin.tolist(), order)
         if not self._pinned:
             return take(self._source, positions)
         pinned, source, count = self._pinned, self._source, len(self._pinned)

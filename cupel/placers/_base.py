@@ -21,7 +21,8 @@ class Orderer(Protocol):
     faster, never different). With ``source`` (the pipeline's scoreable items), the
     origin is the Place stage's: the pinned items first, numbered ``-len(pinned)`` to
     ``-1``, then the others' distinct positions in ``source``, whose fields the placer
-    reads (shared, :func:`cupel._fastpath.field_column`) instead of the items'."""
+    reads (shared, :func:`cupel._fastpath.field_column`) instead of the items'. The
+    positions come as a list, or as an int array."""
 
     def __call__(
         self,
@@ -29,7 +30,7 @@ class Orderer(Protocol):
         scores: FloatArray,
         origin: IntArray | None,
         source: Sequence[ContextItem] | None = None,
-    ) -> list[int]: ...
+    ) -> list[int] | IntArray: ...
 
 
 _ITEM = itemgetter(0)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import islice
-from operator import attrgetter, eq, itemgetter, lt
+from operator import attrgetter, eq, itemgetter
 from typing import Any
 
 import numpy as np
 
-from cupel._fastpath import field_column
+from cupel._fastpath import field_column, known_increasing, strictly_increasing
 from cupel._model import ContextItem, ScoredItem
 from cupel.placers._base import BasePlacer, FloatArray, IntArray
 
@@ -47,7 +47,7 @@ class ChronologicalPlacer(BasePlacer):
         scores: FloatArray,
         origin: IntArray | None,
         source: Sequence[ContextItem] | None = None,
-    ) -> list[int]:
+    ) -> list[int] | IntArray:
         """The chronological order as input positions (``scores`` is not used); the sort
         starts from the items' ``origin`` order when given (see _chronological_order).
 
@@ -55,20 +55,28 @@ class ChronologicalPlacer(BasePlacer):
         items' memory in order: from ``source``'s shared column when given (see
         :class:`~cupel.placers._base.Orderer`), else from the items themselves. The
         timestamps in the items' order are read only when they are not already in
-        strictly increasing order by origin."""
+        strictly increasing order by origin. When this pass already found the whole
+        shared column strictly increasing (the Recency scorer checks it), the origin
+        order of its items is, and only the pinned items' timestamps are compared."""
         if origin is None:
             return _chronological_order(field_column(items, "timestamp"), None)
         hint = _by_origin(origin)
-        order: list[int] = hint.tolist()
         if source is None:
-            if _increasing(list(map(_TIMESTAMP, _take(items, order)))):
+            order: list[int] = hint.tolist()
+            if strictly_increasing(list(map(_TIMESTAMP, _take(items, order)))):
                 return order
             return _chronological_order(field_column(items, "timestamp"), hint)
         column = field_column(source, "timestamp")
         pinned = int(np.count_nonzero(origin < 0))
         leading = [item.timestamp for item in items[:pinned]]
-        if _increasing(leading + _take(column, origin[hint][pinned:].tolist())):
-            return order
+        rest = origin[hint][pinned:]
+        if known_increasing(source, "timestamp"):
+            # positions ascending in a strictly increasing column: the leading ones and
+            # the first of the rest decide
+            if strictly_increasing(leading + _take(column, rest[:1].tolist())):
+                return hint
+        elif strictly_increasing(leading + _take(column, rest.tolist())):
+            return hint
         return _chronological_order(leading + _take(column, origin[pinned:].tolist()), hint)
 
 
@@ -104,7 +112,7 @@ def _chronological_order(stamps: list[Any], hint: IntArray | None) -> list[int]:
     order: list[int] = []
     if hint is not None:
         order = hint.tolist()
-        if _increasing(_take(stamps, order)):
+        if strictly_increasing(_take(stamps, order)):
             return order  # already strictly increasing: the sort would keep it
     if None not in stamps:
         if hint is not None:
@@ -117,17 +125,6 @@ def _chronological_order(stamps: list[Any], hint: IntArray | None) -> list[int]:
     timed.sort(key=stamps.__getitem__)
     timed.extend(i for i, stamp in enumerate(stamps) if stamp is None)
     return timed
-
-
-def _increasing(stamps: list[Any]) -> bool:
-    """Whether ``stamps`` are timestamps (none is ``None``) in strictly increasing order.
-    (Comparing ``None`` raises: a list with one compares them all, or stops before.)"""
-    if len(stamps) < 2:
-        return None not in stamps
-    try:
-        return all(map(lt, stamps, islice(stamps, 1, None)))
-    except TypeError:  # None, or naive and aware datetimes: the sort decides (and raises)
-        return False
 
 
 def _take(values: Sequence[Any], positions: list[int]) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from cupel._fastpath import field_column
+from cupel._fastpath import increasing_column, strictly_increasing
 from cupel._model import ContextItem
 from cupel.scorers._base import ArrayScorer, FloatArray, object_ids
 
@@ -41,7 +41,7 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
     return rank / (count - 1)
 
 
-def rank_scores(keys: Sequence[Any]) -> FloatArray:
+def rank_scores(keys: Sequence[Any], increasing: bool | None = None) -> FloatArray:
     """Every key's rank score at once, in O(N log N): what :func:`_rank_score` gives per key.
 
     Strictly increasing keys (a chronological history) rank by position: one pass of
@@ -54,16 +54,17 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
     tie). ``None`` has rank 0, which divides to 0.0. The division ``rank / (keyed - 1)``
     is the same IEEE 754 division as the per-item algorithm's.
 
+    ``increasing``: whether the keys are :func:`~cupel._fastpath.strictly_increasing`,
+    when already known (the pass is then not repeated).
+
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]
     """
     n = len(keys)
     ranks: FloatArray
     if n > 1:
-        try:
-            increasing = all(map(lt, keys, islice(keys, 1, None)))
-        except TypeError:  # a None, or keys that do not compare (raised again below)
-            increasing = False
+        if increasing is None:  # a None, or keys that do not compare: False (raised below)
+            increasing = strictly_increasing(keys)
         if increasing:
             ranks = np.arange(n, dtype=np.float64)
             ranks /= n - 1
@@ -134,7 +135,7 @@ class _RankScorer(ArrayScorer, Generic[_K]):
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
         (field,) = self._fields
-        return rank_scores(field_column(items, field))
+        return rank_scores(*increasing_column(items, field))
 
 
 class RecencyScorer(_RankScorer[datetime]):

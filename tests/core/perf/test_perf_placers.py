@@ -11,7 +11,7 @@ from perf_testkit import context_items, scored_lists, spec_chronological, spec_u
 
 import cupel.placers.chronological
 from cupel import ChronologicalPlacer, ContextItem, ScoredItem, UShapedPlacer
-from cupel._fastpath import sharing_fields
+from cupel._fastpath import SharedFields, increasing_column, known_increasing, sharing_fields
 from cupel.placers._base import fast_orderer
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -129,7 +129,23 @@ def test_chronological_reading_the_source_column_equals_the_spec_pseudocode(
     items = [*pinned, *(source[i] for i in chosen)]
     origin = np.array([*range(-len(pinned), 0), *chosen], dtype=np.intp)
     column = [item.timestamp for item in source]
-    with sharing_fields(source, {"timestamp": column}):
+    # the Recency scorer's check of the whole column, already made in the pass, or not
+    checked = data.draw(st.booleans())
+    fields = SharedFields(timestamp=column) if checked else {"timestamp": column}
+    with sharing_fields(source, fields):
+        if checked:
+            assert increasing_column(source, "timestamp") == (column, _increases(column))
+            assert known_increasing(source, "timestamp") is _increases(column)
         order = ChronologicalPlacer()._order(items, np.zeros(len(items)), origin, source)
     expected = spec_chronological([ScoredItem(item, 0.0) for item in items])
-    assert ids([items[i] for i in order]) == ids(expected)
+    assert ids([items[i] for i in np.asarray(order, dtype=np.intp).tolist()]) == ids(expected)
+
+
+def _increases(values: list[datetime | None]) -> bool:
+    """Strictly increasing and none ``None`` (written out: the helper's reference)."""
+    if any(value is None for value in values):
+        return False
+    try:
+        return all(values[i] < values[i + 1] for i in range(len(values) - 1))  # type: ignore[operator]
+    except TypeError:
+        return False
