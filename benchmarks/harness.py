@@ -1,5 +1,6 @@
-"""The benchmark harness's measurement and data: timing a call (:func:`measure`), the inputs'
-size (:func:`traced_build`), one :class:`Case` per timed call and its measured :class:`Row`.
+"""The benchmark harness's measurement and data: timing calls side by side
+(:func:`measure_together`), the inputs' size (:func:`traced_build`), one :class:`Case` per
+timed call and its measured :class:`Row`.
 Each workload's cases are built beside what they measure (``bench_core``, ``bench_langchain``,
 ``bench_llamaindex``, ``bench_simulation``); ``benchmarks/run.py`` runs them."""
 
@@ -9,7 +10,7 @@ import gc
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 SLOW_SECONDS = 2.0
@@ -33,40 +34,75 @@ def measure(
     trace_memory: bool = True,
     setup: Callable[[], object] | None = None,
 ) -> Timing:
-    """Time ``fn``: warm-ups, then ``runs`` timed calls (a slow first call cuts the runs to
-    :data:`SLOW_RUNS` without warm-up or traced pass), then one traced call for the peak.
-    ``setup``, when given, runs untimed before every call of ``fn`` (fresh inputs)."""
-    prepare = setup if setup is not None else _nothing
-    prepare()
-    start = time.perf_counter()
-    fn()
-    if time.perf_counter() - start > SLOW_SECONDS:
-        runs, warmups, trace_memory = min(runs, SLOW_RUNS), 0, False
+    """Time ``fn`` alone (:func:`measure_together` with one call)."""
+    return measure_together([Timed(fn, setup, trace_memory)], runs, warmups)[0]
+
+
+@dataclass
+class Timed:
+    """A call to time: ``setup``, when given, runs untimed before every call of ``fn``
+    (fresh inputs); ``trace``: whether one more call runs under tracemalloc for the peak."""
+
+    fn: Callable[[], object]
+    setup: Callable[[], object] | None = None
+    trace: bool = True
+
+
+def measure_together(calls: Sequence[Timed], runs: int, warmups: int) -> list[Timing]:
+    """Time ``calls`` side by side: warm-ups, then ``runs`` rounds of one timed sample of
+    each, the calls' order reversed every other round, then one traced call each for the
+    peak. A ratio of two medians is then measured over the same stretch of time, so the
+    machine's drift (a shared VM's neighbours) moves both alike instead of whichever was
+    timed second. A call whose first call is slow (over :data:`SLOW_SECONDS`) takes part
+    in :data:`SLOW_RUNS` rounds only, without warm-up or traced pass."""
+    slow = [_first_seconds(call) > SLOW_SECONDS for call in calls]
     for _ in range(max(0, warmups - 1)):
-        prepare()
-        fn()
-    samples = []
-    for _ in range(runs):
-        prepare()
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000.0)
-    peak = None
-    if trace_memory:
-        prepare()
-        gc.collect()
-        tracemalloc.start()
-        try:
-            fn()
-            peak = tracemalloc.get_traced_memory()[1] / 2**20
-        finally:
-            tracemalloc.stop()
-    return Timing(statistics.median(samples), min(samples), max(samples), runs, peak)
+        for call, was_slow in zip(calls, slow, strict=True):
+            if not was_slow:
+                _prepare(call)
+                call.fn()
+    samples: list[list[float]] = [[] for _ in calls]
+    order = list(range(len(calls)))
+    for round_ in range(runs):
+        for k in order if round_ % 2 == 0 else order[::-1]:
+            if slow[k] and round_ >= SLOW_RUNS:
+                continue
+            call = calls[k]
+            _prepare(call)
+            gc.collect()
+            start = time.perf_counter()
+            call.fn()
+            samples[k].append((time.perf_counter() - start) * 1000.0)
+    timings = []
+    for call, taken, was_slow in zip(calls, samples, slow, strict=True):
+        peak = None if was_slow or not call.trace else _traced_peak(call)
+        timings.append(Timing(statistics.median(taken), min(taken), max(taken), len(taken), peak))
+    return timings
 
 
-def _nothing() -> None:
-    return None
+def _prepare(call: Timed) -> None:
+    if call.setup is not None:
+        call.setup()
+
+
+def _first_seconds(call: Timed) -> float:
+    """The seconds of ``call``'s first (untimed-for-the-row) call."""
+    _prepare(call)
+    start = time.perf_counter()
+    call.fn()
+    return time.perf_counter() - start
+
+
+def _traced_peak(call: Timed) -> float:
+    """The peak MiB tracemalloc sees during one call of ``call``."""
+    _prepare(call)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call.fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
 
 
 def traced_build(build: Callable[[], object]) -> tuple[object, float]:

@@ -7,7 +7,9 @@
 
 For each case the inputs, budget and pipeline (or adapter) are built before timing; the
 timed call runs after warm-ups, ``--runs`` times (median, min and max reported), then once
-more under tracemalloc for the peak memory (an untimed pass). Per row:
+more under tracemalloc for the peak memory (an untimed pass). Its floor or incumbent is
+timed in the same rounds, one sample of each in turn (the order reversed every other
+round), so both medians come from the same stretch of time. Per row:
 
 - ``÷floor``: median ÷ the workload's floor (core workloads: one pass reading every item's
   tokens plus one ``sorted()`` of N distinct floats, timed in the same process);
@@ -45,7 +47,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/run.py
 
 from benchmarks import bench_core
 from benchmarks.goals import targets
-from benchmarks.harness import Case, Plan, Row, Timing, measure
+from benchmarks.harness import Case, Plan, Row, Timed, measure_together
 
 FULL_SIZES = {
     "W1": [1_000, 10_000, 100_000],
@@ -150,7 +152,6 @@ def measure_workload(workload: str, plan: Plan) -> list[Row]:
     else:
         cases = bench_core.core_cases(workload, sizes)
     rows = []
-    incumbents: dict[Callable[[], object], Timing] = {}
     while True:
         try:
             case = next(cases, None)
@@ -164,7 +165,13 @@ def measure_workload(workload: str, plan: Plan) -> list[Row]:
             return []
         if case is None:
             break
-        timing = measure(case.call, plan.runs, plan.warmups, setup=case.setup)
+        # The floor's and the incumbent's samples interleaved with the call's.
+        calls = [Timed(case.call, case.setup)]
+        if case.floor is not None:
+            calls.append(Timed(case.floor, trace=False))
+        if case.incumbent is not None:
+            calls.append(Timed(case.incumbent))
+        timing, *others = measure_together(calls, plan.runs, plan.warmups)
         row = Row(
             case.workload,
             case.label,
@@ -175,12 +182,10 @@ def measure_workload(workload: str, plan: Plan) -> list[Row]:
             checks=case.checks,
         )
         if case.floor is not None:
-            row.floor_ms = measure(case.floor, plan.runs, plan.warmups, False).median_ms
+            row.floor_ms = others.pop(0).median_ms
         if case.incumbent is not None:
             row.incumbent_label = case.incumbent_label
-            if case.incumbent not in incumbents:  # measured once per workload and size
-                incumbents[case.incumbent] = measure(case.incumbent, plan.runs, plan.warmups)
-            row.incumbent = incumbents[case.incumbent]
+            row.incumbent = others.pop(0)
         rows.append(row)
         del case
         print(f"  measured {row.label} N={row.n:,}", file=sys.stderr, flush=True)

@@ -1,0 +1,75 @@
+"""The benchmark harness's timing: calls measured side by side, round by round."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from benchmarks import harness
+from benchmarks.harness import Timed, measure, measure_together
+
+
+def recorder(log: list[str], name: str, pause: float = 0.0) -> Timed:
+    def setup() -> None:
+        log.append(f"setup {name}")
+
+    def fn() -> None:
+        log.append(name)
+        if pause:
+            time.sleep(pause)
+
+    return Timed(fn, setup, trace=False)
+
+
+def test_samples_alternate_round_by_round_with_the_order_reversed_every_other_round() -> None:
+    log: list[str] = []
+    call, floor = recorder(log, "call"), recorder(log, "floor")
+    timings = measure_together([call, floor], runs=4, warmups=2)
+    calls = [entry for entry in log if not entry.startswith("setup")]
+    # first calls (the slow check), one warm-up round, then four rounds: ab ba ab ba
+    assert calls == ["call", "floor", "call", "floor"] + ["call", "floor", "floor", "call"] * 2
+    # every call is preceded by its own setup
+    for index, entry in enumerate(log):
+        if not entry.startswith("setup"):
+            assert log[index - 1] == f"setup {entry}"
+    assert [timing.runs for timing in timings] == [4, 4]
+    assert all(timing.peak_mib is None for timing in timings)
+
+
+def test_medians_belong_to_their_own_call() -> None:
+    log: list[str] = []
+    quick, slower = recorder(log, "quick"), recorder(log, "slower", pause=0.004)
+    fast_timing, slow_timing = measure_together([quick, slower], runs=5, warmups=1)
+    assert slow_timing.median_ms >= 4.0
+    assert fast_timing.median_ms < slow_timing.median_ms
+    assert fast_timing.min_ms <= fast_timing.median_ms <= fast_timing.max_ms
+
+
+def test_a_slow_call_takes_part_in_fewer_rounds_without_warm_up_or_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(harness, "SLOW_SECONDS", 0.002)
+    log: list[str] = []
+    quick = recorder(log, "quick")
+    quick.trace = True
+    slow = recorder(log, "slow", pause=0.005)
+    quick_timing, slow_timing = measure_together([quick, slow], runs=6, warmups=3)
+    assert (quick_timing.runs, slow_timing.runs) == (6, harness.SLOW_RUNS)
+    assert quick_timing.peak_mib is not None and slow_timing.peak_mib is None
+    # the slow call: its first call and SLOW_RUNS samples, no warm-up
+    assert log.count("slow") == 1 + harness.SLOW_RUNS
+    # the quick one: first call, two warm-ups, six samples and the traced call
+    assert log.count("quick") == 1 + 2 + 6 + 1
+
+
+def test_measure_alone_traces_the_peak() -> None:
+    held: list[bytes] = []
+
+    def allocate() -> None:
+        held.append(bytes(2**21))
+        held.clear()
+
+    timing = measure(allocate, runs=3, warmups=1)
+    assert timing.runs == 3
+    assert timing.peak_mib is not None and timing.peak_mib >= 2.0
