@@ -120,12 +120,44 @@ def cupel(
     )
 
 
+SLOW_STEPS = """\
+import time
+
+from cupel.cli import _progress
+
+_step = _progress.Progress.step
+
+
+def _slow_step(self, note=""):
+    _step(self, note)
+    time.sleep({pause})
+
+
+_progress.Progress.step = _slow_step
+"""
+"""A ``sitecustomize`` that makes every progress step of the process take ``pause`` seconds
+longer (a long search, so that a Ctrl-C sent once the bar shows lands during it)."""
+
+
 def cupel_on_terminal(
-    *argv: str, interrupt_when: str | None = None, timeout: float = 120.0
+    *argv: str,
+    interrupt_when: str | None = None,
+    timeout: float = 120.0,
+    step_pause: float | None = None,
+    scratch: Path | None = None,
 ) -> tuple[int, str, str]:
     """``python -m cupel argv...`` with stderr on a pseudo-terminal (stdout a pipe), as
     a person runs it. With ``interrupt_when``, send SIGINT (Ctrl-C) as soon as that text
-    shows on the terminal. Returns (status, stdout, what the terminal showed)."""
+    shows on the terminal. ``step_pause``: seconds every progress step then sleeps
+    (:data:`SLOW_STEPS`, installed from ``scratch``), so the work outlasts the signal's
+    delivery on a loaded machine. Returns (status, stdout, what the terminal showed)."""
+    env = None
+    if step_pause is not None:
+        if scratch is None:
+            raise ValueError("step_pause needs a scratch directory")
+        (scratch / "sitecustomize.py").write_text(SLOW_STEPS.format(pause=step_pause))
+        paths = [str(scratch), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100
     proc = subprocess.Popen(
@@ -133,6 +165,7 @@ def cupel_on_terminal(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=slave,
+        env=env,
     )
     os.close(slave)
     shown = b""
