@@ -52,10 +52,12 @@ def test_abbreviation_no_longer_overrides_the_full_option(tmp_path: Path) -> Non
 
 
 def test_min_budget_shows_progress_on_a_terminal(tmp_path: Path) -> None:
-    # big enough for the search to outlast the bar's refresh interval (0.05 s): probes
-    # reuse the scores and sort, so a few thousand items finish before the first refresh
-    path = write_jsonl(tmp_path, many_items(60_000))
-    status, out, shown = cupel_on_terminal("min-budget", str(path), "--item", "message 7:")
+    # Probes reuse the scores and sort, so a search over a few thousand items can finish
+    # before the bar's first refresh (0.05 s): each probe is made 0.1 s longer instead.
+    path = write_jsonl(tmp_path, many_items(3000))
+    status, out, shown = cupel_on_terminal(
+        "min-budget", str(path), "--item", "message 7:", step_pause=0.1, scratch=tmp_path
+    )
     assert status == 0, shown
     assert out.startswith("cupel min-budget: ")
     assert "min-budget: trying budgets" in shown
