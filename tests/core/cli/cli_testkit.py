@@ -139,6 +139,10 @@ _progress.Progress.step = _slow_step
 longer (a long search, so that a Ctrl-C sent once the bar shows lands during it)."""
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cupel_on_terminal(
     *argv: str,
     interrupt_when: str | None = None,
@@ -166,6 +170,10 @@ def cupel_on_terminal(
         stdout=subprocess.PIPE,
         stderr=slave,
         env=env,
+        # Ctrl-C's default action, as in a terminal, even when this process was started
+        # with SIGINT ignored (a background job of a script): Python then installs no
+        # KeyboardInterrupt handler in the child and the signal would be lost.
+        preexec_fn=_default_sigint,
     )
     os.close(slave)
     shown = b""
