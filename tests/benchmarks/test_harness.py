@@ -73,3 +73,28 @@ def test_measure_alone_traces_the_peak() -> None:
     timing = measure(allocate, runs=3, warmups=1)
     assert timing.runs == 3
     assert timing.peak_mib is not None and timing.peak_mib >= 2.0
+
+
+def test_rows_carry_the_floor_or_incumbent_measured_in_the_same_rounds() -> None:
+    from benchmarks.harness import Plan
+    from benchmarks.run import measure_workload
+
+    plan = Plan({"W1": [100], "W9": [100]}, runs=3, warmups=1)
+    (core,) = measure_workload("W1", plan)
+    assert core.label == "W1 chat" and core.n == 100
+    assert core.timing.runs == 3 and core.timing.peak_mib is not None
+    assert core.floor_ms is not None and core.floor_ms > 0
+    assert core.floor_ratio == core.timing.median_ms / core.floor_ms
+    rows = measure_workload("W9", plan)
+    assert [row.label for row in rows] == [
+        "W9 report W1",
+        "W9 report W1, entries read",
+        "W9 report W3",
+        "W9 report W3, entries read",
+    ]
+    for row in rows:
+        assert row.incumbent_label == "run" and row.incumbent is not None
+        assert row.incumbent.runs == 3 and row.floor_ms is None
+        assert row.incumbent_ratio == row.timing.median_ms / row.incumbent.median_ms
+    # each row times its own incumbent beside it
+    assert rows[0].incumbent is not rows[1].incumbent
