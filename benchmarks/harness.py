@@ -27,17 +27,6 @@ class Timing:
     peak_mib: float | None
 
 
-def measure(
-    fn: Callable[[], object],
-    runs: int,
-    warmups: int,
-    trace_memory: bool = True,
-    setup: Callable[[], object] | None = None,
-) -> Timing:
-    """Time ``fn`` alone (:func:`measure_together` with one call)."""
-    return measure_together([Timed(fn, setup, trace_memory)], runs, warmups)[0]
-
-
 @dataclass
 class Timed:
     """A call to time: ``setup``, when given, runs untimed before every call of ``fn``

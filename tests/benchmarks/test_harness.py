@@ -7,7 +7,7 @@ import time
 import pytest
 
 from benchmarks import harness
-from benchmarks.harness import Timed, measure, measure_together
+from benchmarks.harness import Timed, measure_together
 
 
 def recorder(log: list[str], name: str, pause: float = 0.0) -> Timed:
@@ -63,14 +63,14 @@ def test_a_slow_call_takes_part_in_fewer_rounds_without_warm_up_or_trace(
     assert log.count("quick") == 1 + 2 + 6 + 1
 
 
-def test_measure_alone_traces_the_peak() -> None:
+def test_one_call_alone_traces_the_peak() -> None:
     held: list[bytes] = []
 
     def allocate() -> None:
         held.append(bytes(2**21))
         held.clear()
 
-    timing = measure(allocate, runs=3, warmups=1)
+    (timing,) = measure_together([Timed(allocate)], runs=3, warmups=1)
     assert timing.runs == 3
     assert timing.peak_mib is not None and timing.peak_mib >= 2.0
 
