@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -382,27 +383,25 @@ def with_filtered(
     )
 
 
-def state_without_caches(
-    component: Any, getstate: Callable[[], dict[str, Any]], caches: Sequence[str]
-) -> dict[str, Any]:
-    """``getstate()`` of a LlamaIndex component with its private ``caches`` left out.
+def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]) -> dict[str, Any]:
+    """The ``__getstate__`` of ``owner``'s base class for a shallow copy of ``component``
+    whose private ``caches`` are left out; ``component`` itself is never touched.
 
-    ``BaseComponent.__setstate__`` re-runs ``__init__``, which rebuilds them; leaving them
-    out spares ``BaseComponent.__getstate__`` from pickling each one as a probe (and from
-    warning that a cupel ``Pipeline`` cannot be pickled).
+    ``BaseComponent.__setstate__`` re-runs ``__init__``, which rebuilds the caches;
+    leaving them out spares ``BaseComponent.__getstate__`` from pickling each one as a
+    probe (and from warning that a cupel ``Pipeline`` cannot be pickled). Working on a
+    copy matters twice: that method deletes the fields it cannot pickle (a lambda as
+    ``tokenizer_fn``, say) from the ``__dict__`` it is given, which for the component
+    itself would be its live fields; and another thread using the component while it
+    is pickled still finds its caches in place.
     """
-    private = component.__pydantic_private__
-    if not private:
-        return getstate()
-    object.__setattr__(
-        component,
-        "__pydantic_private__",
-        {key: value for key, value in private.items() if key not in caches},
-    )
-    try:
-        return getstate()
-    finally:
-        object.__setattr__(component, "__pydantic_private__", private)
+    clone = copy.copy(component)  # BaseModel.__copy__: its own __dict__ and private dict
+    private = clone.__pydantic_private__
+    if private:
+        kept = {key: value for key, value in private.items() if key not in caches}
+        object.__setattr__(clone, "__pydantic_private__", kept)
+    state: dict[str, Any] = super(owner, clone).__getstate__()
+    return state
 
 
 def _minus_score(entry: ExcludedItem) -> float:

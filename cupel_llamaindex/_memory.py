@@ -130,7 +130,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     def __getstate__(self) -> dict[str, Any]:
         return state_without_caches(
             self,
-            super().__getstate__,
+            CupelChatMemory,
             ("_caches", "_pending_report", "_states"),
         )
 

@@ -127,7 +127,7 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
             raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
-        return state_without_caches(self, super().__getstate__, ("_pipeline", "_built_from"))
+        return state_without_caches(self, CupelNodePostprocessor, ("_pipeline", "_built_from"))
 
     @classmethod
     def class_name(cls) -> str:

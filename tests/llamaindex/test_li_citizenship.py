@@ -313,3 +313,61 @@ def test_every_llamaindex_component_deep_copies_and_pickles() -> None:
         chat = copy_of(chat_memory)
         assert chat.tokenizer_fn is _split and [m.content for m in chat.get()] == ["hi"]
         assert copy_of(post).dedup_on == "content"
+
+
+class _WatchingTokenizer:
+    """A tokenizer that pickles as a fresh one and, when pickled, notes which private
+    attributes the component it serves holds at that moment (what another thread
+    using the component would find)."""
+
+    def __init__(self) -> None:
+        self.component: object = None
+        self.seen: list[set[str]] = []
+
+    def __call__(self, text: str) -> list[str]:
+        return text.split()
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        private = getattr(self.component, "__pydantic_private__", None) or {}
+        self.seen.append(set(private))
+        return (_WatchingTokenizer, ())
+
+
+def test_pickling_leaves_the_live_component_whole(caplog: pytest.LogCaptureFixture) -> None:
+    """LlamaIndex's ``__getstate__`` deletes the fields it cannot pickle from the
+    ``__dict__`` it is given: cupel's components hand it a copy, so a local function as
+    ``tokenizer_fn`` is left out of the pickle (with LlamaIndex's warning) but stays on
+    the component, which keeps working; and its caches are never taken away from it,
+    not even while it is being pickled (another thread may be using it)."""
+
+    def local_split(text: str) -> list[str]:  # a local function: not picklable
+        return text.split()
+
+    post = CupelNodePostprocessor(max_tokens=5, tokenizer_fn=local_split)
+    chat = CupelChatMemory.from_defaults(
+        token_limit=50,
+        tokenizer_fn=local_split,
+        chat_history=[ChatMessage(role="user", content="hi")],
+    )
+    for component in (post, chat):
+        fields = dict(component.__dict__)
+        private = set(component.__pydantic_private__)
+        with caplog.at_level("WARNING"):
+            clone = pickle.loads(pickle.dumps(component))
+        assert "Removing unpickleable attribute tokenizer_fn" in caplog.text
+        assert component.__dict__ == fields and component.tokenizer_fn is local_split
+        assert set(component.__pydantic_private__) == private
+        assert clone.tokenizer_fn is not local_split  # the copy took the default
+        caplog.clear()
+    nodes = [NodeWithScore(node=TextNode(text=t), score=s) for t, s in (("a b c", 0.9), ("d", 0.1))]
+    assert [n.node.get_content() for n in post.postprocess_nodes(nodes)] == ["a b c", "d"]
+    assert [m.content for m in chat.get()] == ["hi"]
+
+    watching = _WatchingTokenizer()
+    post = CupelNodePostprocessor(max_tokens=5, tokenizer_fn=watching)
+    chat = CupelChatMemory.from_defaults(token_limit=50, tokenizer_fn=watching)
+    for component, caches in ((post, {"_pipeline", "_built_from"}), (chat, {"_caches"})):
+        watching.component, watching.seen = component, []
+        clone = pickle.loads(pickle.dumps(component))
+        assert watching.seen and all(caches <= seen for seen in watching.seen)
+        assert isinstance(clone.tokenizer_fn, _WatchingTokenizer)
