@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -30,7 +29,6 @@ from cupel import (
     ConfigurationError,
     ContextItem,
     CupelError,
-    ExcludedItem,
     Filtered,
     Pipeline,
     SelectionReport,
@@ -362,24 +360,9 @@ def with_filtered(
     ``included`` to ``excluded`` and ``unmapped`` items (which never reached the
     pipeline) join ``excluded`` and the totals, each as ``Filtered(<name>)``.
     ``excluded`` stays sorted by score, descending (stable)."""
-    if not removed and not unmapped:
-        return report
-    gone = {id(item) for item in removed}
-    kept = tuple(entry for entry in report.included if id(entry.item) not in gone)
-    moved = [
-        ExcludedItem(entry.item, entry.score, Filtered(removed_name))
-        for entry in report.included
-        if id(entry.item) in gone
-    ]
-    added = [ExcludedItem(item, 0.0, Filtered(unmapped_name)) for item in unmapped]
-    excluded = sorted([*report.excluded, *moved, *added], key=_minus_score)
-    return dataclasses.replace(
-        report,
-        included=kept,
-        excluded=tuple(excluded),
-        total_candidates=report.total_candidates + len(unmapped),
-        total_tokens_considered=report.total_tokens_considered
-        + sum(item.tokens for item in unmapped),
+    return report.with_excluded(
+        moved=[(item, Filtered(removed_name)) for item in removed],
+        added=[(item, Filtered(unmapped_name)) for item in unmapped],
     )
 
 
@@ -402,10 +385,6 @@ def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]
         object.__setattr__(clone, "__pydantic_private__", kept)
     state: dict[str, Any] = super(owner, clone).__getstate__()
     return state
-
-
-def _minus_score(entry: ExcludedItem) -> float:
-    return -entry.score
 
 
 def checked_message(owner: str, method: str, message: object) -> ChatMessage:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import compress
+from operator import not_
 from time import perf_counter
 from typing import Any
 
@@ -32,9 +34,9 @@ from cupel._pipeline.place import Merged, OverflowCallback, arrange, merge
 from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
+from cupel._pipeline.values import ITEM, PINNED, SCORE, TOKENS, as_list, scored_pairs
 from cupel.diagnostics._collectors import TraceCollector, deferring
-from cupel.diagnostics._entries import ExcludedItem, IncludedItem
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.diagnostics._reasons import (
@@ -274,7 +276,10 @@ def _slice_entries(
     object listed more than once (deduplication off) is counted per occurrence: the
     first ones in ranked order are the selected ones. Equal reasons (immutable values)
     are built once and shared. ``explained``: reasons the slicer gave itself, keyed by
-    ``id(item)``."""
+    ``id(item)``.
+
+    When no item is capped or explained by the slicer and no object is listed twice,
+    the entries are built in bulk (:func:`_budget_entries`); else item by item."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
     selected_ids = Counter(map(id, sliced.items))
@@ -283,6 +288,16 @@ def _slice_entries(
     available = target - sum(map(TOKENS, sliced.items))
     without_pinned = budget.target_tokens - budget.output_reserve
     displaced = PinnedOverride(pinned[0].content) if pinned else None
+    if not capped and not explained:
+        ids = list(map(id, ranked_items))
+        if len(set(ids)) == len(ids):
+            left_out = list(map(not_, map(selected_ids.__contains__, ids)))
+            return _budget_entries(
+                list(compress(ranked_items, left_out)),
+                list(compress(ranked_scores, left_out)),
+                available,
+                (target, without_pinned, displaced),
+            )
     budget_exceeded: dict[int, BudgetExceeded] = {}
     out: list[ExcludedItem] = []
     for item, item_score in zip(ranked_items, ranked_scores, strict=True):
@@ -308,6 +323,27 @@ def _slice_entries(
     return out
 
 
+def _budget_entries(
+    items: list[ContextItem],
+    scores: list[Any],
+    available: int,
+    pinned_rule: tuple[int, int, PinnedOverride | None],
+) -> list[ExcludedItem]:
+    """:func:`_slice_entries` for ``items`` left out by the budget alone, in bulk: one
+    reason per distinct token count, shared — ``PinnedOverride`` when the item fits the
+    target without the pinned items but not with them (``target < tokens <=
+    without_pinned``, ``pinned_rule``), else ``BudgetExceeded(tokens, available)``."""
+    tokens = list(map(TOKENS, items))
+    target, without_pinned, displaced = pinned_rule
+    by_tokens: dict[int, ExclusionReason] = {}
+    for count in set(tokens):
+        if displaced is not None and target < count <= without_pinned:
+            by_tokens[count] = displaced
+        else:
+            by_tokens[count] = BudgetExceeded(count, available)
+    return entries(ExcludedItem, items, scores, list(map(by_tokens.__getitem__, tokens)))
+
+
 def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[ExcludedItem]:
     """The entries ``OverflowStrategy.TRUNCATE`` dropped: ``PinnedOverride`` when a pinned
     item forced them out, else ``BudgetExceeded`` against what the kept items left."""
@@ -324,14 +360,28 @@ def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[Exclu
 
 
 def _window_entries(placed: list[ContextItem], merged: Merged) -> list[IncludedItem]:
-    """One inclusion per placed item: pinned (score 1.0), zero-token or scored."""
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored (built in
+    bulk: :func:`~cupel.diagnostics._entries.entries`)."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
-    out: list[IncludedItem] = []
-    for item in placed:
-        if item.pinned:
-            out.append(IncludedItem(item, 1.0, InclusionReason.PINNED))
-        elif item.tokens == 0:
-            out.append(IncludedItem(item, scores_by_id[id(item)], InclusionReason.ZERO_TOKEN))
-        else:
-            out.append(IncludedItem(item, scores_by_id[id(item)], InclusionReason.SCORED))
-    return out
+    pinned = list(map(PINNED, placed))
+    zero = list(map(_ZERO.__eq__, map(TOKENS, placed)))
+    reasons = list(map(_INCLUSION.__getitem__, zip(pinned, zero, strict=True)))
+    if any(pinned):
+        scores = [
+            1.0 if flag else scores_by_id[id(item)]
+            for item, flag in zip(placed, pinned, strict=True)
+        ]
+    else:
+        scores = list(map(scores_by_id.__getitem__, map(id, placed)))
+    return entries(IncludedItem, placed, scores, reasons)
+
+
+_ZERO = 0
+_INCLUSION = {
+    (True, True): InclusionReason.PINNED,
+    (True, False): InclusionReason.PINNED,
+    (False, True): InclusionReason.ZERO_TOKEN,
+    (False, False): InclusionReason.SCORED,
+}
+"""The inclusion reason by (pinned, zero tokens): a pinned item is ``PINNED`` whatever its
+tokens."""

@@ -34,7 +34,7 @@ from typing import TypeVar
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ascii_fold
-from cupel.diagnostics._entries import ExcludedItem, IncludedItem
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
 from cupel.diagnostics._outcomes import CountRequirementShortfall
 from cupel.diagnostics._report import Deferred, SelectionReport
@@ -325,7 +325,7 @@ class DiagnosticTraceCollector(TraceCollector):
                 unsorted = _spliced(self._excluded, self._deferred_excluded)
                 self._entries = (
                     Deferred(included),
-                    Deferred(lambda: sorted(unsorted(), key=_minus_score)),
+                    Deferred(lambda: by_score(unsorted())),
                 )
             return SelectionReport.deferred(
                 tuple(self.events),
@@ -339,7 +339,7 @@ class DiagnosticTraceCollector(TraceCollector):
         return SelectionReport(
             events=tuple(self.events),
             included=tuple(self._included),
-            excluded=tuple(sorted(self._excluded, key=_minus_score)),
+            excluded=tuple(by_score(self._excluded)),
             total_candidates=self._totals[0],
             total_tokens_considered=self._totals[1],
             count_requirement_shortfalls=tuple(self._shortfalls),
@@ -385,10 +385,6 @@ def _spliced(
         return out
 
     return build
-
-
-def _minus_score(entry: ExcludedItem) -> float:
-    return -entry.score
 
 
 def _detail_level(value: object) -> TraceDetailLevel:

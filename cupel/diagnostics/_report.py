@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar, cast
 from cupel._errors import InvalidOperationError
 from cupel._model import ContextItem
 from cupel.diagnostics._assertions import ReportAssertions
-from cupel.diagnostics._entries import ExcludedItem, IncludedItem
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
 from cupel.diagnostics._events import OverflowEvent, TraceEvent
 from cupel.diagnostics._outcomes import BucketRounding, CountRequirementShortfall
 from cupel.diagnostics._reasons import (
@@ -103,16 +103,17 @@ class SelectionReport(ReportAssertions):
             return self
         reasons = {id(item): reason for item, reason in moved}
         included = tuple(entry for entry in self.included if id(entry.item) not in reasons)
-        excluded = [
-            *self.excluded,
-            *(
-                ExcludedItem(entry.item, entry.score, reasons[id(entry.item)])
-                for entry in self.included
-                if id(entry.item) in reasons
-            ),
-            *(ExcludedItem(item, 0.0, reason) for item, reason in added),
-        ]
-        excluded.sort(key=_minus_score)  # stable
+        excluded = by_score(
+            [
+                *self.excluded,
+                *(
+                    ExcludedItem(entry.item, entry.score, reasons[id(entry.item)])
+                    for entry in self.included
+                    if id(entry.item) in reasons
+                ),
+                *(ExcludedItem(item, 0.0, reason) for item, reason in added),
+            ]
+        )
         return replace(
             self,
             included=included,
@@ -263,10 +264,6 @@ class _EntriesField:
 
 for _name in ("included", "excluded"):
     setattr(SelectionReport, _name, _EntriesField(SelectionReport.__dict__[_name]))
-
-
-def _minus_score(entry: ExcludedItem) -> float:
-    return -entry.score
 
 
 def require_report(report: SelectionReport | None) -> SelectionReport:

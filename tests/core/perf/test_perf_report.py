@@ -40,7 +40,7 @@ from cupel import (
     TraceDetailLevel,
     UShapedPlacer,
 )
-from cupel.diagnostics import ExcludedItem, IncludedItem, PipelineStage
+from cupel.diagnostics import ExcludedItem, IncludedItem, InclusionReason, PipelineStage
 
 SLICERS = [
     GreedySlice(),
@@ -313,3 +313,104 @@ def test_scored_items_of_a_custom_slicer_are_checked_before_the_report_is_read()
         Pipeline(RecencyScorer(), Stranger()).dry_run(
             [ContextItem(content="a", tokens=1)], ContextBudget(max_tokens=5, target_tokens=5)
         )
+
+
+def _item_by_item_slice_entries(*args: Any) -> Any:
+    """``_slice_entries`` forced onto its item-by-item loop: the slicer is said to explain
+    an id no object has (ids are positive), which only the bulk route's guard reads."""
+    *head, explained = args
+    return _SLICE_ENTRIES(*head, {**explained, -1: None})
+
+
+def _item_by_item_window_entries(placed: list[ContextItem], merged: Any) -> list[IncludedItem]:
+    """``_window_entries`` as the definition reads, one entry per placed item."""
+    scores = dict(zip(map(id, merged.items), merged.scores, strict=True))
+    out = []
+    for item in placed:
+        if item.pinned:
+            out.append(IncludedItem(item, 1.0, InclusionReason.PINNED))
+        elif item.tokens == 0:
+            out.append(IncludedItem(item, float(scores[id(item)]), InclusionReason.ZERO_TOKEN))
+        else:
+            out.append(IncludedItem(item, float(scores[id(item)]), InclusionReason.SCORED))
+    return out
+
+
+_SLICE_ENTRIES = cupel._pipeline.report._slice_entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scorer=scorers,
+    slicer=st.sampled_from(SLICERS),
+    items=passes(max_size=16, allow_pinned=True, allow_negative=True),
+    target=st.integers(0, 150),
+    extra=st.integers(0, 40),
+    reserve=st.integers(0, 10),
+    deduplication=st.booleans(),
+    strategy=st.sampled_from(["throw", "truncate", "proceed"]),
+)
+def test_entries_built_in_bulk_are_the_entries_built_one_by_one(
+    scorer: Any,
+    slicer: Any,
+    items: list[ContextItem],
+    target: int,
+    extra: int,
+    reserve: int,
+    deduplication: bool,
+    strategy: str,
+) -> None:
+    """The Slice stage's exclusions for the budget alone (``BudgetExceeded`` shared per
+    token count, ``PinnedOverride``) and the window's inclusions are built in bulk; the
+    report is the one the item-by-item builders give, entry for entry, reasons shared
+    alike."""
+    budget = ContextBudget(
+        max_tokens=target + extra, target_tokens=target, output_reserve=min(reserve, target)
+    )
+    pipeline = Pipeline(
+        scorer, slicer, UShapedPlacer(), deduplication=deduplication, overflow_strategy=strategy
+    )
+    try:
+        bulk = pipeline.dry_run(items, budget).report
+    except CupelError:
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cupel._pipeline.report, "_slice_entries", _item_by_item_slice_entries)
+        patch.setattr(cupel._pipeline.report, "_window_entries", _item_by_item_window_entries)
+        one_by_one = pipeline.dry_run(items, budget).report
+    assert bulk is not None and one_by_one is not None
+    assert wire(bulk) == wire(one_by_one)
+    for built, reference in (
+        (bulk.included, one_by_one.included),
+        (bulk.excluded, one_by_one.excluded),
+    ):
+        assert [type(e) for e in built] == [type(e) for e in reference]
+        assert [(id(e.item), e.score, e.reason) for e in built] == [
+            (id(e.item), e.score, e.reason) for e in reference
+        ]
+        assert [type(e.score) for e in built] == [float] * len(built)
+
+    # equal reasons are shared in both (one BudgetExceeded per token count)
+    def shared(entries: Sequence[ExcludedItem]) -> list[int]:
+        first: dict[int, int] = {}
+        return [first.setdefault(id(e.reason), i) for i, e in enumerate(entries)]
+
+    assert shared(bulk.excluded) == shared(one_by_one.excluded)
+
+
+def test_entries_built_in_bulk_are_frozen_dataclass_instances() -> None:
+    from cupel.diagnostics._entries import entries
+    from cupel.diagnostics._reasons import BudgetExceeded
+
+    items = [ContextItem(content=f"c{i}", tokens=i + 1) for i in range(3)]
+    reasons = [BudgetExceeded(i + 1, 0) for i in range(3)]
+    built = entries(ExcludedItem, items, [0.5, 0.25, 0.0], reasons)
+    assert built == [
+        ExcludedItem(i, s, r) for i, s, r in zip(items, [0.5, 0.25, 0.0], reasons, strict=True)
+    ]
+    assert hash(built[0]) == hash(ExcludedItem(items[0], 0.5, reasons[0]))
+    assert pickle.loads(pickle.dumps(built)) == built and copy.deepcopy(built) == built
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built[0].score = 1.0  # type: ignore[misc]
+    with pytest.raises(ValueError, match="differ in length"):
+        entries(ExcludedItem, items, [0.5], reasons)
