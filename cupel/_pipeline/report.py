@@ -26,6 +26,8 @@ from operator import not_
 from time import perf_counter
 from typing import Any
 
+import numpy as np
+
 from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
 from cupel._pipeline.classify import Classified, classify
@@ -34,7 +36,7 @@ from cupel._pipeline.place import Merged, OverflowCallback, arrange, merge
 from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
-from cupel._pipeline.values import ITEM, PINNED, SCORE, TOKENS, as_list, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
 from cupel.diagnostics._collectors import TraceCollector, deferring
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
@@ -216,9 +218,9 @@ class Traced(Stages):
             self.trace.on_overflow(merged.overflow)
         placed = arrange(placer, classified, sliced, merged)
         if self.deferred is not None:
-            self.deferred.defer_included(lambda: _window_entries(placed, merged))
+            self.deferred.defer_included(lambda: _window_entries(placed, merged, classified))
         else:
-            for entry in _window_entries(placed, merged):
+            for entry in _window_entries(placed, merged, classified):
                 self.trace.on_included(entry)
         self._done(PipelineStage.PLACE, start, len(placed))
         self.trace.on_run_end(len(classified.items), classified.total_tokens)
@@ -285,7 +287,7 @@ def _slice_entries(
     selected_ids = Counter(map(id, sliced.items))
     capped = {id(c.item): c for c in outcome.cap_exclusions}
     target = sliced.budget.target_tokens
-    available = target - sum(map(TOKENS, sliced.items))
+    available = target - sliced.tokens
     without_pinned = budget.target_tokens - budget.output_reserve
     displaced = PinnedOverride(pinned[0].content) if pinned else None
     if not capped and not explained:
@@ -359,29 +361,38 @@ def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[Exclu
     return out
 
 
-def _window_entries(placed: list[ContextItem], merged: Merged) -> list[IncludedItem]:
-    """One inclusion per placed item: pinned (score 1.0), zero-token or scored (built in
-    bulk: :func:`~cupel.diagnostics._entries.entries`)."""
+def _window_entries(
+    placed: list[ContextItem], merged: Merged, classified: Classified
+) -> list[IncludedItem]:
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored, built in
+    bulk (:func:`~cupel.diagnostics._entries.entries`). The window's items are told apart
+    by identity, without reading them again: its pinned items are the input's pinned ones
+    (scored 1.0 in ``merged``), its zero-token ones come from the token counts the
+    Classify stage read."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
-    pinned = list(map(PINNED, placed))
-    zero = list(map(_ZERO.__eq__, map(TOKENS, placed)))
-    reasons = list(map(_INCLUSION.__getitem__, zip(pinned, zero, strict=True)))
-    if any(pinned):
-        scores = [
-            1.0 if flag else scores_by_id[id(item)]
-            for item, flag in zip(placed, pinned, strict=True)
-        ]
+    ids = list(map(id, placed))
+    scores = list(map(scores_by_id.__getitem__, ids))
+    pinned = set(map(id, classified.pinned))
+    free = _zero_token_ids(classified)
+    if not pinned and not free:
+        reasons = [InclusionReason.SCORED] * len(ids)
     else:
-        scores = list(map(scores_by_id.__getitem__, map(id, placed)))
+        reasons = [
+            InclusionReason.PINNED
+            if key in pinned
+            else InclusionReason.ZERO_TOKEN
+            if key in free
+            else InclusionReason.SCORED
+            for key in ids
+        ]
     return entries(IncludedItem, placed, scores, reasons)
 
 
-_ZERO = 0
-_INCLUSION = {
-    (True, True): InclusionReason.PINNED,
-    (True, False): InclusionReason.PINNED,
-    (False, True): InclusionReason.ZERO_TOKEN,
-    (False, False): InclusionReason.SCORED,
-}
-"""The inclusion reason by (pinned, zero tokens): a pinned item is ``PINNED`` whatever its
-tokens."""
+def _zero_token_ids(classified: Classified) -> set[int]:
+    """The ids of the scoreable items with no tokens."""
+    scoreable = classified.scoreable
+    if classified.token_array is not None:
+        return {id(scoreable[i]) for i in np.flatnonzero(classified.token_array == 0).tolist()}
+    return {
+        id(item) for item, count in zip(scoreable, classified.tokens, strict=True) if count == 0
+    }
