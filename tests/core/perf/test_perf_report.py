@@ -134,6 +134,7 @@ def test_the_deferred_report_is_the_per_item_report(
     assert wire(deferred.report) == wire(reference.report)
     assert deferred.report is not None and reference.report is not None
     assert deferred.report.bucket_rounding == reference.report.bucket_rounding
+    assert_bulk_entries_are_built_one_by_one(pipeline, items, budget, deferred.report)
 
 
 @settings(max_examples=100, deadline=None)
@@ -342,48 +343,20 @@ def _item_by_item_window_entries(
 _SLICE_ENTRIES = cupel._pipeline.report._slice_entries
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    scorer=scorers,
-    slicer=st.sampled_from(SLICERS),
-    items=passes(max_size=16, allow_pinned=True, allow_negative=True),
-    target=st.integers(0, 150),
-    extra=st.integers(0, 40),
-    reserve=st.integers(0, 10),
-    deduplication=st.booleans(),
-    strategy=st.sampled_from(["throw", "truncate", "proceed"]),
-)
-def test_entries_built_in_bulk_are_the_entries_built_one_by_one(
-    scorer: Any,
-    slicer: Any,
-    items: list[ContextItem],
-    target: int,
-    extra: int,
-    reserve: int,
-    deduplication: bool,
-    strategy: str,
+def assert_bulk_entries_are_built_one_by_one(
+    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget, bulk: SelectionReport
 ) -> None:
     """The Slice stage's exclusions for the budget alone (``BudgetExceeded`` shared per
     token count, ``PinnedOverride``) and the window's inclusions are built in bulk; the
     report is the one the item-by-item builders give, entry for entry, reasons shared
     alike."""
-    budget = ContextBudget(
-        max_tokens=target + extra, target_tokens=target, output_reserve=min(reserve, target)
-    )
-    pipeline = Pipeline(
-        scorer, slicer, UShapedPlacer(), deduplication=deduplication, overflow_strategy=strategy
-    )
-    try:
-        bulk = pipeline.dry_run(items, budget).report
-    except CupelError:
-        return
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cupel._pipeline.report, "_slice_entries", _item_by_item_slice_entries)
         patch.setattr(cupel._pipeline.report, "_window_entries", _item_by_item_window_entries)
         one_by_one = pipeline.dry_run(items, budget).report
-        reference = wire(one_by_one)  # the entries are built now, by the patched builders
-    assert bulk is not None and one_by_one is not None
-    assert wire(bulk) == reference
+        assert one_by_one is not None
+        wired = wire(one_by_one)  # the entries are built now, by the patched builders
+    assert wire(bulk) == wired
     for built, reference in (
         (bulk.included, one_by_one.included),
         (bulk.excluded, one_by_one.excluded),
