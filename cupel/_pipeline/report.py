@@ -281,69 +281,66 @@ def _slice_entries(
     ``id(item)``.
 
     When no item is capped or explained by the slicer and no object is listed twice,
-    the entries are built in bulk (:func:`_budget_entries`); else item by item."""
+    the entries are built in bulk (:func:`~cupel.diagnostics._entries.entries`); else
+    item by item."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
     selected_ids = Counter(map(id, sliced.items))
     capped = {id(c.item): c for c in outcome.cap_exclusions}
     target = sliced.budget.target_tokens
     available = target - sliced.tokens
-    without_pinned = budget.target_tokens - budget.output_reserve
     displaced = PinnedOverride(pinned[0].content) if pinned else None
+    by_budget = _BudgetReasons(
+        available, target, budget.target_tokens - budget.output_reserve, displaced
+    )
     if not capped and not explained:
         ids = list(map(id, ranked_items))
         if len(set(ids)) == len(ids):
             left_out = list(map(not_, map(selected_ids.__contains__, ids)))
-            return _budget_entries(
-                list(compress(ranked_items, left_out)),
-                list(compress(ranked_scores, left_out)),
-                available,
-                (target, without_pinned, displaced),
-            )
-    budget_exceeded: dict[int, BudgetExceeded] = {}
+            items = list(compress(ranked_items, left_out))
+            reasons = list(map(by_budget.__getitem__, map(TOKENS, items)))
+            return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
     out: list[ExcludedItem] = []
     for item, item_score in zip(ranked_items, ranked_scores, strict=True):
         key = id(item)
         if selected_ids[key] > 0:
             selected_ids[key] -= 1
             continue
-        tokens = item.tokens
         cap = capped.get(key) if capped else None
         reason: ExclusionReason
         if cap is not None:
             reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
         elif key in explained:
             reason = explained[key]
-        elif displaced is not None and target < tokens <= without_pinned:
-            reason = displaced
         else:
-            shared = budget_exceeded.get(tokens)
-            if shared is None:
-                shared = budget_exceeded[tokens] = BudgetExceeded(tokens, available)
-            reason = shared
+            reason = by_budget[item.tokens]
         out.append(ExcludedItem(item, item_score, reason))
     return out
 
 
-def _budget_entries(
-    items: list[ContextItem],
-    scores: list[Any],
-    available: int,
-    pinned_rule: tuple[int, int, PinnedOverride | None],
-) -> list[ExcludedItem]:
-    """:func:`_slice_entries` for ``items`` left out by the budget alone, in bulk: one
-    reason per distinct token count, shared — ``PinnedOverride`` when the item fits the
-    target without the pinned items but not with them (``target < tokens <=
-    without_pinned``, ``pinned_rule``), else ``BudgetExceeded(tokens, available)``."""
-    tokens = list(map(TOKENS, items))
-    target, without_pinned, displaced = pinned_rule
-    by_tokens: dict[int, ExclusionReason] = {}
-    for count in set(tokens):
-        if displaced is not None and target < count <= without_pinned:
-            by_tokens[count] = displaced
+class _BudgetReasons(dict[int, ExclusionReason]):
+    """The reason of an item the budget alone left out, by its token count, built once per
+    count and shared: ``PinnedOverride`` when it would fit the target without the pinned
+    items but not with them (``target < tokens <= without_pinned``), else
+    ``BudgetExceeded(tokens, available)``."""
+
+    def __init__(
+        self, available: int, target: int, without_pinned: int, displaced: PinnedOverride | None
+    ) -> None:
+        super().__init__()
+        self.available = available
+        self.target = target
+        self.without_pinned = without_pinned
+        self.displaced = displaced
+
+    def __missing__(self, tokens: int) -> ExclusionReason:
+        reason: ExclusionReason
+        if self.displaced is not None and self.target < tokens <= self.without_pinned:
+            reason = self.displaced
         else:
-            by_tokens[count] = BudgetExceeded(count, available)
-    return entries(ExcludedItem, items, scores, list(map(by_tokens.__getitem__, tokens)))
+            reason = BudgetExceeded(tokens, self.available)
+        self[tokens] = reason
+        return reason
 
 
 def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[ExcludedItem]:
