@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["COMPONENTS", "Component"]
+__all__ = ["COMPONENTS", "Component", "fill_memory", "middleware_window"]
 
 
 # -- components --------------------------------------------------------------------------------
@@ -36,16 +36,20 @@ def _lc_selector(history: list[Any], budget: int) -> Sequence[Any]:
 
 
 def _lc_middleware(history: list[Any], budget: int) -> Sequence[Any]:
-    """The agent's model call as ``create_agent`` makes it: the system prompt as
-    ``request.system_message``, the state's messages as ``request.messages``; the window
-    is what the handler (the model) receives."""
+    from cupel_langchain import CupelContextMiddleware
+
+    return middleware_window(CupelContextMiddleware(max_tokens=budget), history)
+
+
+def middleware_window(middleware: Any, history: list[Any]) -> list[Any]:
+    """The agent's model call as ``create_agent`` makes it, through ``middleware``'s
+    ``wrap_model_call`` hook: the system prompt as ``request.system_message``, the state's
+    messages as ``request.messages``; the window is what the handler (the model)
+    receives."""
     from langchain.agents.middleware import ModelRequest, ModelResponse
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, SystemMessage
 
-    from cupel_langchain import CupelContextMiddleware
-
-    middleware = CupelContextMiddleware(max_tokens=budget)
     system = history[0] if history and isinstance(history[0], SystemMessage) else None
     request = ModelRequest(
         model=GenericFakeChatModel(messages=iter([AIMessage("ok")])),
@@ -87,10 +91,7 @@ def _li_cupel(history: list[Any], budget: int) -> Sequence[Any]:
 def _li_cupel_memory(history: list[Any], budget: int) -> Sequence[Any]:
     from cupel_llamaindex import CupelMemory
 
-    memory = CupelMemory.from_defaults(token_limit=budget)
-    for message in history:  # as they come, like Memory: each put may flush
-        memory.put(message)
-    return memory.get()
+    return fill_memory(CupelMemory.from_defaults(token_limit=budget), history)
 
 
 def _li_buffer(history: list[Any], budget: int) -> Sequence[Any]:
@@ -102,10 +103,15 @@ def _li_buffer(history: list[Any], budget: int) -> Sequence[Any]:
 def _li_memory(history: list[Any], budget: int) -> Sequence[Any]:
     from llama_index.core.memory import Memory
 
-    memory = Memory.from_defaults(token_limit=budget)
-    for message in history:  # as they come: each put may flush the oldest turns
+    return fill_memory(Memory.from_defaults(token_limit=budget), history)
+
+
+def fill_memory(memory: Any, history: list[Any]) -> list[Any]:
+    """Put the messages into a ``Memory`` API memory one by one, as a chat engine stores
+    them as they come (each put may flush the oldest turns), then ``get()`` the window."""
+    for message in history:
         memory.put(message)
-    return memory.get()
+    return list(memory.get())
 
 
 COMPONENTS: tuple[Component, ...] = (
