@@ -7,8 +7,9 @@
 Every text is built here from embedded sentences, word lists and templates with a seeded
 ``random.Random`` (one per category), so the committed file is this module's output and
 nothing is downloaded (tests/core/counting checks that the two agree). Sizes are drawn
-log-uniformly between about 70 and 1,700 cl100k tokens. The check needs cl100k_base, which
-llama-index-core ships (``llama_index.core.utils.get_tokenizer``).
+log-uniformly between about 70 and 1,500 cl100k tokens (all fall within 50 to 2,000).
+The check needs cl100k_base, which llama-index-core ships
+(``llama_index.core.utils.get_tokenizer``).
 """
 
 from __future__ import annotations
@@ -504,7 +505,7 @@ def _lines(block: str) -> list[str]:
     return [line for line in block.splitlines() if line]
 
 
-def _fill(rng: random.Random, target: int, piece: Callable[[], str], sep: str = " ") -> str:
+def _fill(target: int, piece: Callable[[], str], sep: str = " ") -> str:
     """Pieces joined by ``sep`` until the text is at least ``target`` characters long."""
     parts: list[str] = []
     size = 0
@@ -538,7 +539,7 @@ def _sentence_text(rng: random.Random, target: int, sentences: list[str], joiner
     def paragraph() -> str:
         return joiner.join(rng.choice(sentences) for _ in range(rng.randint(2, 7)))
 
-    return _fill(rng, target, paragraph, sep=rng.choice(["\n\n", "\n"]))
+    return _fill(target, paragraph, sep=rng.choice(["\n\n", "\n"]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -558,7 +559,7 @@ def english(rng: random.Random, target: int) -> str:
             )
             return f"{rng.choice(ENGLISH_NAMES)}: {line}"
 
-        return _fill(rng, target, turn, sep="\n")
+        return _fill(target, turn, sep="\n")
     sentences = _lines(ENGLISH)
     if style < 0.4:  # a document: headings, bullet lists and paragraphs
 
@@ -568,7 +569,7 @@ def english(rng: random.Random, target: int) -> str:
             body = " ".join(rng.choice(sentences) for _ in range(rng.randint(1, 4)))
             return "\n\n".join([f"## {heading.capitalize()}", body, "\n".join(bullets)]).strip()
 
-        return _fill(rng, target, section, sep="\n\n")
+        return _fill(target, section, sep="\n\n")
     text = _sentence_text(rng, target, sentences, " ")
     if style > 0.9:  # typographic quotes and dashes, as pasted from a word processor
         text = text.replace('"Where', "“Where").replace('?" she', "?” she").replace(", ", " — ", 3)
@@ -614,7 +615,7 @@ def emoji(rng: random.Random, target: int) -> str:
             return marks
         return f"{phrase} {marks}" if rng.random() < 0.6 else f"{marks} {phrase}!"
 
-    return _fill(rng, target, message, sep=rng.choice(["\n", " "]))
+    return _fill(target, message, sep=rng.choice(["\n", " "]))
 
 
 def _json_value(rng: random.Random, depth: int) -> object:
@@ -752,7 +753,7 @@ def _shell(rng: random.Random) -> str:
 
 def code(rng: random.Random, target: int) -> str:
     makers = [_python_function, _python_class, _js_function, _constants, _sql, _shell]
-    return _fill(rng, target, lambda: rng.choice(makers)(rng), sep="\n\n")
+    return _fill(target, lambda: rng.choice(makers)(rng), sep="\n\n")
 
 
 def _url(rng: random.Random) -> str:
@@ -773,7 +774,7 @@ def _url(rng: random.Random) -> str:
 
 
 def url(rng: random.Random, target: int) -> str:
-    return _fill(rng, target, lambda: _url(rng), sep=rng.choice(["\n", " ", ", "]))
+    return _fill(target, lambda: _url(rng), sep=rng.choice(["\n", " ", ", "]))
 
 
 def base64_payload(rng: random.Random, target: int) -> str:
@@ -807,7 +808,7 @@ def logs(rng: random.Random, target: int) -> str:
         )
         return f"{stamp} {level:5} [{source}] {message} {' '.join(chosen)}"
 
-    return _fill(rng, target, line, sep="\n")
+    return _fill(target, line, sep="\n")
 
 
 def mixed(rng: random.Random, target: int) -> str:
@@ -822,7 +823,7 @@ def mixed(rng: random.Random, target: int) -> str:
         lambda: rng.choice(_lines(ARABIC)) + " " + rng.choice(_lines(DEVANAGARI)),
         lambda: f"## {rng.choice(PROSE_WORDS).title()} {rng.choice(PROSE_WORDS)}",
     ]
-    return _fill(rng, target, lambda: rng.choice(pieces)(), sep="\n\n")
+    return _fill(target, lambda: rng.choice(pieces)(), sep="\n\n")
 
 
 # category → (maker, rough characters per cl100k token, used only to size the texts)
