@@ -1,0 +1,188 @@
+"""An approximate count of the tokens OpenAI's cl100k_base encoding makes of a text,
+from the text alone: no vocabulary, nothing downloaded, meant not to fall short.
+
+Method: a weight per UTF-8 byte, summed, plus a charge where cl100k splits a run of
+letters and digits.
+
+- ASCII: a lowercase letter weighs 3/16 of a token and a space 3/16 (a five-letter
+  English word and its space come to just over one token), an uppercase letter 7/16, a
+  digit or any other character 9/16, a tab 1/4, a newline 2 (its token plus the
+  indentation token that usually follows). Each lowercase→uppercase, uppercase→digit and
+  digit→letter step adds 18/16: camelCase humps, random-case base64, hex and ids split
+  there.
+- Other characters: a weight chosen by the UTF-8 lead byte (continuation bytes weigh
+  nothing) and, for the lead bytes 0xD1, 0xE0, 0xE1 and 0xF0, refined by the second
+  byte (Devanagari and Thai versus Oriya, Vietnamese versus Ethiopic, emoji versus other
+  astral characters). The weights were measured per script on the corpus below and on
+  real translation catalogues, and set near the top of what was measured: Cyrillic 9/16
+  to 3/4, Arabic 7/8, Greek 1, kana 1, Devanagari 1.25, CJK ideographs and Hangul 1.375,
+  emoji 3; an accented Latin letter 2.5 (it splits its word); scripts cl100k encodes
+  byte by byte (Ethiopic, Oriya, most astral characters) 3 or 4.
+
+The sums run in C: two ``bytes.translate`` tables map each byte to a byte whose set bits
+count its weight (in sixteenths of a token; the coarse table's bits count eight), and
+``int.from_bytes(...).bit_count()`` adds them; the splits are flag bits of neighbouring
+bytes, ANDed after a shift. About 1.7 µs for a 50-word message and 40 µs for a
+2,000-token text on the machine it was measured on (``len(text)``: 25 ns).
+
+Accuracy (estimate ÷ cl100k count) on the seeded corpus of
+``benchmarks/token_corpus.py``, 30 texts of 50 to 2,000 tokens per category
+(``python -m benchmarks.token_corpus --check``): English prose median 1.09, 1st
+percentile 1.01; over all 450 texts median 1.12 and 1st percentile 0.99; the lowest
+single text 0.95 (Latin-script languages with accents), the highest medians 1.22-1.25
+(Chinese, Cyrillic, code). Limits: a short message (one sentence) can be 20-30% under or
+over; other Latin-script languages written without accents (Dutch, Indonesian,
+Swahili, ...) are undercounted by 15-40%, since cl100k splits their words more than
+English ones and nothing in the bytes tells them apart.
+
+>>> estimate_tokens("")
+0
+>>> estimate_tokens("Hello, world!"), estimate_tokens("Привет, мир!")  # cl100k: 4, 7
+(4, 7)
+>>> estimate_tokens('{"user_id": 42, "name": "Ada"}')  # cl100k: 13
+12
+"""
+
+from __future__ import annotations
+
+import string
+
+__all__ = ["estimate_tokens"]
+
+_SIXTEENTHS = 16
+
+# Tokens per byte: ASCII by character class, and other characters by their lead byte
+# (continuation bytes weigh nothing). Every weight is a multiple of 1/16, at most 4.5.
+_WEIGHTS: dict[bytes | str, float] = {
+    string.ascii_lowercase: 3 / 16,
+    string.ascii_uppercase: 7 / 16,
+    string.digits: 9 / 16,
+    " ": 3 / 16,
+    "\t": 4 / 16,
+    "\n\r": 2.0,
+    bytes([0xC2]): 1.0,  # Latin-1 punctuation and symbols: NBSP, ©, «, °
+    bytes([0xC3]): 2.5,  # Latin-1 letters: é, ü, ñ
+    bytes([0xC4, 0xC5]): 3.0,  # Latin Extended-A: ł, č, ő
+    bytes(range(0xC6, 0xCE)): 2.0,  # Latin Extended-B, IPA, combining marks
+    bytes([0xCE, 0xCF]): 1.0,  # Greek
+    bytes([0xD0]): 9 / 16,  # Cyrillic Ѐ-п
+    bytes([0xD1]): 12 / 16,  # Cyrillic р-џ (plus extra for ѐ-џ)
+    bytes([0xD2, 0xD3]): 1.75,  # Cyrillic extensions
+    bytes([0xD4, 0xD5, 0xD6]): 2.0,  # Armenian
+    bytes([0xD7]): 1.25,  # Hebrew
+    bytes([0xD8, 0xD9]): 14 / 16,  # Arabic
+    bytes([0xDA, 0xDB]): 1.25,  # Arabic for Persian, Urdu, ...
+    bytes(range(0xDC, 0xE0)): 2.0,  # Syriac, Thaana, N'Ko
+    bytes([0xE0]): 1.0,  # Indic scripts, Thai, Lao, Tibetan (plus the second byte's extra)
+    bytes([0xE1]): 1.5,  # Myanmar, Georgian, Ethiopic, Khmer, Vietnamese (plus extra)
+    bytes([0xE2]): 1.5,  # punctuation (— “ ” …), arrows, symbols, box drawing
+    bytes([0xE3]): 1.0,  # CJK punctuation, kana
+    bytes(range(0xE4, 0xEA)): 22 / 16,  # CJK ideographs
+    bytes([0xEA, 0xEB, 0xEC, 0xED]): 22 / 16,  # Hangul
+    bytes([0xEE]): 3.0,  # private use
+    bytes([0xEF]): 1.5,  # fullwidth forms, compatibility ideographs, variation selectors
+    bytes([0xF0]): 3.0,  # emoji (plus the second byte's extra for other astral blocks)
+    bytes([0xF1, 0xF2, 0xF3, 0xF4]): 4.0,
+}
+_OTHER_ASCII = 9 / 16  # punctuation, symbols and control characters
+
+# Extra tokens for a character by its lead byte and second byte, in quarters (at most 2).
+_SECOND_BYTE_EXTRA: dict[int, dict[range, float]] = {
+    0xD1: {range(0x90, 0xA0): 0.5},  # ѐ-џ: Ukrainian, Serbian, Belarusian letters
+    0xE0: {
+        range(0x80, 0xC0): 2.0,  # Samaritan, Oriya, ... (byte by byte)
+        range(0xA4, 0xA6): 0.25,  # Devanagari
+        range(0xA6, 0xA8): 0.5,  # Bengali
+        range(0xA8, 0xAC): 1.0,  # Gurmukhi, Gujarati
+        range(0xAE, 0xB0): 0.75,  # Tamil
+        range(0xB0, 0xB4): 1.0,  # Telugu, Kannada
+        range(0xB4, 0xB6): 1.0,  # Malayalam
+        range(0xB6, 0xB8): 1.25,  # Sinhala
+        range(0xB8, 0xBA): 0.0,  # Thai
+        range(0xBA, 0xBC): 1.0,  # Lao
+        range(0xBC, 0xC0): 1.25,  # Tibetan
+    },
+    0xE1: {
+        range(0x80, 0xC0): 1.5,  # Ethiopic, Cherokee, Mongolian, ... (byte by byte)
+        range(0x80, 0x84): 0.75,  # Myanmar, Georgian
+        range(0x84, 0x88): 0.0,  # Hangul Jamo
+        range(0x9E, 0xA0): 0.25,  # Khmer
+        range(0xB8, 0xBC): 0.0,  # Latin Extended Additional (Vietnamese)
+        range(0xBC, 0xC0): 0.5,  # Greek Extended
+    },
+    0xF0: {range(0x80, 0xC0): 1.0, range(0x9F, 0xA0): 0.0},  # astral; 0x9F: emoji
+}
+
+# Flag bits: 0 lowercase, 1 uppercase, 2 digit, 3 letter. ``flags & (flags >> 9)`` has
+# bit 8i+b set where byte i has flag b and byte i+1 flag b+1: lowercase→uppercase,
+# uppercase→digit and digit→letter steps.
+_FLAGS = bytes(
+    0b1001
+    if chr(b) in string.ascii_lowercase
+    else 0b1010
+    if chr(b) in string.ascii_uppercase
+    else 0b0100
+    if chr(b) in string.digits
+    else 0
+    for b in range(256)
+)
+_BOUNDARY = 18  # sixteenths of a token per flagged step
+
+
+def _bit_tables(sixteenths: list[int]) -> tuple[bytes, bytes]:
+    """Translate tables whose set bits count each byte's weight: eight sixteenths per bit
+    of the coarse table, one per bit of the fine one."""
+    coarse = bytes((1 << (n // 8)) - 1 for n in sixteenths)
+    fine = bytes((1 << (n % 8)) - 1 for n in sixteenths)
+    return coarse, fine
+
+
+def _byte_sixteenths() -> list[int]:
+    weights = [round(_OTHER_ASCII * _SIXTEENTHS)] * 128 + [0] * 128
+    for chars, tokens in _WEIGHTS.items():
+        for byte in chars.encode("ascii") if isinstance(chars, str) else chars:
+            weights[byte] = round(tokens * _SIXTEENTHS)
+    return weights
+
+
+_COARSE, _FINE = _bit_tables(_byte_sixteenths())
+
+
+def _second_byte_tables() -> list[tuple[bytes, bytes, bytes]]:
+    """Per refined lead byte: the byte itself, a table marking it (all eight bits) and a
+    table whose set bits count the extra quarters of a token by second byte."""
+    tables = []
+    for lead, extras in _SECOND_BYTE_EXTRA.items():
+        quarters = [0] * 256
+        for seconds, extra in extras.items():
+            for byte in seconds:
+                quarters[byte] = round(extra * 4)
+        mark = bytes(0xFF if byte == lead else 0 for byte in range(256))
+        tables.append((bytes([lead]), mark, bytes((1 << q) - 1 for q in quarters)))
+    return tables
+
+
+_SECOND_BYTE_TABLES = _second_byte_tables()
+
+
+def _bits(data: bytes, table: bytes) -> int:
+    return int.from_bytes(data.translate(table), "little")
+
+
+def estimate_tokens(text: str) -> int:
+    """An approximate count of the cl100k_base tokens of ``text`` (0 for ``""``); see
+    the module's docstring for the method and its measured accuracy.
+
+    >>> estimate_tokens("The `max_tokens` parameter caps the response length.")  # cl100k: 11
+    12
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    sixteenths = 8 * _bits(data, _COARSE).bit_count() + _bits(data, _FINE).bit_count()
+    flags = _bits(data, _FLAGS)
+    sixteenths += _BOUNDARY * (flags & (flags >> 9)).bit_count()
+    if not text.isascii():
+        for lead, mark, extra in _SECOND_BYTE_TABLES:
+            if data.find(lead) >= 0:
+                on_lead = _bits(data, mark) & (_bits(data, extra) >> 8)
+                sixteenths += 4 * on_lead.bit_count()
+    return -(-sixteenths // _SIXTEENTHS)
