@@ -13,7 +13,7 @@ from typing import Literal
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource
+from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource, ItemError
 from cupel_llamaindex._reading import TokenizerFn, checked_count, count_tokens
 
 __all__ = ["NODE_ID_KEY", "DedupOn", "NodeMapping", "Relevance", "nodes_to_items"]
@@ -155,10 +155,8 @@ def _relevance_hints(nodes: Sequence[NodeWithScore], relevance: Relevance) -> li
     if relevance == "rank":
         return ranks
     scores = [
-        node.score
-        if isinstance(node, NodeWithScore) and node.score is not None and math.isfinite(node.score)
-        else None
-        for node in nodes
+        _score(node.score, index) if isinstance(node, NodeWithScore) else None
+        for index, node in enumerate(nodes)
     ]
     present = [s for s in scores if s is not None]
     low = min(present, default=0.0)
@@ -170,3 +168,22 @@ def _relevance_hints(nodes: Sequence[NodeWithScore], relevance: Relevance) -> li
         rank if s is None else (1.0 if span == 0.0 else (s - low) / span)
         for s, rank in zip(scores, ranks, strict=True)
     ]
+
+
+def _score(score: object, index: int) -> float | None:
+    """A node's score as a finite float (``None``: no score); NaN, infinities and numbers
+    too large for a float are refused, as the LangChain adapter refuses them."""
+    if score is None:
+        return None
+    try:
+        value = float(score)  # type: ignore[arg-type]
+    except (OverflowError, TypeError, ValueError):
+        value = math.nan
+    if isinstance(score, bool) or not math.isfinite(value):
+        raise ItemError(
+            f"nodes[{index}].score must be a finite number or None (the retriever's "
+            f"relevance score), got {score!r:.40}",
+            field=f"nodes[{index}].score",
+            value=score,
+        )
+    return value

@@ -375,3 +375,22 @@ def test_report_items_are_cupel_items_mirroring_the_nodes() -> None:
     (included,) = report.included
     assert isinstance(included.item, ContextItem)
     assert included.item.metadata["llamaindex_node_id"] == nodes[0].node.node_id
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_score_is_refused_like_the_langchain_adapter_does(score: float) -> None:
+    from langchain_core.documents import Document
+
+    from cupel import ItemError
+    from cupel_langchain import CupelDocumentCompressor
+
+    nodes = [NodeWithScore(node=TextNode(text="alpha"), score=0.5)]
+    nodes.append(NodeWithScore(node=TextNode(text="beta"), score=score))
+    with pytest.raises(ItemError, match=r"nodes\[1\]\.score must be a finite number"):
+        CupelNodePostprocessor(max_tokens=100).postprocess_nodes(nodes)
+    documents = [Document("alpha"), Document("beta", metadata={"relevance_score": score})]
+    with pytest.raises(ItemError, match=r"documents\[1\]\.metadata\['relevance_score'\]"):
+        CupelDocumentCompressor(max_tokens=100).compress_documents(documents, "q")
+    documents[1] = Document("beta", metadata={"relevance_score": 10**400})  # no float
+    with pytest.raises(ItemError, match="must be a finite number"):
+        CupelDocumentCompressor(max_tokens=100).compress_documents(documents, "q")
