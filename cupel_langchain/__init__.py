@@ -29,7 +29,7 @@ serialize with ``langchain_core.load``.
 ...            AIMessage("", tool_calls=[{"name": "weather", "args": {}, "id": "c1"}]),
 ...            ToolMessage("Rain, 4 °C " * 20, tool_call_id="c1"),
 ...            AIMessage("Rainy, 4 °C."), HumanMessage("And tomorrow?")]
->>> [m.type for m in select_messages(history, max_tokens=120)]
+>>> [m.type for m in select_messages(history, max_tokens=150)]
 ['human', 'ai', 'tool', 'ai', 'human']
 >>> [m.type for m in select_messages(history, max_tokens=60)]  # turn 1 no longer fits
 ['human']

@@ -12,7 +12,7 @@ preset: the best documents at both edges).
 >>> docs = [Document("alpha " * 50), Document("beta " * 10, metadata={"relevance_score": 0.2})]
 >>> mapped = documents_to_items(docs)
 >>> [(i.tokens, i.future_relevance_hint) for i in mapped.items]
-[(75, 1.0), (13, 0.2)]
+[(58, 1.0), (11, 0.2)]
 >>> mapped.documents_for(mapped.items[::-1]) == docs[::-1]
 True
 """
@@ -60,6 +60,7 @@ from cupel import (
     item_row,
     trusted_items,
 )
+from cupel.counting import check_headroom, request_budget
 from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens
 from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
 from cupel_langchain._reports import (
@@ -72,7 +73,6 @@ from cupel_langchain._reports import (
 )
 from cupel_langchain._selection import (
     SettingsCache,
-    make_budget,
     resolve_max_tokens,
     resolve_pipeline,
 )
@@ -129,7 +129,10 @@ def _relevance(document: Document, index: int, count: int, key: str | None) -> f
                     field=f"documents[{index}].metadata[{key!r}]",
                     value=value,
                 )
-            score = float(value)
+            try:
+                score = float(value)
+            except OverflowError:  # an int too large for a float
+                score = math.inf
             if not math.isfinite(score):
                 raise ItemError(
                     f"documents[{index}].metadata[{key!r}] must be a finite number (the "
@@ -226,13 +229,16 @@ class DocumentSelection:
         policy: PolicyLike = "rag",
         pipeline: Pipeline | None = None,
         token_counter: DocumentTokenCounter = "approximate",
+        headroom: float = 0.0,
         relevance_key: str | None = "relevance_score",
         deduplicate: bool | None = True,
         k: int | None = None,
         kind: str = "Document",
     ) -> None:
         tokens = resolve_max_tokens(check_max_tokens(max_tokens), token_counter, "token_counter")
-        self.budget: ContextBudget = make_budget(tokens, target_tokens, output_reserve)
+        self.budget: ContextBudget = request_budget(
+            tokens, target_tokens, output_reserve, headroom=check_headroom(headroom), fixed=0
+        )
         self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
         self.count = resolve_document_counter(token_counter)
         self.relevance_key = _check_relevance_key(relevance_key)
@@ -306,7 +312,10 @@ class _DocumentOptions(LiveComponent):
     pipeline: Pipeline | None = None
     """An explicit :class:`~cupel.Pipeline`, used instead of ``policy``."""
     token_counter: Any = "approximate"
-    """``"approximate"`` (4 characters a token), a language model or a callable on text."""
+    """``"approximate"`` (:func:`cupel.counting.estimate_tokens`), a tokenizer, a language
+    model or a callable on text."""
+    headroom: float = 0.0
+    """A share of ``max_tokens`` kept free for a provider whose tokenizer counts more."""
     relevance_key: str | None = "relevance_score"
     """Metadata key of the retriever's relevance score (absent: the input rank)."""
     deduplicate: StrictBool = True

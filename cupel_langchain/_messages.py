@@ -61,12 +61,18 @@ from cupel.conversation import (
     Conversation,
     HistoryItems,
 )
-from cupel_langchain._options import CHAT_ROLES, ROLE_BY_TYPE, check_keep_last, check_kinds
+from cupel.counting import ImageTokens
+from cupel_langchain._options import (
+    CHAT_ROLES,
+    CHUNK_TYPES,
+    ROLE_BY_TYPE,
+    check_keep_last,
+    check_kinds,
+)
 from cupel_langchain._tokens import (
     CounterInput,
     MessageTokenCounter,
-    approximate_message_tokens,
-    is_additive,
+    UnitCounter,
     resolve_message_counter,
 )
 
@@ -177,7 +183,19 @@ def _role(message: BaseMessage, index: int) -> str:
         )
     if isinstance(message, ChatMessage):
         return CHAT_ROLES.get(message.role, "other")
-    return ROLE_BY_TYPE.get(str(message.type), "other")
+    return ROLE_BY_TYPE.get(message_type(message), "other")
+
+
+def message_type(message: BaseMessage) -> str:
+    """A message's type, a streamed chunk's being its message's (``AIMessageChunk`` ->
+    ``"ai"``): histories assembled from streamed output hold chunks.
+
+    >>> from langchain_core.messages import AIMessageChunk
+    >>> message_type(AIMessageChunk("Hi")), message_type(HumanMessage("Hi"))
+    ('ai', 'human')
+    """
+    kind = str(message.type)
+    return CHUNK_TYPES.get(kind, kind)
 
 
 def _calls(message: AIMessage) -> list[str | None]:
@@ -190,12 +208,10 @@ def _calls(message: AIMessage) -> list[str | None]:
     return ids
 
 
-_PLAIN: dict[type, tuple[str, int, bool, str]] = {
-    # class: role, the offset of count_tokens_approximately's formula for a plain message
-    # (ceil((len(content) + len(role name)) / 4) + 3 == (len(content) + len(role) + 15) // 4),
-    # whether it may carry tool calls, its type
-    HumanMessage: (USER, len("user") + 15, False, "human"),
-    AIMessage: (ASSISTANT, len("assistant") + 15, True, "ai"),
+_PLAIN: dict[type, tuple[str, bool, str]] = {
+    # class: role, whether it may carry tool calls, its type
+    HumanMessage: (USER, False, "human"),
+    AIMessage: (ASSISTANT, True, "ai"),
 }
 
 
@@ -214,16 +230,13 @@ class MessageRecord:
 
 def read_messages(
     messages: list[BaseMessage],
-    count: Callable[[Sequence[BaseMessage]], int] | None,
+    count: Callable[[BaseMessage], int] | None,
 ) -> MessageRecord:
-    """Role, text, links and (with an additive ``count``) tokens of every message.
-
-    ``count=None``: the approximate counter, computed inline per message
-    (:func:`~cupel_langchain._tokens.approximate_message_tokens`)."""
+    """Role, text, links and (with a per-message ``count``) tokens of every message."""
     roles: list[str] = []
     texts: list[str] = []
     types: list[str] = []
-    tokens: list[int] | None = [] if count is None else None
+    tokens: list[int] | None = None if count is None else []
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}
     role_of: dict[type, str] = {}
@@ -238,30 +251,28 @@ def read_messages(
             plain is not None
             and type(content) is str
             and content
-            and not message.name
             and not (
-                plain[2] and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
+                plain[1] and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
             )
             and not message.additional_kwargs
         ):
-            # a plain human or AI message (nearly every message of a chat): its role, text
-            # and count_tokens_approximately value, inline
+            # a plain human or AI message (nearly every message of a chat): role and text
             add_role(plain[0])
-            add_type(plain[3])
+            add_type(plain[2])
             add_text(content)
             if tokens is not None:
-                tokens.append((len(content) + plain[1]) // 4)
+                tokens.append(count(message))  # type: ignore[misc]
             continue
         role = role_of.get(cls)
-        if role is None or cls is ChatMessage:
+        if role is None or isinstance(message, ChatMessage):
             role = _role(message, index)
-            if cls is not ChatMessage:
+            if not isinstance(message, ChatMessage):
                 role_of[cls] = role
         add_role(role)
-        add_type(message.type)
+        add_type(message_type(message))
         add_text(content if type(content) is str and content else _unit_text(message))
         if tokens is not None:
-            tokens.append(approximate_message_tokens(message))
+            tokens.append(count(message))  # type: ignore[misc]
         if role == ASSISTANT and isinstance(message, AIMessage):
             if message.tool_calls or message.invalid_tool_calls or message.additional_kwargs:
                 made = _calls(message)
@@ -319,7 +330,7 @@ class MessageItems:
 
 def map_messages(
     messages: list[BaseMessage],
-    count: Callable[[Sequence[BaseMessage]], int],
+    count: UnitCounter,
     *,
     keep_system: bool,
     keep_last_human: bool,
@@ -329,8 +340,7 @@ def map_messages(
 ) -> MessageItems:
     """Read the messages and let the conversation layer group and check them; it builds
     one item per unit when they are needed (see the module docstring)."""
-    additive = is_additive(count)
-    record = read_messages(messages, None if additive else count)
+    record = read_messages(messages, count.message)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
     timestamps = None
     if timestamp_key is not None:
@@ -378,6 +388,7 @@ def messages_to_items(
     *,
     token_counter: MessageTokenCounter = "approximate",
     token_counter_input: CounterInput | str = "auto",
+    image_tokens: ImageTokens = "max",
     keep_system: bool = True,
     keep_last_human: bool = True,
     keep_last: int = 0,
@@ -386,14 +397,15 @@ def messages_to_items(
 ) -> MessageItems:
     """Map messages to one context item per unit (see the module docstring for the rules).
 
-    Each unit is counted once with ``token_counter`` (see :mod:`cupel_langchain._tokens`).
+    Each unit is counted once with ``token_counter`` (see :mod:`cupel_langchain._tokens`),
+    images priced by ``image_tokens`` (:data:`cupel.counting.ImageTokens`).
     """
     for name, flag in (("keep_system", keep_system), ("keep_last_human", keep_last_human)):
         if not isinstance(flag, bool):
             raise ConfigurationError(f"{name} must be a bool, got {flag!r}", field=name, value=flag)
     return map_messages(
         as_messages(messages),
-        resolve_message_counter(token_counter, token_counter_input),
+        resolve_message_counter(token_counter, token_counter_input, image_tokens),
         keep_system=keep_system,
         keep_last_human=keep_last_human,
         keep_last=check_keep_last(keep_last),
@@ -420,9 +432,5 @@ def tool_call_problems(messages: Sequence[BaseMessage]) -> list[str]:
     ["message 0: tool call(s) ['c1'] are unanswered (unanswered_calls)"]
     """
     listed = as_messages(messages)
-    record = read_messages(listed, _no_count)
+    record = read_messages(listed, None)
     return Conversation(record.roles, calls=record.calls, answers=record.answers).problems()
-
-
-def _no_count(unit: Sequence[BaseMessage]) -> int:
-    return 0

@@ -41,6 +41,7 @@ each call, as ``SummarizationMiddleware`` does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ from langchain_core.runnables.config import (
     get_async_callback_manager_for_config,
     get_callback_manager_for_config,
 )
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from typing_extensions import Unpack
@@ -61,6 +63,7 @@ from cupel.conversation import (
     StableWindows,
     check_cache_stable,
 )
+from cupel.counting import MESSAGE_TOKENS
 from cupel_langchain._options import (
     DEFAULTS,
     HistoryOptions,
@@ -180,7 +183,11 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
 
     def _select(
-        self, messages: Sequence[BaseMessage], model: object, states: StableWindows
+        self,
+        messages: Sequence[BaseMessage],
+        model: object,
+        states: StableWindows,
+        tools: Sequence[Any] = (),
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
         selection = self._selection(model)
         previous: list[int] | None = None
@@ -191,7 +198,10 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             state = states.get(key)
             previous = state.previous_for(messages) if state is not None else None
         history, window = selection.select_window(
-            messages, with_report=self.report, previous=previous
+            messages,
+            with_report=self.report,
+            previous=previous,
+            fixed=tool_tokens(tools, selection.count_text) if tools else 0,
         )
         if selection.cache_stable:
             states.put(key, StableWindow(tuple(history), tuple(window.messages), window.cut))
@@ -220,7 +230,10 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         system = request.system_message
         messages = list(request.messages)
         selected, event = self._select(
-            messages if system is None else [system, *messages], request.model, self._states
+            messages if system is None else [system, *messages],
+            request.model,
+            self._states,
+            request.tools,
         )
         kept: list[AnyMessage] = [m for m in selected if m is not system]  # type: ignore[misc]
         if not self.cache_breakpoint:
@@ -277,6 +290,31 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         selected, event = self._select_request(request)
         await _aemit(event, request.runtime)
         return await handler(selected)
+
+
+def tool_tokens(tools: Sequence[Any], count_text: Callable[[str], int]) -> int:
+    """What the tool definitions bound to a model call cost: each tool's JSON schema (as
+    OpenAI receives it: name, description, parameters) by ``count_text``, plus
+    :data:`~cupel.counting.MESSAGE_TOKENS` per tool for its framing. Providers bill the
+    definitions on every call.
+
+    >>> from langchain_core.tools import tool
+    >>> @tool
+    ... def weather(city: str) -> str:
+    ...     \"\"\"The weather in a city.\"\"\"
+    ...     return "sunny"
+    >>> tool_tokens([weather], lambda text: len(text.split()))
+    23
+    """
+    total = 0
+    for definition in tools:
+        try:
+            schema = convert_to_openai_tool(definition)
+        except Exception:
+            schema = definition if isinstance(definition, dict) else {"tool": repr(definition)}
+        total += count_text(json.dumps(schema, ensure_ascii=False, default=str))
+        total += MESSAGE_TOKENS
+    return total
 
 
 def _checked(name: str, value: Any) -> Any:

@@ -19,11 +19,13 @@ from typing_extensions import Required
 
 from cupel import ConfigurationError, ContextKind, ItemError, Pipeline
 from cupel.conversation import ASSISTANT, DEFAULT_MAX_CONVERSATIONS, SYSTEM, TOOL, USER
+from cupel.counting import ImageTokens
 from cupel.policy import Policy
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
 
 __all__ = [
     "CHAT_ROLES",
+    "CHUNK_TYPES",
     "DEFAULTS",
     "DEFAULT_MESSAGE_KINDS",
     "ROLE_BY_TYPE",
@@ -78,6 +80,15 @@ ROLE_BY_TYPE = {
     "tool": TOOL,
     "function": TOOL,
 }
+CHUNK_TYPES = {
+    "HumanMessageChunk": "human",
+    "AIMessageChunk": "ai",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "FunctionMessageChunk": "function",
+    "ChatMessageChunk": "chat",
+}
+"""The type of the message each streamed chunk type stands for."""
 CHAT_ROLES = {
     "user": USER,
     "human": USER,
@@ -146,7 +157,8 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
         if isinstance(entry, str) and entry in _MESSAGE_TYPES:
             types.append(entry)
         elif isinstance(entry, type) and issubclass(entry, BaseMessage):
-            types.append(str(entry.model_fields["type"].default))
+            kind = str(entry.model_fields["type"].default)
+            types.append(CHUNK_TYPES.get(kind, kind))
         else:
             raise ConfigurationError(f"{allowed}, got {entry!r}", field="start_on", value=start_on)
     return tuple(types)
@@ -188,6 +200,8 @@ class HistoryOptions(TypedDict, total=False):
     pipeline: Pipeline | None
     token_counter: MessageTokenCounter
     token_counter_input: CounterInput | str
+    image_tokens: ImageTokens
+    headroom: float
     keep_last_human: bool
     keep_last: int
     start_on: StartOn
@@ -227,6 +241,8 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "pipeline": None,
         "token_counter": "approximate",
         "token_counter_input": "auto",
+        "image_tokens": "max",
+        "headroom": 0.0,
         "keep_system": True,
         "keep_last_human": True,
         "keep_last": 0,

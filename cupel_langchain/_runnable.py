@@ -258,6 +258,12 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     """``"approximate"``, a chat model or a callable (see ``cupel_langchain._tokens``)."""
     token_counter_input: CounterInput = "auto"
     """How a callable counter is called: ``"messages"``, ``"message"``, ``"text"``."""
+    image_tokens: Any = "max"
+    """How images are priced: ``"max"`` (the larger of OpenAI's and Anthropic's rules),
+    ``"openai"``, ``"anthropic"``, a number, or ``(width, height, detail) -> int``."""
+    headroom: float = 0.0
+    """A share of ``max_tokens`` kept free for a provider whose tokenizer counts more than
+    the counter (e.g. 0.1 for Claude with the approximate counter)."""
     keep_system: StrictBool = True
     """Pin system messages (always kept)."""
     keep_last_human: StrictBool = True

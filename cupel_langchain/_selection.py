@@ -13,7 +13,6 @@ from langchain_core.messages import BaseMessage
 
 from cupel import (
     ConfigurationError,
-    ContextBudget,
     Pipeline,
     SelectionReport,
 )
@@ -23,6 +22,7 @@ from cupel.conversation import (
     cache_stable_pipeline,
     check_cache_stable,
 )
+from cupel.counting import check_headroom, request_budget
 from cupel.policy import Policy, PolicyError
 from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
@@ -43,7 +43,6 @@ __all__ = [
     "MessageSelection",
     "SelectionCache",
     "SettingsCache",
-    "make_budget",
     "model_input_tokens",
     "resolve_max_tokens",
     "resolve_pipeline",
@@ -196,20 +195,6 @@ def settings_value(value: object) -> object:
     return value
 
 
-def make_budget(max_tokens: int, target_tokens: int | None, output_reserve: int) -> ContextBudget:
-    """The budget: ``target_tokens`` defaults to ``max_tokens``.
-
-    >>> make_budget(1000, None, 100)
-    ContextBudget(max_tokens=1000, target_tokens=1000, output_reserve=100, reserved_slots={}, \
-estimation_safety_margin_percent=0.0)
-    """
-    return ContextBudget(
-        max_tokens=max_tokens,
-        target_tokens=max_tokens if target_tokens is None else target_tokens,
-        output_reserve=output_reserve,
-    )
-
-
 def resolve_pipeline(
     policy: PolicyLike, pipeline: Pipeline | None, deduplicate: bool | None
 ) -> Pipeline:
@@ -292,6 +277,8 @@ class MessageSelection:
         "budget",
         "cache_stable",
         "count",
+        "count_text",
+        "headroom",
         "keep_last",
         "keep_last_human",
         "keep_system",
@@ -320,13 +307,19 @@ class MessageSelection:
             token_counter if model is None else model,
             "token_counter" if model is None else "the agent's model",
         )
-        self.budget = make_budget(tokens, get("target_tokens"), get("output_reserve"))
+        self.headroom = check_headroom(get("headroom"))
+        self.budget = request_budget(
+            tokens, get("target_tokens"), get("output_reserve"), headroom=self.headroom
+        )
         low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
             resolve_pipeline(get("policy"), get("pipeline"), get("deduplicate")), low_water
         )
-        self.count = resolve_message_counter(token_counter, get("token_counter_input"))
+        self.count = resolve_message_counter(
+            token_counter, get("token_counter_input"), get("image_tokens")
+        )
+        self.count_text = self.count.text
         for name in ("keep_system", "keep_last_human"):
             if not isinstance(get(name), bool):
                 raise ConfigurationError(
@@ -377,15 +370,23 @@ class MessageSelection:
         with_report: bool,
         previous: list[int] | None = None,
         listed: bool = False,
+        fixed: int = 0,
     ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
         """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
         selected from them; ``previous`` (indices of the previous window in these
         messages) makes the selection cache-stable. ``listed``: ``messages`` already is
-        the list :func:`~cupel_langchain._messages.as_messages` returned."""
+        the list :func:`~cupel_langchain._messages.as_messages` returned. ``fixed``:
+        tokens the request sends besides the history and the reply (the tool
+        definitions), reserved from the budget."""
         mapping = self._map(messages if listed else as_messages(messages))  # type: ignore[arg-type]
+        budget = self.budget
+        if fixed:
+            budget = budget.model_copy(
+                update={"output_reserve": min(budget.max_tokens, budget.output_reserve + fixed)}
+            )
         window = mapping.history.select(
             self.pipeline,
-            self.budget,
+            budget,
             with_report=with_report,
             start_on=self.start_on,
             options=self.options,

@@ -1,36 +1,47 @@
 """Token counters: what the adapters accept, resolved once at construction.
 
-A message counter is applied once per *unit* (a single message, or a tool-call group: an
-``AIMessage`` with ``tool_calls`` plus the ``ToolMessage`` s answering it), never to
-growing windows. Accepted forms:
+Every message is priced by one model (:class:`cupel.counting.MessageCost`): its text
+parts by a text counter, images and other media by rule from their dimensions (never
+their base64 as text), 3 tokens of per-message overhead, every tool call — valid and
+invalid — by its name, JSON arguments and id, a tool result's call id, a ``name``.
+Accepted ``token_counter=`` forms:
 
-====================================  ===================================================
-``token_counter=``                    how a unit is counted
-====================================  ===================================================
-``"approximate"`` (default)           ``count_tokens_approximately`` (additive per message)
-a chat model                          ``model.get_num_tokens_from_messages(unit)``, once
-a callable on a list of messages      ``counter(unit)`` once (``trim_messages``' contract)
-a callable on one message             sum of ``counter(message)``
-a callable on text                    sum of ``counter(text)`` (content + tool-call JSON)
-====================================  ===================================================
+=======================================  ==================================================
+``token_counter=``                       how a message is counted
+=======================================  ==================================================
+``"approximate"`` (default)              the model above, text by
+                                         :func:`cupel.counting.estimate_tokens`
+a ``tiktoken`` encoding, a HuggingFace   the model above, text by that tokenizer
+``tokenizers``/``transformers``
+tokenizer
+a callable on text (``str`` annotated,   the model above, text by ``counter(text)`` (an int,
+``token_counter_input="text"``)          or a list of tokens: LlamaIndex's ``tokenizer_fn``)
+a chat model                             ``model.get_num_tokens_from_messages(unit)``, once
+                                         per unit: it sees the whole messages
+a callable on a list of messages         ``counter(unit)`` once (``trim_messages``'
+                                         contract)
+a callable on one message                sum of ``counter(message)``
+=======================================  ==================================================
 
-Callables are told apart like ``trim_messages`` does it (a first parameter annotated
-``BaseMessage`` takes one message; ``str`` takes text; anything else takes a list), or
-explicitly with ``token_counter_input="messages" | "message" | "text"``.
+Callables are told apart by their first parameter's annotation (``BaseMessage``: one
+message; ``str``: text; a list type: a list), or explicitly with
+``token_counter_input="messages" | "message" | "text"``; an unannotated callable is
+called once, at construction, with a one-message list (``trim_messages``' contract) and,
+if that fails, taken as a counter of text. ``count_tokens_approximately`` itself is read
+as ``"approximate"``.
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> count = resolve_message_counter("approximate", "auto")
->>> count([HumanMessage("How long is the Nile?")])
-10
->>> resolve_message_counter(lambda text: len(text.split()), "text")([HumanMessage("a b c")])
-3
+>>> count([HumanMessage("How long is the Nile?")])   # 6 of text + 3 per message
+9
+>>> resolve_message_counter(lambda text: text.split())([HumanMessage("a b c")])
+6
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import numbers
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NoReturn
 
@@ -38,22 +49,29 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
 from cupel import ConfigurationError
+from cupel.counting import (
+    MESSAGE_TOKENS,
+    ImageTokens,
+    MessageCost,
+    checked_count,
+    estimate_tokens,
+    is_tokenizer,
+    text_counter,
+)
+from cupel_langchain._content import read_content
 
 __all__ = [
     "CounterInput",
     "DocumentTokenCounter",
     "MessageTokenCounter",
+    "UnitCounter",
     "approximate_message_tokens",
-    "approximate_text_tokens",
-    "check_count",
-    "is_additive",
-    "is_approximate",
+    "message_parts",
     "message_text",
     "resolve_document_counter",
     "resolve_message_counter",
@@ -63,71 +81,58 @@ CounterInput = Literal["auto", "messages", "message", "text"]
 """How a callable ``token_counter`` is called (``"auto"``: from its annotation)."""
 
 MessageTokenCounter = str | Callable[..., int] | Any
-"""``"approximate"``, a chat model, or a callable (see the module table)."""
+"""``"approximate"``, a tokenizer, a chat model, or a callable (see the module table)."""
 
-DocumentTokenCounter = str | Callable[[str], int] | Any
-"""``"approximate"`` (4 characters per token), a language model (``get_num_tokens``) or a
-callable on text."""
+DocumentTokenCounter = str | Callable[[str], Any] | Any
+"""``"approximate"``, a tokenizer, a language model (``get_num_tokens``) or a callable on
+text."""
 
 _COUNTER_INPUTS = ("auto", "messages", "message", "text")
 
-# The role strings count_tokens_approximately adds for the four common message classes.
-_ROLE_CHARS: dict[type, int] = {
-    HumanMessage: len("user"),
-    AIMessage: len("assistant"),
-    ToolMessage: len("tool"),
-    SystemMessage: len("system"),
-}
+_WHAT_TO_PASS = (
+    "pass token_counter='approximate', a tiktoken encoding, a HuggingFace tokenizer, or a "
+    "callable on text with token_counter_input='text'"
+)
 
 
-def approximate_message_tokens(message: BaseMessage) -> int:
-    """``count_tokens_approximately([message])``, with a fast path for plain-text messages.
+def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
+    """Append what a message's tool calls and links cost as text: every call's name,
+    JSON arguments and id (``tool_calls``, ``invalid_tool_calls`` and a legacy
+    ``function_call``), a tool result's call id, the message's ``name``."""
+    if message.name:
+        texts.append(message.name)
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            texts.append(call["name"])
+            texts.append(json.dumps(call["args"], ensure_ascii=False, default=str))
+            texts.append(call.get("id") or "")
+        for bad in message.invalid_tool_calls:
+            texts.append(bad.get("name") or "")
+            texts.append(bad.get("args") or "")
+            texts.append(bad.get("id") or "")
+        function_call = message.additional_kwargs.get("function_call")
+        if isinstance(function_call, dict):
+            texts.append(str(function_call.get("name") or ""))
+            texts.append(str(function_call.get("arguments") or ""))
+    elif isinstance(message, ToolMessage):
+        texts.append(message.tool_call_id)
 
-    For the four common message classes with string content this computes the same
-    formula inline: ``ceil((len(content) + len(role) + len(name) [+ len(repr(tool_calls))
-    for an AIMessage] [+ len(tool_call_id) for a ToolMessage]) / 4) + 3``. Everything
-    else (content blocks, other classes, subclasses, a system message with an
-    ``__openai_role__``) goes through ``count_tokens_approximately`` itself. The values
-    are identical (a property test checks it on random messages), and because that
-    function is additive per message, the sum over a unit equals counting the unit once.
 
-    >>> approximate_message_tokens(HumanMessage("How long is the Nile?"))
-    10
-    >>> count_tokens_approximately([HumanMessage("How long is the Nile?")])
-    10
+def message_parts(message: BaseMessage) -> tuple[list[str], list[Any]]:
+    """A message's text parts (content text, tool-call names, arguments and ids, call
+    id, name) and its media (:class:`cupel.counting.Media`), as
+    :class:`~cupel.counting.MessageCost` prices them.
+
+    >>> message_parts(AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1"}]))
+    (['f', '{"x": 1}', 'c1'], [])
     """
-    cls = type(message)
-    content = message.content
-    role = _ROLE_CHARS.get(cls)
-    if role is None or type(content) is not str:
-        return count_tokens_approximately([message])
-    chars = len(content) + role
-    name = message.name
-    if name:
-        chars += len(name)
-    if cls is AIMessage:
-        calls = message.tool_calls  # type: ignore[attr-defined]
-        if calls:
-            chars += len(repr(calls))
-    elif cls is ToolMessage:
-        chars += len(message.tool_call_id)  # type: ignore[attr-defined]
-    elif cls is SystemMessage and "__openai_role__" in message.additional_kwargs:
-        return count_tokens_approximately([message])
-    return -(-chars // 4) + 3
-
-
-def approximate_text_tokens(text: str) -> int:
-    """Four characters per token, rounded up (the document counterpart of
-    ``count_tokens_approximately``).
-
-    >>> approximate_text_tokens("x" * 9)
-    3
-    """
-    return -(-len(text) // 4)
+    texts, media = read_content(message)
+    _tool_call_texts(message, texts)
+    return texts, media
 
 
 def message_text(message: BaseMessage) -> str:
-    """The text a text counter sees: the message's text content, plus the JSON of an
+    """The text a unit's item shows: the message's text content, plus the JSON of an
     ``AIMessage``'s tool calls (name and arguments).
 
     >>> message_text(AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "1"}]))
@@ -141,19 +146,65 @@ def message_text(message: BaseMessage) -> str:
     return text
 
 
-def check_count(value: object, what: str) -> int:
-    """A counter's result as an ``int`` >= 0, or a :class:`~cupel.ConfigurationError`."""
-    if type(value) is int and value >= 0:
-        return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
-        return int(value)
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    raise ConfigurationError(
-        f"token_counter returned {value!r} for {what}; it must return a non-negative int",
-        field="token_counter",
-        value=value,
-    )
+_PLAIN_CLASSES = (HumanMessage, AIMessage)
+
+
+class UnitCounter:
+    """Counts one unit (a list of messages). ``message`` is set when the count is the
+    sum of per-message counts (the messages are then counted one by one, as the history
+    is read); ``text`` counts text sent besides the messages (tool definitions): the
+    text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`."""
+
+    __slots__ = ("_unit", "message", "text")
+
+    def __init__(
+        self,
+        message: Callable[[BaseMessage], int] | None,
+        unit: Callable[[Sequence[BaseMessage]], int] | None = None,
+        text: Callable[[str], int] = estimate_tokens,
+    ) -> None:
+        self.message = message
+        self._unit = unit
+        self.text = text
+
+    def __call__(self, unit: Sequence[BaseMessage]) -> int:
+        if self._unit is None:
+            return sum(map(self.message, unit))  # type: ignore[arg-type]
+        return self._unit(unit)
+
+
+def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
+    count_text = cost.count_text
+
+    def price(message: BaseMessage) -> int:
+        content = message.content
+        if (
+            type(content) is str
+            and type(message) in _PLAIN_CLASSES
+            and not message.name
+            and not message.additional_kwargs
+            and not getattr(message, "tool_calls", None)
+            and not getattr(message, "invalid_tool_calls", None)
+        ):
+            return count_text(content) + MESSAGE_TOKENS if content else MESSAGE_TOKENS
+        texts, media = message_parts(message)
+        return cost(texts, media)
+
+    return price
+
+
+def approximate_message_tokens(message: BaseMessage) -> int:
+    """One message's tokens by the default model: text by
+    :func:`cupel.counting.estimate_tokens`, media by rule, 3 tokens of overhead, tool
+    calls and ids (see the module docstring).
+
+    >>> approximate_message_tokens(HumanMessage("How long is the Nile?"))
+    9
+    """
+    return _APPROXIMATE(message)
+
+
+_APPROXIMATE = _priced(MessageCost("approximate"))
 
 
 def _first_parameter_annotation(func: Callable[..., Any]) -> Any:
@@ -164,13 +215,40 @@ def _first_parameter_annotation(func: Callable[..., Any]) -> Any:
     if not parameters:
         return None
     annotation = parameters[0].annotation
+    if annotation is inspect.Parameter.empty:
+        return None
     if isinstance(annotation, str):
-        return {"BaseMessage": BaseMessage, "str": str}.get(annotation.rsplit(".", 1)[-1])
+        name = annotation.rsplit(".", 1)[-1]
+        return {"BaseMessage": BaseMessage, "str": str}.get(name, list)
     return annotation
+
+
+def _probe(func: Callable[..., Any]) -> str:
+    """How an unannotated callable counts: called once with a one-message list
+    (``trim_messages``' contract); if that fails or returns no count, with a text."""
+    try:
+        checked_count(func([HumanMessage("Hello, how are you?")]))
+    except Exception:
+        pass
+    else:
+        return "messages"
+    try:
+        checked_count(func("Hello, how are you?"))
+    except Exception as exc:
+        raise ConfigurationError(
+            f"token_counter {func!r:.60} failed on a list of messages and on a text "
+            f"({type(exc).__name__}: {exc}); {_WHAT_TO_PASS}, or say what it takes with "
+            f"token_counter_input='messages' | 'message' | 'text'",
+            field="token_counter",
+            value=func,
+        ) from None
+    return "text"
 
 
 def _detect_input(func: Callable[..., Any]) -> str:
     annotation = _first_parameter_annotation(func)
+    if annotation is None:
+        return _probe(func)
     if annotation is str:
         return "text"
     if isinstance(annotation, type) and issubclass(annotation, BaseMessage):
@@ -189,55 +267,91 @@ def _check_counter_input(counter_input: object) -> str:
     return str(counter_input)
 
 
-def is_approximate(token_counter: object) -> bool:
-    """Whether ``token_counter`` is the approximate counter (by name or the function)."""
+def _is_approximate(token_counter: object) -> bool:
     return token_counter == "approximate" or token_counter is count_tokens_approximately
 
 
 def resolve_message_counter(
-    token_counter: MessageTokenCounter, counter_input: CounterInput | str = "auto"
-) -> Callable[[Sequence[BaseMessage]], int]:
-    """A function counting one unit (a list of messages), validated once.
+    token_counter: MessageTokenCounter,
+    counter_input: CounterInput | str = "auto",
+    image_tokens: ImageTokens = "max",
+) -> UnitCounter:
+    """A function counting one unit (a list of messages), validated once (see the
+    module table). ``image_tokens`` prices images in the text-counter modes.
 
-    Raises :class:`~cupel.ConfigurationError` naming ``token_counter`` for anything that
-    is not ``"approximate"``, a model with ``get_num_tokens_from_messages`` or a callable.
+    Raises :class:`~cupel.ConfigurationError` naming ``token_counter`` and what to pass
+    for anything else.
     """
     mode = _check_counter_input(counter_input)
-    if is_approximate(token_counter) and mode in ("auto", "messages"):
-        return _approximate_unit
+    if _is_approximate(token_counter) or is_tokenizer(token_counter):
+        return _text_mode(MessageCost(_text_form(token_counter), image_tokens))
     if isinstance(token_counter, str):
-        _unknown_name(token_counter, "a chat model or a callable")
+        _unknown_name(token_counter, "a chat model, a tokenizer or a callable")
     model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
     if callable(model_count) and mode in ("auto", "messages"):
-        return _model_unit(model_count)
+        _check_model_counter(token_counter, model_count)
+        return UnitCounter(None, _model_unit(model_count))
     if not callable(token_counter):
         raise ConfigurationError(
-            f"token_counter must be 'approximate', a chat model (with "
+            f"token_counter must be 'approximate', a tokenizer, a chat model (with "
             f"get_num_tokens_from_messages) or a callable, got {type(token_counter).__name__} "
-            f"{token_counter!r}",
+            f"{token_counter!r:.80}",
             field="token_counter",
             value=token_counter,
         )
     if mode == "auto":
         mode = _detect_input(token_counter)
     counter: Callable[..., Any] = token_counter
+    if mode == "text":
+        return _text_mode(MessageCost(counter, image_tokens))
     if mode == "message":
 
-        def per_message(unit: Sequence[BaseMessage]) -> int:
-            return sum(check_count(counter(m), f"a {m.type} message") for m in unit)
+        def per_message(message: BaseMessage) -> int:
+            return _checked(counter(message), f"a {message.type} message")
 
-        return per_message
-    if mode == "text":
-
-        def per_text(unit: Sequence[BaseMessage]) -> int:
-            return sum(check_count(counter(message_text(m)), f"a {m.type} message") for m in unit)
-
-        return per_text
+        return UnitCounter(per_message)
 
     def per_list(unit: Sequence[BaseMessage]) -> int:
-        return check_count(counter(list(unit)), f"a unit of {len(unit)} message(s)")
+        return _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
 
-    return per_list
+    return UnitCounter(None, per_list)
+
+
+def _text_mode(cost: MessageCost) -> UnitCounter:
+    return UnitCounter(_priced(cost), text=cost.count_text)
+
+
+def _text_form(token_counter: object) -> object:
+    return "approximate" if _is_approximate(token_counter) else token_counter
+
+
+def _checked(value: object, what: str) -> int:
+    try:
+        return checked_count(value)
+    except ConfigurationError:
+        raise ConfigurationError(
+            f"token_counter returned {value!r:.80} for {what}; it must return a non-negative int",
+            field="token_counter",
+            value=value,
+        ) from None
+
+
+def _check_model_counter(model: object, model_count: Callable[..., Any]) -> None:
+    """A chat model's counter, tried once on a short message: a model whose counting
+    needs a package or a download (LangChain's default falls back to ``transformers``'
+    GPT-2 tokenizer) is refused here, with what to pass instead."""
+    try:
+        probe = checked_count(model_count([HumanMessage("Hello, how are you?")]))
+        if probe == 0:
+            raise ValueError("it counted a non-empty message as 0 tokens")
+    except Exception as exc:
+        raise ConfigurationError(
+            f"token_counter: {type(model).__name__}.get_num_tokens_from_messages failed "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+            f"{_WHAT_TO_PASS}",
+            field="token_counter",
+            value=model,
+        ) from None
 
 
 def _unknown_name(name: str, alternatives: str) -> NoReturn:
@@ -248,48 +362,41 @@ def _unknown_name(name: str, alternatives: str) -> NoReturn:
     )
 
 
-def _approximate_unit(unit: Sequence[BaseMessage]) -> int:
-    return sum(map(approximate_message_tokens, unit))
-
-
-def is_additive(count: Callable[[Sequence[BaseMessage]], int]) -> bool:
-    """Whether ``count`` (from :func:`resolve_message_counter`) is the approximate counter,
-    whose count of a unit is the sum of its messages' counts (then each message is
-    counted on its own, inline)."""
-    return count is _approximate_unit
-
-
 def _model_unit(model_count: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:
     def count(unit: Sequence[BaseMessage]) -> int:
-        return check_count(model_count(list(unit)), f"a unit of {len(unit)} message(s)")
+        return _checked(model_count(list(unit)), f"a unit of {len(unit)} message(s)")
 
     return count
 
 
 def resolve_document_counter(token_counter: DocumentTokenCounter) -> Callable[[str], int]:
-    """A function counting one document's ``page_content``, validated once.
+    """A function counting one document's ``page_content``, validated once:
+    ``"approximate"`` (:func:`cupel.counting.estimate_tokens`), a tokenizer, a language
+    model (``get_num_tokens``) or a callable on text.
 
-    >>> resolve_document_counter("approximate")("x" * 10)
-    3
+    >>> resolve_document_counter("approximate")("How long is the Nile?")
+    6
     """
-    if token_counter == "approximate":
-        return approximate_text_tokens
+    if _is_approximate(token_counter):
+        return estimate_tokens
     if isinstance(token_counter, str):
-        _unknown_name(token_counter, "a language model or a callable on text")
+        _unknown_name(token_counter, "a tokenizer, a language model or a callable on text")
     model_count = getattr(token_counter, "get_num_tokens", None)
-    if callable(model_count) and hasattr(token_counter, "get_num_tokens_from_messages"):
-        counter: Callable[..., Any] = model_count
-    elif callable(token_counter):
-        counter = token_counter
-    else:
-        raise ConfigurationError(
-            f"token_counter must be 'approximate', a language model (with get_num_tokens) or "
-            f"a callable on text, got {type(token_counter).__name__} {token_counter!r}",
-            field="token_counter",
-            value=token_counter,
-        )
-
-    def count(text: str) -> int:
-        return check_count(counter(text), "a document")
-
-    return count
+    if (
+        callable(model_count)
+        and hasattr(token_counter, "get_num_tokens_from_messages")
+        and not is_tokenizer(token_counter)
+    ):
+        try:
+            if not checked_count(model_count("Hello, how are you?")):
+                raise ValueError("it counted a non-empty text as 0 tokens")
+        except Exception as exc:
+            raise ConfigurationError(
+                f"token_counter: {type(token_counter).__name__}.get_num_tokens failed "
+                f"({type(exc).__name__}); pass token_counter='approximate', a tiktoken "
+                f"encoding, a HuggingFace tokenizer, or a callable on text",
+                field="token_counter",
+                value=token_counter,
+            ) from None
+        return text_counter(model_count)
+    return text_counter(token_counter)

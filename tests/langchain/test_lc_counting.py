@@ -1,0 +1,255 @@
+"""How the LangChain components count a message: one model for every counter form.
+
+Text by the counter; images by rule, never their base64; 3 tokens per message; tool
+calls (valid and invalid) by name, JSON arguments and id; a result's call id; the
+reply's 3 tokens and tool definitions reserved from the budget. Chunks are their
+message types everywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+import zlib
+
+import pytest
+import tiktoken
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    HumanMessageChunk,
+    SystemMessage,
+    SystemMessageChunk,
+    ToolMessage,
+    ToolMessageChunk,
+)
+from llama_index.core.utils import get_tokenizer
+
+from cupel import ConfigurationError
+from cupel.counting import estimate_tokens
+from cupel_langchain import (
+    CupelMessageSelector,
+    approximate_message_tokens,
+    messages_to_items,
+    select_messages,
+    select_messages_with_report,
+    tool_call_problems,
+)
+
+ENCODE = get_tokenizer()  # cl100k_base, shipped offline with llama-index-core
+
+
+def cl100k(text: str) -> int:
+    return len(ENCODE(text))
+
+
+def png(width: int, height: int) -> str:
+    """A data URL of a valid PNG header with the given size (the pixels are not needed)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    data = (
+        b"\x89PNG\r\n\x1a\n"
+        + struct.pack(">I", len(ihdr))
+        + chunk
+        + struct.pack(">I", zlib.crc32(chunk))
+        + b"\x00" * 64
+    )
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def tokens_of(message: object, **options: object) -> int:
+    mapped = messages_to_items([message], **options)  # type: ignore[arg-type]
+    return sum(item.tokens for item in mapped.items) + sum(
+        item.tokens for item, _ in mapped.invalid
+    )
+
+
+# -- the model, per counter form ---------------------------------------------------------
+
+
+def test_a_text_counter_gets_the_overhead_and_the_tool_calls() -> None:
+    call = AIMessage(
+        "Checking.", tool_calls=[{"name": "weather", "args": {"city": "Oslo"}, "id": "call_1"}]
+    )
+    result = ToolMessage("Rain, 4 °C", tool_call_id="call_1")
+    expected_call = (
+        cl100k("Checking.") + cl100k("weather") + cl100k('{"city": "Oslo"}') + cl100k("call_1") + 3
+    )
+    expected_result = cl100k("Rain, 4 °C") + cl100k("call_1") + 3
+    mapped = messages_to_items(
+        [HumanMessage("Weather?"), call, result],
+        token_counter=lambda text: len(ENCODE(text)),
+        token_counter_input="text",
+    )
+    assert [item.tokens for item in mapped.items] == [
+        cl100k("Weather?") + 3,
+        expected_call + expected_result,
+    ]
+
+
+def test_invalid_tool_calls_are_counted_they_are_sent() -> None:
+    args = '{"city": "Oslo", "unit": ' + "x" * 200
+    message = AIMessage(
+        "", invalid_tool_calls=[{"name": "weather", "args": args, "id": "c9", "error": "bad"}]
+    )
+    count = tokens_of(message, token_counter=tiktoken.get_encoding("cl100k_base"))
+    assert count == cl100k("weather") + cl100k(args) + cl100k("c9") + 3
+
+
+@pytest.mark.parametrize(
+    "counter",
+    [
+        pytest.param(lambda text: len(ENCODE(text)), id="bare lambda"),
+        pytest.param(ENCODE, id="LlamaIndex tokenizer_fn returning a list"),
+        pytest.param("tiktoken", id="tiktoken Encoding"),
+    ],
+)
+def test_every_text_counter_form_counts_the_same(counter: object) -> None:
+    if counter == "tiktoken":
+        get_tokenizer()  # points tiktoken at llama-index's offline cache
+        counter = tiktoken.get_encoding("cl100k_base")
+    history = [SystemMessage("Be brief."), HumanMessage("Wie lang ist der Nil? 尼罗河有多长？")]
+    mapped = messages_to_items(history, token_counter=counter)
+    assert [item.tokens for item in mapped.items] == [cl100k(m.text) + 3 for m in history]
+
+
+def test_huggingface_tokenizers_are_text_counters() -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.WordLevel({"[UNK]": 0, "hello": 1}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    for tokenizer in (raw, PreTrainedTokenizerFast(tokenizer_object=raw)):
+        assert tokens_of(HumanMessage("hello big world"), token_counter=tokenizer) == 3 + 3
+
+
+def test_a_chat_model_that_cannot_count_offline_is_refused_with_what_to_pass() -> None:
+    # LangChain's default counter falls back to transformers' GPT-2 tokenizer, a download
+    # (the test run is offline: tests/conftest.py)
+    model = GenericFakeChatModel(messages=iter([]))
+    with pytest.raises(ConfigurationError, match="token_counter='approximate'") as caught:
+        select_messages([HumanMessage("hi")], max_tokens=100, token_counter=model)
+    assert "GenericFakeChatModel.get_num_tokens_from_messages failed" in str(caught.value)
+
+
+def test_a_counter_returning_nonsense_is_refused_in_one_line() -> None:
+    with pytest.raises(ConfigurationError, match="failed on a list of messages and on a text"):
+        select_messages([HumanMessage("hi")], max_tokens=100, token_counter=lambda s: s.nope)
+    with pytest.raises(ConfigurationError, match="unknown counter name"):
+        select_messages([HumanMessage("hi")], max_tokens=100, token_counter="exact")
+    with pytest.raises(ConfigurationError, match="token_counter"):
+        select_messages([HumanMessage("hi")], max_tokens=100, token_counter=42)
+
+
+# -- images and media ---------------------------------------------------------------------
+
+
+def test_an_inline_image_is_priced_by_its_dimensions_never_as_text() -> None:
+    url = png(1024, 1024)
+    message = HumanMessage(
+        content=[
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]
+    )
+    by_rule = max(765, math.ceil(1024 * 1024 / 750))  # OpenAI tiles vs Anthropic's w·h/750
+    text_count = tokens_of(message, token_counter=ENCODE)
+    assert text_count == cl100k("What is this?") + by_rule + 3
+    assert tokens_of(message, token_counter=ENCODE, image_tokens="openai") == (
+        cl100k("What is this?") + 765 + 3
+    )
+    assert approximate_message_tokens(message) == estimate_tokens("What is this?") + by_rule + 3
+
+
+def test_an_image_of_unknown_size_costs_1600() -> None:
+    message = HumanMessage(
+        content=[{"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]
+    )
+    assert approximate_message_tokens(message) == 1600 + 3
+
+
+def test_a_window_with_images_stays_within_the_bill() -> None:
+    history = []
+    for turn in range(6):
+        history.append(
+            HumanMessage(
+                content=[
+                    {"type": "text", "text": f"Photo {turn}?"},
+                    {"type": "image_url", "image_url": {"url": png(800, 600)}},
+                ]
+            )
+        )
+        history.append(AIMessage(f"A photo of a cat, number {turn}."))
+    history.append(HumanMessage("Which one was best?"))
+    budget = 3000
+    kept = select_messages(history, max_tokens=budget, token_counter=ENCODE)
+    image = max(765, math.ceil(800 * 600 / 750))
+    bill = 3 + sum(3 + cl100k(m.text) + (image if isinstance(m.content, list) else 0) for m in kept)
+    assert bill <= budget
+    assert bill >= 0.6 * budget  # the window is not padded empty
+
+
+# -- the request around the history --------------------------------------------------------
+
+
+def test_the_reply_and_the_headroom_are_reserved() -> None:
+    history = [HumanMessage("a " * 40), HumanMessage("b " * 40), HumanMessage("c")]
+    sizes = [approximate_message_tokens(m) for m in history]
+    exact = sum(sizes) + 3
+    assert len(select_messages(history, max_tokens=exact)) == 3
+    assert len(select_messages(history, max_tokens=exact - 1)) == 2
+    _, report = select_messages_with_report(history, max_tokens=exact, headroom=0.5)
+    assert report.included_tokens <= exact - 3 - math.ceil(exact * 0.5)
+    with pytest.raises(ConfigurationError, match="headroom"):
+        CupelMessageSelector(max_tokens=100, headroom=1.5)
+
+
+# -- chunks --------------------------------------------------------------------------------
+
+
+def test_chunks_are_their_message_types() -> None:
+    history = [
+        SystemMessageChunk(content="Be brief."),
+        HumanMessageChunk(content="Weather?"),
+        AIMessageChunk(content="", tool_calls=[{"name": "w", "args": {}, "id": "c1"}]),
+        ToolMessageChunk(content="Sunny", tool_call_id="c1"),
+        AIMessageChunk(content="It is sunny."),
+        HumanMessageChunk(content="Thanks!"),
+    ]
+    mapped = messages_to_items(history)
+    assert [item.metadata["langchain.type"] for item in mapped.items] == [
+        "system",
+        "human",
+        "tool_group",
+        "ai",
+        "human",
+    ]
+    assert [item.pinned for item in mapped.items] == [True, False, False, False, True]
+    assert tool_call_problems(history) == []
+    # the call dropped means its result is dropped too: never an orphan tool chunk
+    room = approximate_message_tokens(history[0]) + approximate_message_tokens(history[-1])
+    kept = select_messages(history, max_tokens=room + 3 + 12)
+    assert not any(isinstance(m, ToolMessageChunk) for m in kept) or any(
+        isinstance(m, AIMessageChunk) and m.tool_calls for m in kept
+    )
+    assert tool_call_problems(kept) == []
+    assert kept[0] is history[0] and kept[-1] is history[-1]
+
+
+def test_an_orphan_tool_chunk_is_invalid() -> None:
+    history = [HumanMessageChunk(content="Hi"), ToolMessageChunk(content="x", tool_call_id="c1")]
+    assert tool_call_problems(history) == [
+        "message 1: tool result for 'c1' answers no call made just before it (unknown_result)"
+    ]
+
+
+def test_the_model_counts_a_chunk_like_its_message() -> None:
+    call = {"name": "lookup", "args": {"q": "nile length"}, "id": "c7"}
+    chunk = AIMessageChunk(content="Looking.", tool_calls=[call])
+    message = AIMessage("Looking.", tool_calls=[call])
+    assert approximate_message_tokens(chunk) == approximate_message_tokens(message)
+    assert json.loads(json.dumps(call["args"])) == call["args"]
