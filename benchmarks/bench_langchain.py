@@ -48,7 +48,13 @@ if __package__ in (None, ""):  # run as a script: the repository root holds the 
 
 from benchmarks.harness import Case, traced_build, yes
 from benchmarks.timing import per_call_us
-from cupel_langchain import CupelMessageSelector, select_messages, tool_call_problems
+from cupel.counting import REPLY_TOKENS
+from cupel_langchain import (
+    CupelMessageSelector,
+    approximate_message_tokens,
+    select_messages,
+    tool_call_problems,
+)
 
 SEED = 20261122
 WORDS_PER_TURN = 50
@@ -150,7 +156,8 @@ def run(n: int, runs: int = 7, warmups: int = 2) -> Row:
         trim_valid=not tool_call_problems(trimmed),
         cupel_valid=not tool_call_problems(selected),
         trim_tokens=count_tokens_approximately(trimmed),
-        cupel_tokens=count_tokens_approximately(selected),
+        # cupel's own count (count_tokens_approximately is read as cupel's "approximate")
+        cupel_tokens=sum(map(approximate_message_tokens, selected)) + REPLY_TOKENS,
         trim_count=len(trimmed),
         cupel_count=len(selected),
     )

@@ -20,10 +20,9 @@ setting:
 Each window is scored on the original history with :mod:`benchmarks.window_metrics`
 (cupel's ``Conversation.check_window``): holes, task lost, no reply when one was due,
 empty when content was due, invalid for the provider, over budget, system prompt lost,
-budget use. Tokens are counted the same way for every component of a framework:
-``count_tokens_approximately`` per message (LangChain); LlamaIndex's default tokenizer on
-each message's text plus its tool calls (``cupel_llamaindex.message_text``: what the
-provider receives). Windows returned as copies (``Memory`` reads them back from its SQL
+budget use. Every window is billed as the provider bills it (:mod:`benchmarks.bill`:
+cl100k text, 3 tokens per message, tool calls with their ids, 3 for the reply), the same
+for every component. Windows returned as copies (``Memory`` reads them back from its SQL
 store; ``CupelMemory`` too) are aligned to the history by order and equality.
 
 Everything is deterministic: the same seed gives the same table on any machine.
@@ -44,6 +43,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: python benchmarks/window_quality.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bill import REPLY, Bill
 from benchmarks.window_cases import CATEGORIES, Case, generate_cases, to_langchain, to_llamaindex
 from benchmarks.window_components import COMPONENTS, Component
 from benchmarks.window_metrics import WindowScore, align, score_window
@@ -87,28 +87,26 @@ class Prepared:
         return sum(tokens[i] for i in indices)
 
 
-def prepare_langchain(case: Case) -> Prepared:
-    """LangChain messages; structure read as cupel_langchain reads it; tokens by
-    ``count_tokens_approximately``, message by message (it is additive)."""
-    from langchain_core.messages.utils import count_tokens_approximately
-
+def prepare_langchain(case: Case, bill: Bill) -> Prepared:
+    """LangChain messages; structure read as cupel_langchain reads it; tokens as the
+    provider bills each message (:mod:`benchmarks.bill`)."""
     from cupel_langchain._messages import read_messages
 
     messages = to_langchain(case)
     record = read_messages(messages, None)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
-    tokens = [count_tokens_approximately([m]) for m in messages]
+    tokens = [bill.langchain_message(m) for m in messages]
     return Prepared(messages, conversation, tokens)
 
 
-def prepare_llamaindex(case: Case, tokenizer: Callable[[str], Sequence[Any]]) -> Prepared:
-    """LlamaIndex messages; structure read as cupel_llamaindex reads it; tokens: the
-    tokenizer on each message's text plus its tool calls."""
-    from cupel_llamaindex import message_text, messages_to_items
+def prepare_llamaindex(case: Case, bill: Bill) -> Prepared:
+    """LlamaIndex messages; structure read as cupel_llamaindex reads it; tokens as the
+    provider bills each message (:mod:`benchmarks.bill`)."""
+    from cupel_llamaindex import messages_to_items
 
     messages = to_llamaindex(case)
-    conversation = messages_to_items(messages, tokenizer_fn=tokenizer).history.conversation
-    tokens = [len(tokenizer(message_text(m))) for m in messages]
+    conversation = messages_to_items(messages, tokenizer_fn=str.split).history.conversation
+    tokens = [bill.llamaindex_message(m) for m in messages]
     return Prepared(messages, conversation, tokens)
 
 
@@ -127,7 +125,7 @@ class Outcome:
     error: str | None = None
 
 
-def run_case(case: Case, components: Sequence[Component], tokenizer: Any) -> list[Outcome]:
+def run_case(case: Case, components: Sequence[Component], bill: Bill) -> list[Outcome]:
     """Every component on ``case`` (the history converted once per framework; no
     component modifies the messages it is given)."""
     prepared: dict[str, Prepared] = {}
@@ -136,9 +134,9 @@ def run_case(case: Case, components: Sequence[Component], tokenizer: Any) -> lis
         framework = component.framework
         if framework not in prepared:
             prepared[framework] = (
-                prepare_langchain(case)
+                prepare_langchain(case, bill)
                 if framework == "langchain"
-                else prepare_llamaindex(case, tokenizer)
+                else prepare_llamaindex(case, bill)
             )
         history = prepared[framework]
         try:
@@ -148,17 +146,18 @@ def run_case(case: Case, components: Sequence[Component], tokenizer: Any) -> lis
             out.append(Outcome(component.name, case.name, case.category, case.budget, error=error))
             continue
         kept, how = align(window, history.messages)
-        score = score_window(history.conversation, kept, tokens=history.count, budget=case.budget)
+        # the request's bill: the window's messages and the reply
+        score = score_window(
+            history.conversation, kept, tokens=history.count, budget=case.budget - REPLY
+        )
         out.append(Outcome(component.name, case.name, case.category, case.budget, kept, how, score))
     return out
 
 
 def run(cases: Sequence[Case], components: Sequence[Component] = COMPONENTS) -> list[Outcome]:
     """Every component on every case."""
-    from llama_index.core.utils import get_tokenizer
-
-    tokenizer = get_tokenizer()
-    return [outcome for case in cases for outcome in run_case(case, components, tokenizer)]
+    bill = Bill()
+    return [outcome for case in cases for outcome in run_case(case, components, bill)]
 
 
 # -- summary -------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from cupel.conversation import (
     Conversation,
     HistoryItems,
 )
-from cupel.counting import ImageTokens
+from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel_langchain._options import (
     CHAT_ROLES,
     CHUNK_TYPES,
@@ -231,8 +231,11 @@ class MessageRecord:
 def read_messages(
     messages: list[BaseMessage],
     count: Callable[[BaseMessage], int] | None,
+    plain_count: Callable[[str], int] | None = None,
 ) -> MessageRecord:
-    """Role, text, links and (with a per-message ``count``) tokens of every message."""
+    """Role, text, links and (with a per-message ``count``) tokens of every message;
+    ``plain_count``: the text counter that prices a plain message (text alone, no name)
+    as its text plus :data:`~cupel.counting.MESSAGE_TOKENS`, inline."""
     roles: list[str] = []
     texts: list[str] = []
     types: list[str] = []
@@ -261,7 +264,10 @@ def read_messages(
             add_type(plain[2])
             add_text(content)
             if tokens is not None:
-                tokens.append(count(message))  # type: ignore[misc]
+                if plain_count is not None and not message.name:
+                    tokens.append(plain_count(content) + MESSAGE_TOKENS)
+                else:
+                    tokens.append(count(message))  # type: ignore[misc]
             continue
         role = role_of.get(cls)
         if role is None or isinstance(message, ChatMessage):
@@ -340,7 +346,7 @@ def map_messages(
 ) -> MessageItems:
     """Read the messages and let the conversation layer group and check them; it builds
     one item per unit when they are needed (see the module docstring)."""
-    record = read_messages(messages, count.message)
+    record = read_messages(messages, count.message, count.plain)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
     timestamps = None
     if timestamp_key is not None:

@@ -146,26 +146,28 @@ def message_text(message: BaseMessage) -> str:
     return text
 
 
-_PLAIN_CLASSES = (HumanMessage, AIMessage)
-
-
 class UnitCounter:
     """Counts one unit (a list of messages). ``message`` is set when the count is the
     sum of per-message counts (the messages are then counted one by one, as the history
     is read); ``text`` counts text sent besides the messages (tool definitions): the
     text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`."""
 
-    __slots__ = ("_unit", "message", "text")
+    __slots__ = ("_unit", "message", "plain", "text")
 
     def __init__(
         self,
         message: Callable[[BaseMessage], int] | None,
         unit: Callable[[Sequence[BaseMessage]], int] | None = None,
         text: Callable[[str], int] = estimate_tokens,
+        plain: Callable[[str], int] | None = None,
     ) -> None:
         self.message = message
         self._unit = unit
         self.text = text
+        self.plain = plain
+        """The text counter when a plain message (a human or AI message of text alone,
+        without a name) costs its text plus :data:`~cupel.counting.MESSAGE_TOKENS`: the
+        text-counter modes (``None`` otherwise)."""
 
     def __call__(self, unit: Sequence[BaseMessage]) -> int:
         if self._unit is None:
@@ -178,13 +180,19 @@ def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
 
     def price(message: BaseMessage) -> int:
         content = message.content
+        cls = type(message)
         if (
             type(content) is str
-            and type(message) in _PLAIN_CLASSES
+            and (
+                cls is HumanMessage
+                or (
+                    cls is AIMessage
+                    and not message.tool_calls  # type: ignore[attr-defined]
+                    and not message.invalid_tool_calls  # type: ignore[attr-defined]
+                )
+            )
             and not message.name
             and not message.additional_kwargs
-            and not getattr(message, "tool_calls", None)
-            and not getattr(message, "invalid_tool_calls", None)
         ):
             return count_text(content) + MESSAGE_TOKENS if content else MESSAGE_TOKENS
         texts, media = message_parts(message)
@@ -318,7 +326,7 @@ def resolve_message_counter(
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
-    return UnitCounter(_priced(cost), text=cost.count_text)
+    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text)
 
 
 def _text_form(token_counter: object) -> object:

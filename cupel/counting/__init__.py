@@ -41,6 +41,7 @@ from cupel.counting._message import (
     REPLY_TOKENS,
     MessageCost,
     check_headroom,
+    remembered,
     request_budget,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "is_tokenizer",
     "media_pricer",
     "openai_image_tokens",
+    "remembered",
     "request_budget",
     "split_payloads",
     "text_counter",

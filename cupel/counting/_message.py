@@ -41,6 +41,7 @@ __all__ = [
     "REPLY_TOKENS",
     "MessageCost",
     "check_headroom",
+    "remembered",
     "request_budget",
 ]
 
@@ -50,6 +51,39 @@ separators)."""
 
 REPLY_TOKENS = 3
 """Tokens every request costs once, priming the reply (OpenAI's published rule)."""
+
+
+_REMEMBERED = 1 << 23
+"""How many characters of text a :func:`remembered` counter keeps (8 Mi: a few tens of
+MB at most) before it starts afresh."""
+
+
+def remembered(count: TextCounter, limit: int = _REMEMBERED) -> TextCounter:
+    """``count`` with the counts of texts already seen kept, by the text itself (a
+    history is counted again on every call; a string caches its hash, so a repeated text
+    costs one dictionary look-up). Bounded: emptied once the texts kept hold more than
+    ``limit`` characters. A counter is a function of the text, so the result never
+    changes.
+
+    >>> count = remembered(lambda text: len(text.split()))
+    >>> count("a b c"), count("a b c")
+    (3, 3)
+    """
+    known: dict[str, int] = {}
+    held = [0]  # characters of the texts kept
+
+    def count_remembered(text: str) -> int:
+        value = known.get(text)
+        if value is None:
+            value = count(text)
+            held[0] += len(text)
+            if held[0] > limit:
+                known.clear()
+                held[0] = len(text)
+            known[text] = value
+        return value
+
+    return count_remembered
 
 
 class MessageCost:
@@ -63,7 +97,7 @@ class MessageCost:
     __slots__ = ("count_text", "price_media")
 
     def __init__(self, counter: object = "approximate", image_tokens: ImageTokens = "max") -> None:
-        self.count_text: TextCounter = text_counter(counter)
+        self.count_text: TextCounter = remembered(text_counter(counter))
         self.price_media = media_pricer(image_tokens)
 
     def __call__(self, texts: Iterable[str], media: Iterable[Media] = ()) -> int:
