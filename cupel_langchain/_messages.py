@@ -343,9 +343,11 @@ def map_messages(
     keep_last: int,
     kinds: Mapping[str, ContextKind],
     timestamp_key: str | None,
+    notes: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> MessageItems:
     """Read the messages and let the conversation layer group and check them; it builds
-    one item per unit when they are needed (see the module docstring)."""
+    one item per unit when they are needed (see the module docstring). ``notes``: more
+    metadata for the unit whose first message is at that index."""
     record = read_messages(messages, count.message, count.plain)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
     timestamps = None
@@ -363,13 +365,16 @@ def map_messages(
             meta: dict[str, Any] = {"langchain.index": first, "langchain.type": types[first]}
             if ids[first] is not None:
                 meta["langchain.id"] = ids[first]
-            return meta
-        return {
-            "langchain.index": first,
-            "langchain.type": "tool_group",
-            "langchain.indices": members,
-            "langchain.ids": tuple(ids[i] for i in members),
-        }
+        else:
+            meta = {
+                "langchain.index": first,
+                "langchain.type": "tool_group",
+                "langchain.indices": members,
+                "langchain.ids": tuple(ids[i] for i in members),
+            }
+        if notes and first in notes:
+            meta.update(notes[first])
+        return meta
 
     def unit_tokens(members: tuple[int, ...]) -> int:
         return count([messages[i] for i in members])

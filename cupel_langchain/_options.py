@@ -202,6 +202,7 @@ class HistoryOptions(TypedDict, total=False):
     token_counter_input: CounterInput | str
     image_tokens: ImageTokens
     headroom: float
+    truncate_oversized: bool
     keep_last_human: bool
     keep_last: int
     start_on: StartOn
@@ -243,6 +244,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "token_counter_input": "auto",
         "image_tokens": "max",
         "headroom": 0.0,
+        "truncate_oversized": False,
         "keep_system": True,
         "keep_last_human": True,
         "keep_last": 0,

@@ -264,6 +264,9 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     headroom: float = 0.0
     """A share of ``max_tokens`` kept free for a provider whose tokenizer counts more than
     the counter (e.g. 0.1 for Claude with the approximate counter)."""
+    truncate_oversized: StrictBool = False
+    """Send a cut copy of a message too large for any window (the newest unit, the latest
+    human message) instead of raising or leaving it out (see ``select_messages``)."""
     keep_system: StrictBool = True
     """Pin system messages (always kept)."""
     keep_last_human: StrictBool = True

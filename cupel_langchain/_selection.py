@@ -13,6 +13,7 @@ from langchain_core.messages import BaseMessage
 
 from cupel import (
     ConfigurationError,
+    ContextBudget,
     Pipeline,
     SelectionReport,
 )
@@ -35,6 +36,7 @@ from cupel_langchain._options import (
     check_start_on,
     start_on_roles,
 )
+from cupel_langchain._oversized import fit_unit
 from cupel_langchain._tokens import resolve_message_counter
 
 __all__ = [
@@ -287,6 +289,7 @@ class MessageSelection:
         "pipeline",
         "start_on",
         "timestamp_key",
+        "truncate_oversized",
     )
 
     def __init__(
@@ -320,13 +323,14 @@ class MessageSelection:
             token_counter, get("token_counter_input"), get("image_tokens")
         )
         self.count_text = self.count.text
-        for name in ("keep_system", "keep_last_human"):
+        for name in ("keep_system", "keep_last_human", "truncate_oversized"):
             if not isinstance(get(name), bool):
                 raise ConfigurationError(
                     f"{name} must be a bool, got {get(name)!r}", field=name, value=get(name)
                 )
         self.keep_system: bool = get("keep_system")
         self.keep_last_human: bool = get("keep_last_human")
+        self.truncate_oversized: bool = get("truncate_oversized")
         self.keep_last = check_keep_last(get("keep_last"))
         self.start_on = start_on_roles(check_start_on(get("start_on")))
         self.kinds = check_kinds(get("kinds"))
@@ -344,7 +348,9 @@ class MessageSelection:
         """Map ``messages`` to items with this configuration."""
         return self._map(as_messages(messages))
 
-    def _map(self, listed: list[BaseMessage]) -> MessageItems:
+    def _map(
+        self, listed: list[BaseMessage], notes: Mapping[int, Mapping[str, Any]] | None = None
+    ) -> MessageItems:
         return map_messages(
             listed,
             self.count,
@@ -353,7 +359,26 @@ class MessageSelection:
             keep_last=self.keep_last,
             kinds=self.kinds,
             timestamp_key=self.timestamp_key,
+            notes=notes,
         )
+
+    def _fitted(self, mapping: MessageItems, budget: ContextBudget) -> MessageItems:
+        """``mapping``, or with ``truncate_oversized`` the mapping of the messages with
+        cut copies of the units too large for any window (:mod:`cupel_langchain._oversized`)."""
+        history = mapping.history
+        plan = history.oversized(budget)
+        if not plan:
+            return mapping
+        listed = list(mapping.messages)
+        notes: dict[int, dict[str, Any]] = {}
+        for position, allowed in plan:
+            members = history.conversation.messages_of(history.units[position])
+            fitted = fit_unit([listed[i] for i in members], allowed, self.count, self.count_text)
+            if fitted is not None:
+                for index, message in zip(members, fitted[0], strict=True):
+                    listed[index] = message
+                notes[members[0]] = {"cupel:cut_tokens": fitted[1]}
+        return self._map(listed, notes) if notes else mapping
 
     def select(
         self, messages: MessagesInput, *, with_report: bool
@@ -384,6 +409,8 @@ class MessageSelection:
             budget = budget.model_copy(
                 update={"output_reserve": min(budget.max_tokens, budget.output_reserve + fixed)}
             )
+        if self.truncate_oversized:
+            mapping = self._fitted(mapping, budget)
         window = mapping.history.select(
             self.pipeline,
             budget,

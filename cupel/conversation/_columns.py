@@ -184,6 +184,47 @@ class HistoryColumns:
         out.sort()
         return out
 
+    def oversized(self, budget: ContextBudget) -> list[tuple[int, int]]:
+        """The units too large for any window that a caller may cut to fit, as
+        ``(position, tokens it may keep)``: the pinned units other than system messages
+        (the latest user message, the latest units kept), largest first, while the pinned
+        units together exceed ``min(target_tokens, max_tokens - output_reserve)``; then the
+        newest unit when it alone exceeds what the pinned units leave. Empty when
+        everything fits, or when system messages alone leave no room (never cut).
+
+        >>> from cupel import ContextBudget
+        >>> from cupel.conversation import Conversation, HistoryItems
+        >>> history = HistoryItems.from_conversation(
+        ...     Conversation(["system", "user", "assistant", "tool"],
+        ...                  calls={2: ["c1"]}, answers={3: "c1"}),
+        ...     ["Be brief.", "Summarize the log.", "", "log " * 500], [5, 6, 10, 900])
+        >>> history.oversized(ContextBudget(max_tokens=300, target_tokens=300))
+        [(2, 289)]
+        """
+        limit = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
+        tokens = self.tokens
+        roles = self.conversation._roles
+        units = self.units
+        system = [p for p in self.pinned if roles[units[p]] == SYSTEM]
+        left = limit - sum(tokens[p] for p in system)
+        if left <= 0 or not units:
+            return []
+        kept = {p: tokens[p] for p in self.pinned if p not in system}
+        cuts: dict[int, int] = {}
+        excess = sum(kept.values()) - left
+        for position in sorted(kept, key=lambda p: (-kept[p], -p)):
+            if excess <= 0:
+                break
+            allowed = max(kept[position] - excess, 0)
+            excess -= kept[position] - allowed
+            kept[position] = cuts[position] = allowed
+        newest = len(units) - 1
+        if newest not in kept:
+            room = left - sum(kept.values())
+            if tokens[newest] > room > 0:
+                cuts[newest] = room
+        return sorted(cuts.items())
+
     def check_pinned(self, budget: ContextBudget, options: PinnedOptions) -> None:
         """Raise :class:`~cupel.PinnedBudgetError` when the pinned items alone exceed
         ``max_tokens - output_reserve``, naming what they need and the options (as the

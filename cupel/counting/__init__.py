@@ -12,6 +12,7 @@
 - :class:`MessageCost` — one message: text parts by the text counter, media by rule,
   :data:`MESSAGE_TOKENS` of overhead; :data:`REPLY_TOKENS` once per request;
   :func:`request_budget` reserves what a request sends besides its history.
+- :func:`cut_text` — a text too large for any window cut to fit, head and tail kept.
 
 The LangChain and LlamaIndex adapters read their message types into text parts and
 :class:`Media` and price them here, the same way whichever counter is chosen.
@@ -23,6 +24,7 @@ The LangChain and LlamaIndex adapters read their message types into text parts a
 
 from cupel._public import publish
 from cupel.counting._counters import TextCounter, checked_count, is_tokenizer, text_counter
+from cupel.counting._cut import cut_marker, cut_text
 from cupel.counting._estimate import estimate_tokens
 from cupel.counting._media import (
     UNKNOWN_IMAGE_TOKENS,
@@ -57,6 +59,8 @@ __all__ = [
     "base64_image_size",
     "check_headroom",
     "checked_count",
+    "cut_marker",
+    "cut_text",
     "describe_media",
     "estimate_tokens",
     "image_size",
