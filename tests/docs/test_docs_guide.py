@@ -15,7 +15,7 @@ def blocks(path: Path) -> list[str]:
     return BLOCK.findall(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/guide.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/guide.md", "docs/counting.md"])
 def test_code_blocks_run_in_order(doc: str) -> None:
     found = blocks(ROOT / doc)
     assert found, f"{doc} has no python blocks"
