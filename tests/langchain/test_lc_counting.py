@@ -8,6 +8,7 @@ message types everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import math
@@ -20,6 +21,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
+    BaseMessage,
     HumanMessage,
     HumanMessageChunk,
     SystemMessage,
@@ -253,3 +255,65 @@ def test_the_model_counts_a_chunk_like_its_message() -> None:
     message = AIMessage("Looking.", tool_calls=[call])
     assert approximate_message_tokens(chunk) == approximate_message_tokens(message)
     assert json.loads(json.dumps(call["args"])) == call["args"]
+
+
+# -- chunks through every component, sync and async ---------------------------------------
+
+
+def _streamed_agent_history() -> list[BaseMessage]:
+    """An agent run as a store assembled it from streamed output: chunks and messages mixed."""
+    return [
+        SystemMessageChunk(content="You are a weather bot."),
+        HumanMessage("Weather in Oslo?"),
+        AIMessageChunk(content="", tool_calls=[{"name": "w", "args": {"c": "Oslo"}, "id": "c1"}]),
+        ToolMessageChunk(content="Rain, 4 degrees " * 30, tool_call_id="c1"),
+        AIMessageChunk(content="It rains in Oslo."),
+        HumanMessageChunk(content="And in Bergen?"),
+        AIMessage("", tool_calls=[{"name": "w", "args": {"c": "Bergen"}, "id": "c2"}]),
+        ToolMessageChunk(content="Sun, 9 degrees", tool_call_id="c2"),
+    ]
+
+
+def _check_chunk_window(window: list[BaseMessage], history: list[BaseMessage]) -> None:
+    assert window[0] is history[0]  # the chunked system prompt is pinned
+    assert history[5] in window  # the chunked latest human message (the task) is pinned
+    assert window[-2:] == history[-2:]  # the newest exchange, call with its result
+    assert tool_call_problems(window) == []
+    assert history[3] not in window  # the big result went, and with it its call
+    assert history[2] not in window
+
+
+def test_chunks_through_every_component_sync_and_async() -> None:
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+
+    from cupel_langchain import CupelContextMiddleware
+
+    history = _streamed_agent_history()
+    sizes = [approximate_message_tokens(m) for m in history]
+    budget = sum(sizes) + 3 - sizes[3] - sizes[2] - 1  # everything but the first exchange
+    _check_chunk_window(select_messages(history, max_tokens=budget), history)
+    selector = CupelMessageSelector(max_tokens=budget)
+    _check_chunk_window(selector.invoke(history), history)
+    _check_chunk_window(asyncio.run(selector.ainvoke(history)), history)
+
+    middleware = CupelContextMiddleware(max_tokens=budget)
+    seen: list[list[BaseMessage]] = []
+
+    def request() -> ModelRequest:  # type: ignore[type-arg]
+        return ModelRequest(
+            model=GenericFakeChatModel(messages=iter([AIMessage("ok")] * 2)),
+            messages=history[1:],
+            system_message=history[0],  # type: ignore[arg-type]
+        )
+
+    def handler(sent: ModelRequest) -> ModelResponse:  # type: ignore[type-arg]
+        seen.append([sent.system_message, *sent.messages])  # type: ignore[list-item]
+        return ModelResponse(result=[AIMessage("ok")])
+
+    async def ahandler(sent: ModelRequest) -> ModelResponse:  # type: ignore[type-arg]
+        return handler(sent)
+
+    middleware.wrap_model_call(request(), handler)
+    asyncio.run(middleware.awrap_model_call(request(), ahandler))
+    for window in seen:
+        _check_chunk_window(window, history)
