@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from cupel import (
     ConfigurationError,
@@ -23,7 +24,7 @@ from cupel.conversation import (
     cache_stable_pipeline,
     check_cache_stable,
 )
-from cupel.counting import check_headroom, request_budget
+from cupel.counting import REPLY_TOKENS, Calibration, check_headroom, request_budget
 from cupel.policy import Policy, PolicyError
 from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
@@ -259,6 +260,28 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
     return policy.build()
 
 
+def observed(
+    messages: Sequence[BaseMessage], count: Callable[[BaseMessage], int], fixed: int
+) -> Calibration | None:
+    """The calibration the history allows: the provider's reported input tokens of the
+    newest ``AIMessage`` that carries ``usage_metadata``, against cupel's count of the
+    messages before it, the reply and ``fixed`` (tool definitions); ``None`` when no
+    message reports usage or the provider counted no more than cupel
+    (:class:`~cupel.counting.Calibration` only ever tightens)."""
+    for index in range(len(messages) - 1, 0, -1):
+        message = messages[index]
+        usage = getattr(message, "usage_metadata", None) if isinstance(message, AIMessage) else None
+        if not usage:
+            continue
+        reported = usage.get("input_tokens")
+        if isinstance(reported, bool) or not isinstance(reported, int) or reported <= 0:
+            return None
+        counted = sum(map(count, messages[:index])) + REPLY_TOKENS + fixed
+        calibration = Calibration(reported, counted, index)
+        return calibration if calibration.corrects else None
+    return None
+
+
 class MessageSelection:
     """A validated message-selection configuration; :meth:`select` runs it.
 
@@ -409,6 +432,11 @@ class MessageSelection:
             budget = budget.model_copy(
                 update={"output_reserve": min(budget.max_tokens, budget.output_reserve + fixed)}
             )
+        calibration = None
+        if self.count.message is not None:
+            calibration = observed(mapping.messages, self.count.message, fixed)
+        if calibration is not None:
+            before, budget = budget, calibration.budget(budget)
         if self.truncate_oversized:
             mapping = self._fitted(mapping, budget)
         window = mapping.history.select(
@@ -419,4 +447,8 @@ class MessageSelection:
             options=self.options,
             previous=previous,
         )
+        if calibration is not None and window.report is not None:
+            window.report = replace(
+                window.report, events=(calibration.event(before, budget), *window.report.events)
+            )
         return mapping.messages, window

@@ -12,6 +12,8 @@
 - :class:`MessageCost` — one message: text parts by the text counter, media by rule,
   :data:`MESSAGE_TOKENS` of overhead; :data:`REPLY_TOKENS` once per request;
   :func:`request_budget` reserves what a request sends besides its history.
+- :class:`Calibration` — the provider's reported input tokens for an earlier request
+  against cupel's count, tightening the current call when the provider counted more.
 - :func:`cut_text` — a text too large for any window cut to fit, head and tail kept.
 
 The LangChain and LlamaIndex adapters read their message types into text parts and
@@ -23,6 +25,7 @@ The LangChain and LlamaIndex adapters read their message types into text parts a
 """
 
 from cupel._public import publish
+from cupel.counting._calibration import CALIBRATION_STAGE, MAX_RATIO, Calibration
 from cupel.counting._counters import TextCounter, checked_count, is_tokenizer, text_counter
 from cupel.counting._cut import cut_marker, cut_text
 from cupel.counting._estimate import estimate_tokens
@@ -48,9 +51,12 @@ from cupel.counting._message import (
 )
 
 __all__ = [
+    "CALIBRATION_STAGE",
+    "MAX_RATIO",
     "MESSAGE_TOKENS",
     "REPLY_TOKENS",
     "UNKNOWN_IMAGE_TOKENS",
+    "Calibration",
     "ImageTokens",
     "Media",
     "MessageCost",

@@ -317,3 +317,32 @@ def test_chunks_through_every_component_sync_and_async() -> None:
     asyncio.run(middleware.awrap_model_call(request(), ahandler))
     for window in seen:
         _check_chunk_window(window, history)
+
+
+# -- calibration from the provider's reported usage ----------------------------------------
+
+
+def _chat_with_usage(reported_ratio: float | None) -> list[BaseMessage]:
+    history: list[BaseMessage] = [SystemMessage("Be brief.")]
+    for turn in range(12):
+        history.append(HumanMessage(f"Question {turn}: " + "tell me more about rivers " * 6))
+        counted = sum(map(approximate_message_tokens, history)) + 3
+        usage = None
+        if reported_ratio is not None:
+            reported = round(counted * reported_ratio)
+            usage = {"input_tokens": reported, "output_tokens": 20, "total_tokens": reported + 20}
+        history.append(AIMessage("Rivers are long. " * 5, usage_metadata=usage))  # type: ignore[arg-type]
+    history.append(HumanMessage("And the Nile?"))
+    return history
+
+
+def test_a_provider_counting_more_tightens_the_call_and_the_report_says_so() -> None:
+    plain = select_messages(_chat_with_usage(None), max_tokens=600)
+    same, same_report = select_messages_with_report(_chat_with_usage(0.9), max_tokens=600)
+    tight, tight_report = select_messages_with_report(_chat_with_usage(1.25), max_tokens=600)
+    assert [m.content for m in same] == [m.content for m in plain]  # never loosened
+    assert not any(e.stage == "Calibrate" for e in same_report.events)
+    assert len(tight) < len(plain)
+    assert tight_report.included_tokens * 1.25 <= 600 - 3 + 1
+    (event,) = [e for e in tight_report.events if e.stage == "Calibrate"]
+    assert "ratio 1.250" in str(event.message) and "instead of 597" in str(event.message)
