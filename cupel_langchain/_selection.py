@@ -47,6 +47,7 @@ __all__ = [
     "SelectionCache",
     "SettingsCache",
     "model_input_tokens",
+    "reserved_label",
     "resolve_max_tokens",
     "resolve_pipeline",
     "settings_key",
@@ -282,6 +283,23 @@ def observed(
     return None
 
 
+def reserved_label(max_tokens: int, output_reserve: int, headroom: float) -> str:
+    """How the room for the history follows from the settings, for the error raised
+    when the pinned messages alone exceed it: ``max_tokens`` less ``output_reserve``,
+    the reply's :data:`~cupel.counting.REPLY_TOKENS` and the headroom's share.
+
+    >>> reserved_label(1000, 100, 0.1)
+    'max_tokens 1000 - output_reserve 100 - 3 for the reply - 100 of headroom'
+    """
+    parts = [f"max_tokens {max_tokens}"]
+    if output_reserve:
+        parts.append(f"output_reserve {output_reserve}")
+    parts.append(f"{REPLY_TOKENS} for the reply")
+    if headroom:
+        parts.append(f"{math.ceil(headroom * max_tokens)} of headroom")
+    return " - ".join(parts)
+
+
 class MessageSelection:
     """A validated message-selection configuration; :meth:`select` runs it.
 
@@ -300,6 +318,7 @@ class MessageSelection:
 
     __slots__ = (
         "budget",
+        "budget_label",
         "cache_stable",
         "count",
         "count_text",
@@ -337,6 +356,7 @@ class MessageSelection:
         self.budget = request_budget(
             tokens, get("target_tokens"), get("output_reserve"), headroom=self.headroom
         )
+        self.budget_label = reserved_label(tokens, get("output_reserve"), self.headroom)
         low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
@@ -365,7 +385,7 @@ class MessageSelection:
                 value=timestamp_key,
             )
         self.timestamp_key: str | None = timestamp_key
-        self.options = options
+        self.options = replace(options, budget=self.budget_label)
 
     def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
@@ -428,9 +448,13 @@ class MessageSelection:
         definitions), reserved from the budget."""
         mapping = self._map(messages if listed else as_messages(messages))  # type: ignore[arg-type]
         budget = self.budget
+        options = self.options
         if fixed:
             budget = budget.model_copy(
                 update={"output_reserve": min(budget.max_tokens, budget.output_reserve + fixed)}
+            )
+            options = replace(
+                options, budget=f"{self.budget_label} - {fixed} for the tool definitions"
             )
         calibration = None
         if self.count.message is not None:
@@ -444,7 +468,7 @@ class MessageSelection:
             budget,
             with_report=with_report,
             start_on=self.start_on,
-            options=self.options,
+            options=options,
             previous=previous,
         )
         if calibration is not None and window.report is not None:

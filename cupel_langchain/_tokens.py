@@ -233,24 +233,41 @@ def _first_parameter_annotation(func: Callable[..., Any]) -> Any:
 
 def _probe(func: Callable[..., Any]) -> str:
     """How an unannotated callable counts: called once with a one-message list
-    (``trim_messages``' contract); if that fails or returns no count, with a text."""
-    try:
-        checked_count(func([HumanMessage("Hello, how are you?")]))
-    except Exception:
-        pass
-    else:
-        return "messages"
-    try:
-        checked_count(func("Hello, how are you?"))
-    except Exception as exc:
-        raise ConfigurationError(
+    (``trim_messages``' contract); if that fails or returns no count, with a text.
+
+    Neither working is a :class:`~cupel.ConfigurationError` saying what each call
+    returned (a value that is no count is named) or raised."""
+    sample = "Hello, how are you?"
+    outcomes: list[str] = []
+    error: Exception | None = None
+    for argument, what in (([HumanMessage(sample)], "a list of messages"), (sample, "a text")):
+        try:
+            value = func(argument)
+        except Exception as exc:
+            error = exc
+            outcomes.append(f"raised {type(exc).__name__} on {what}")
+            continue
+        try:
+            checked_count(value)
+        except ConfigurationError:
+            outcomes.append(f"returned {value!r:.80} for {what}")
+            continue
+        return "messages" if isinstance(argument, list) else "text"
+    retry = (
+        f"{_WHAT_TO_PASS}, or say what it takes with "
+        f"token_counter_input='messages' | 'message' | 'text'"
+    )
+    if all(outcome.startswith("raised") for outcome in outcomes) and error is not None:
+        message = (
             f"token_counter {func!r:.60} failed on a list of messages and on a text "
-            f"({type(exc).__name__}: {exc}); {_WHAT_TO_PASS}, or say what it takes with "
-            f"token_counter_input='messages' | 'message' | 'text'",
-            field="token_counter",
-            value=func,
-        ) from None
-    return "text"
+            f"({type(error).__name__}: {error}); {retry}"
+        )
+    else:
+        message = (
+            f"token_counter {' and '.join(outcomes)}; it must return a non-negative int or a "
+            f"list of tokens: {retry}"
+        )
+    raise ConfigurationError(message, field="token_counter", value=func)
 
 
 def _detect_input(func: Callable[..., Any]) -> str:

@@ -142,12 +142,16 @@ def request_budget(
     :data:`REPLY_TOKENS`, tool definitions) and ``headroom``'s share of ``max_tokens``
     (rounded up).
 
+    The settings as given are checked first (a :class:`~cupel.BudgetError` naming the
+    field: a negative or non-integer ``output_reserve``, one above ``max_tokens``, ...).
+
     >>> request_budget(1000, headroom=0.1).output_reserve   # 3 + 100
     103
     """
-    reserve = output_reserve + fixed + math.ceil(headroom * max_tokens)
-    return ContextBudget(
+    requested = ContextBudget(
         max_tokens=max_tokens,
         target_tokens=max_tokens if target_tokens is None else target_tokens,
-        output_reserve=min(max_tokens, reserve),
+        output_reserve=output_reserve,
     )
+    reserve = requested.output_reserve + fixed + math.ceil(headroom * requested.max_tokens)
+    return requested.model_copy(update={"output_reserve": min(requested.max_tokens, reserve)})

@@ -2,10 +2,12 @@
 ``langchain`` package: ``pip install "cupel-context[langchain-agents]"``).
 
 The agent arrives with a long history, calls a tool and answers. On every model call the
-middleware selects the model's input within 160 tokens: the system prompt and the newest
-unit (the question, then the fresh tool result) are always kept, each tool call travels
-with its results, the input starts on a human message (``start_on="human"``), and the
-agent state keeps the full history (ephemeral mode).
+middleware selects the model's input within 160 tokens — its messages, the reply's 3
+tokens and the definition of the tool bound to the call, which the middleware reserves:
+the system prompt and the newest unit (the question, then the fresh tool result) are
+always kept, each tool call travels with its results, the input starts on a human message
+(``start_on="human"``), and the agent state keeps the full history (ephemeral mode). The
+tokens printed are the messages' by cupel's count.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
 
 from cupel import SelectionReport
 from cupel_langchain import (
     REPORT_EVENT,
     CupelContextMiddleware,
+    approximate_message_tokens,
     report_from_event,
     tool_call_problems,
 )
@@ -98,7 +100,7 @@ def main() -> None:
     print(f"answer: {state['messages'][-1].content}")
     print(f"agent state: {len(state['messages'])} messages (full history kept)")
     for number, sent in enumerate(inputs.calls, 1):
-        tokens = count_tokens_approximately(sent)
+        tokens = sum(approximate_message_tokens(m) for m in sent)
         valid = "valid" if not tool_call_problems(sent) else "INVALID"
         print(f"model call {number}: {len(sent)} messages, {tokens} tokens, tool calls {valid}")
         for message in sent:

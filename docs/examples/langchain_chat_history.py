@@ -15,12 +15,17 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from cupel import SelectionReport
-from cupel_langchain import CupelMessageSelector, report_from_event, tool_call_problems
+from cupel.counting import REPLY_TOKENS
+from cupel_langchain import (
+    CupelMessageSelector,
+    approximate_message_tokens,
+    report_from_event,
+    tool_call_problems,
+)
 
 
 def chat_history() -> list[BaseMessage]:
@@ -92,7 +97,8 @@ def main() -> None:
         print(f"  {left_out.item.content[:30]!r:<33} {left_out.reason.describe()}")
 
     selected = selector.invoke(prompt.invoke({"history": chat_history(), "question": "Day 7?"}))
-    assert count_tokens_approximately(selected) <= 200
+    # within budget by cupel's count: the messages and the reply's tokens
+    assert sum(approximate_message_tokens(m) for m in selected) + REPLY_TOKENS <= 200
     assert tool_call_problems(selected) == []
 
 

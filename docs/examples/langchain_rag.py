@@ -1,6 +1,6 @@
 """A RAG chain with ``CupelRetriever`` (run: python this_file.py).
 
-A vector store returns the 8 nearest passages; cupel keeps what fits a 120-token context
+A vector store returns the 8 nearest passages; cupel keeps what fits a 110-token context
 budget (duplicates dropped, most relevant first, the best passages at both edges of the
 context), at most 4 of them, and says why each passage was left out.
 """
@@ -37,7 +37,7 @@ def build_retriever() -> CupelRetriever:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
     store.add_documents([Document(text, id=f"p{i}") for i, text in enumerate(PASSAGES)])
     return CupelRetriever(
-        base_retriever=store.as_retriever(search_kwargs={"k": 8}), max_tokens=120, k=4
+        base_retriever=store.as_retriever(search_kwargs={"k": 8}), max_tokens=110, k=4
     )
 
 

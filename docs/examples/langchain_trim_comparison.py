@@ -14,6 +14,11 @@ turns — so does cupel's default window. Where they differ:
 3. Without ``start_on`` (``trim_messages``' default), ``strategy="last"`` can start the
    window with a tool result whose call was cut off, and ``strategy="first"`` can end it
    with a call whose result was cut off.
+
+Each side counts with its own default: ``trim_messages`` with
+``count_tokens_approximately`` (as LangChain's docs set it up), cupel with its own count
+(``"approximate"``: text by an estimate of cl100k_base tokens, 3 tokens per message, the
+reply's 3 tokens reserved), and each selection's tokens are printed by its own counter.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from cupel_langchain import select_messages, tool_call_problems
+from cupel.counting import REPLY_TOKENS
+from cupel_langchain import approximate_message_tokens, select_messages, tool_call_problems
 
 
 def chat() -> list[BaseMessage]:
@@ -92,7 +98,7 @@ def recommended_trim(messages: list[BaseMessage], max_tokens: int) -> list[BaseM
 
 
 def compare(messages: list[BaseMessage], max_tokens: int) -> dict[str, list[BaseMessage]]:
-    """The selections at one budget, all counted with count_tokens_approximately."""
+    """The selections at one budget, each with its default counter."""
     return {
         "trim_messages (recommended)": recommended_trim(messages, max_tokens),
         'trim_messages(strategy="last")': trim_messages(
@@ -110,19 +116,31 @@ def describe(messages: list[BaseMessage]) -> str:
     return " > ".join(m.type for m in messages) or "(nothing)"
 
 
+def cupel_tokens(messages: list[BaseMessage]) -> int:
+    """What a request of ``messages`` costs by cupel's count: the messages and the reply."""
+    return sum(approximate_message_tokens(m) for m in messages) + REPLY_TOKENS
+
+
+def tokens(name: str, messages: list[BaseMessage]) -> int:
+    """A selection's tokens by the counter it was made with."""
+    if name.startswith("cupel"):
+        return cupel_tokens(messages)
+    return count_tokens_approximately(messages)
+
+
 CASES = {"chat": (chat, 120), "agent run": (agent_run, 160), "messy chat": (messy_chat, 120)}
 
 
 def main() -> None:
     for case, (build, budget) in CASES.items():
         history = build()
-        total = count_tokens_approximately(history)
-        print(f"{case}: {describe(history)} ({total} tokens), max_tokens={budget}")
+        totals = f"{count_tokens_approximately(history)} tokens, {cupel_tokens(history)} by cupel"
+        print(f"{case}: {describe(history)} ({totals}), max_tokens={budget}")
         for name, selected in compare(history, budget).items():
             problems = tool_call_problems(selected)
             verdict = "valid" if not problems else "INVALID: " + "; ".join(problems)
             print(f"  {name:<31} {describe(selected)}")
-            print(f"  {'':<31} {count_tokens_approximately(selected)} tokens, {verdict}")
+            print(f"  {'':<31} {tokens(name, selected)} tokens, {verdict}")
         print()
 
 

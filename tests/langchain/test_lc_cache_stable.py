@@ -21,14 +21,15 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.memory import InMemorySaver
 
 from cupel import ConfigurationError
 from cupel.conversation import Conversation
+from cupel.counting import REPLY_TOKENS
 from cupel_langchain import (
     CupelContextMiddleware,
     CupelMessageSelector,
+    approximate_message_tokens,
     select_messages,
     select_messages_with_report,
 )
@@ -62,7 +63,7 @@ def _check(window: Sequence[BaseMessage], history: Sequence[BaseMessage]) -> Non
     by_id = {id(m): i for i, m in enumerate(history)}
     kept = [by_id[id(m)] for m in window]
     assert kept == sorted(kept)
-    assert sum(count_tokens_approximately([m]) for m in window) <= BUDGET
+    assert _tokens(window) + REPLY_TOKENS <= BUDGET  # the messages and the reply
     record = read_messages(list(history), None)
     check = Conversation(record.roles, calls=record.calls, answers=record.answers).check_window(
         kept
@@ -72,7 +73,8 @@ def _check(window: Sequence[BaseMessage], history: Sequence[BaseMessage]) -> Non
 
 
 def _tokens(messages: Sequence[BaseMessage]) -> int:
-    return sum(count_tokens_approximately([m]) for m in messages)
+    """The messages' tokens by cupel's default count."""
+    return sum(approximate_message_tokens(m) for m in messages)
 
 
 def _stable_run(select: Any, history: Sequence[BaseMessage]) -> tuple[int, int]:
@@ -91,7 +93,8 @@ def _stable_run(select: Any, history: Sequence[BaseMessage]) -> tuple[int, int]:
                 assert all(a is b for a, b in zip(window, previous, strict=False))
             else:
                 cuts += 1
-                assert _tokens(previous) + _tokens(prefix[seen:]) > BUDGET
+                # the previous window and the new messages would not fit with the reply
+                assert _tokens(previous) + _tokens(prefix[seen:]) + REPLY_TOKENS > BUDGET
         previous = window
         seen = len(prefix)
         calls += 1
@@ -321,7 +324,7 @@ def test_middleware_in_an_agent_keeps_each_threads_window_stable() -> None:
                     reports[thread].append(chunk)
     for thread, chunks in reports.items():
         assert len(chunks) == 14
-        assert all(c["included_tokens"] <= 300 for c in chunks)
+        assert all(c["included_tokens"] + REPLY_TOKENS <= 300 for c in chunks)
         kept = [not c["cut_moved"] for c in chunks[1:]]
         assert sum(kept) >= 7, (thread, [c["stable_prefix"] for c in chunks])
         for before, after in pairwise(chunks):

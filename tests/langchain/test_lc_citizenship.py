@@ -24,6 +24,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 
 from cupel import ConfigurationError, Pipeline, RecencyScorer, SelectionReport
+from cupel.counting import REPLY_TOKENS, estimate_tokens
 from cupel.policy import Policy
 from cupel.presets import preset
 from cupel_langchain import (
@@ -31,6 +32,7 @@ from cupel_langchain import (
     CupelDocumentCompressor,
     CupelMessageSelector,
     CupelRetriever,
+    approximate_message_tokens,
     report_from_event,
     select_messages,
 )
@@ -55,7 +57,9 @@ def docs(n: int = 8) -> list[Document]:
 
 
 def kept_tokens(messages: list[BaseMessage]) -> int:
-    return count_tokens_approximately(messages)
+    """What a request sending ``messages`` costs by cupel's default count: the messages
+    and the reply's tokens (within budget: at most ``max_tokens``)."""
+    return sum(approximate_message_tokens(m) for m in messages) + REPLY_TOKENS
 
 
 class Events(BaseCallbackHandler):
@@ -128,7 +132,7 @@ class ServableRetriever(BaseRetriever):
 
 def test_retriever_honours_copies_and_configurable_fields_and_round_trips() -> None:
     def tokens(found: list[Document]) -> int:
-        return sum(-(-len(d.page_content) // 4) for d in found)
+        return sum(estimate_tokens(d.page_content) for d in found)
 
     retriever = CupelRetriever(base_retriever=ServableRetriever(), max_tokens=500)
     assert len(retriever.invoke("q")) == 8
@@ -358,7 +362,8 @@ def test_a_budget_can_be_a_fraction_of_the_models_input_window() -> None:
     model = CountingFakeModel(messages=iter([]), profile={"max_input_tokens": 400})
     selector = CupelMessageSelector(max_tokens=("fraction", 0.25), token_counter=model)
     assert selector._selection().budget.max_tokens == 100
-    assert kept_tokens(selector.invoke(history())) <= 100
+    window = selector.invoke(history())
+    assert model.get_num_tokens_from_messages(window) + REPLY_TOKENS <= 100
     assert select_messages(history(), max_tokens=("fraction", 0.1), token_counter=model)
     with pytest.raises(ConfigurationError, match="profile"):
         CupelMessageSelector(max_tokens=("fraction", 0.5))  # the approximate counter has none

@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from cupel import ConfigurationError, ItemError, SelectionReport
+from cupel.counting import estimate_tokens
 from cupel_langchain import CupelDocumentCompressor, CupelRetriever, report_from_event
 
 FACTS = [
@@ -40,7 +41,9 @@ def store() -> InMemoryVectorStore:
 
 
 def approx(doc: Document) -> int:
-    return -(-len(doc.page_content) // 4)
+    """A document's tokens as the components count them by default (what the model
+    receives: its ``page_content``)."""
+    return estimate_tokens(doc.page_content)
 
 
 class Events(BaseCallbackHandler):
@@ -163,8 +166,8 @@ def test_the_compressor_works_inside_contextual_compression_retriever() -> None:
         (
             {"max_tokens": 10, "token_counter": "words"},
             "token_counter",
-            "token_counter: unknown counter name 'words'; use 'approximate', a language model "
-            "or a callable on text",
+            "token_counter: unknown counter name 'words'; use 'approximate', a tokenizer, a "
+            "language model or a callable on text",
         ),
         (
             {"max_tokens": 10, "policy": "rag2"},
@@ -177,8 +180,8 @@ def test_the_compressor_works_inside_contextual_compression_retriever() -> None:
             {"max_tokens": 10, "top_k": 3},
             "top_k",
             "CupelDocumentCompressor.top_k: unknown option, got 3; allowed: max_tokens, "
-            "target_tokens, output_reserve, policy, pipeline, token_counter, relevance_key, "
-            "deduplicate, k, kind, report",
+            "target_tokens, output_reserve, policy, pipeline, token_counter, headroom, "
+            "relevance_key, deduplicate, k, kind, report",
         ),
     ],
 )

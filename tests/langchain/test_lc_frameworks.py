@@ -4,6 +4,8 @@ ContextualCompressionRetriever (fake models, in-memory stores)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -14,19 +16,30 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from cupel.counting import MESSAGE_TOKENS, REPLY_TOKENS, estimate_tokens
 from cupel_langchain import (
     CupelContextMiddleware,
     CupelDocumentCompressor,
     CupelMessageSelector,
+    approximate_message_tokens,
     report_from_event,
     tool_call_problems,
 )
+
+
+def request_tokens(sent: list[BaseMessage], tools: Sequence[BaseTool] = ()) -> int:
+    """What a model call costs by cupel's default count: its messages, the reply's tokens
+    and the definitions of the tools bound to it (their JSON schema, as OpenAI gets it)."""
+    definitions = sum(
+        estimate_tokens(json.dumps(convert_to_openai_tool(t))) + MESSAGE_TOKENS for t in tools
+    )
+    return sum(approximate_message_tokens(m) for m in sent) + REPLY_TOKENS + definitions
 
 
 class Inputs(BaseCallbackHandler):
@@ -62,7 +75,7 @@ def test_runnable_with_message_history_over_30_turns() -> None:
     assert len(store["s"].messages) == 60  # the history keeps everything
     assert len(inputs.sent) == 30 and len(inputs.reports) == 30
     for turn, sent in enumerate(inputs.sent):
-        assert count_tokens_approximately(sent) <= 150
+        assert request_tokens(sent) <= 150
         assert sent[0].type == "system" and sent[-1].content == f"question {turn} " * 5
         # whole turns, newest first, contiguous: each kept answer follows its question
         body = sent[1:-1]
@@ -117,7 +130,7 @@ def test_create_agent_with_the_middleware_over_30_rounds_of_parallel_calls() -> 
     assert len(state["messages"]) == 1 + rounds * 3 + 1  # the state keeps every round
     assert len(inputs.sent) == rounds + 1 == len(custom)
     for sent in inputs.sent:
-        assert count_tokens_approximately(sent) <= 300
+        assert request_tokens(sent, tools=[lookup]) <= 300  # the tool definition is sent too
         assert tool_call_problems(sent) == []  # both parallel results with their call
         assert sent[0].type == "system" and sent[1].content == "Look up 64 cities."
     last = inputs.sent[-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import pytest
@@ -15,12 +16,13 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from cupel import ConfigurationError, ContextKind, ContextSource, ItemError
+from cupel.counting import MESSAGE_TOKENS, estimate_tokens
 from cupel_langchain import (
     DEFAULT_MESSAGE_KINDS,
+    approximate_message_tokens,
     documents_to_items,
     messages_to_items,
     select_messages,
@@ -100,7 +102,7 @@ def test_an_ai_tool_call_and_all_its_answers_form_one_item_with_summed_tokens() 
     mapped = messages_to_items(messages)
     group = mapped.items[2]
     assert mapped.unit_of(group) == tuple(messages[2:5])
-    assert group.tokens == count_tokens_approximately(messages[2:5])
+    assert group.tokens == sum(approximate_message_tokens(m) for m in messages[2:5])
     assert group.content == "Checking.\nOslo: rain\nBergen: sun"
     assert group.metadata == {
         "langchain.index": 2,
@@ -127,7 +129,7 @@ def test_single_messages_keep_index_type_and_id_in_metadata() -> None:
 def test_each_unit_is_counted_once_with_the_approximate_counter() -> None:
     messages = history()
     mapped = messages_to_items(messages)
-    assert sum(i.tokens for i in mapped.items) == count_tokens_approximately(messages)
+    assert sum(i.tokens for i in mapped.items) == sum(map(approximate_message_tokens, messages))
 
 
 def test_mapping_back_returns_the_same_objects_in_conversation_order() -> None:
@@ -359,7 +361,8 @@ def test_counters_per_message_per_text_and_per_list_are_applied_once_per_unit() 
         return len(text)
 
     by_text = messages_to_items(messages, token_counter=per_text).items
-    assert by_text[1].tokens == len("What is the weather in Oslo and Bergen?")
+    # the counter prices the text; the message's overhead is the model's
+    assert by_text[1].tokens == len("What is the weather in Oslo and Bergen?") + MESSAGE_TOKENS
     forced = messages_to_items(messages, token_counter=len, token_counter_input="text").items
     assert forced[1].tokens == by_text[1].tokens
 
@@ -378,7 +381,7 @@ def test_a_chat_model_counts_each_unit_with_get_num_tokens_from_messages() -> No
     ("counter", "counter_input", "match"),
     [
         ("exact", "auto", "unknown counter name 'exact'"),
-        (42, "auto", "must be 'approximate', a chat model"),
+        (42, "auto", "must be 'approximate', a tokenizer, a chat model .* got int 42"),
         ("approximate", "bytes", "token_counter_input must be one of"),
     ],
 )
@@ -392,8 +395,18 @@ def test_bad_counters_are_refused_with_the_field_named(
 
 @pytest.mark.parametrize("bad", [-1, 2.5, "3", None])
 def test_a_counter_returning_a_non_count_is_reported(bad: object) -> None:
-    with pytest.raises(ConfigurationError, match=f"token_counter returned {bad!r}"):
+    # an unannotated callable is tried on a list of messages, then on a text: the message
+    # names what it returned, what it must return and how to say what it takes
+    says = re.escape(f"token_counter returned {bad!r} for a list of messages")
+    with pytest.raises(ConfigurationError, match=says) as raised:
         messages_to_items(history(), token_counter=lambda unit: bad)
+    assert raised.value.field == "token_counter"
+    assert "must return a non-negative int" in str(raised.value)
+    assert "token_counter_input=" in str(raised.value)
+    # a list counter saying so is checked on each unit it counts
+    per_unit = re.escape(f"token_counter returned {bad!r} for a unit of 1 message(s)")
+    with pytest.raises(ConfigurationError, match=per_unit):
+        messages_to_items(history(), token_counter=lambda unit: bad, token_counter_input="messages")
 
 
 def test_input_messages_are_not_modified() -> None:
@@ -408,8 +421,8 @@ def test_documents_map_to_document_items_with_tokens_from_page_content() -> None
     docs = [Document("alpha " * 10, id="d1"), Document("beta")]
     mapped = documents_to_items(docs)
     assert [(str(i.kind), str(i.source), i.tokens) for i in mapped.items] == [
-        ("Document", "Rag", 15),
-        ("Document", "Rag", 1),
+        ("Document", "Rag", estimate_tokens("alpha " * 10)),
+        ("Document", "Rag", estimate_tokens("beta")),
     ]
     assert mapped.items[0].metadata == {"langchain.index": 0, "langchain.id": "d1"}
     assert mapped.items[1].metadata == {"langchain.index": 1}

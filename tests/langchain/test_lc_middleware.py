@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 from uuid import UUID
 
@@ -17,11 +18,17 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from cupel import ConfigurationError, PinnedBudgetError, SelectionReport
-from cupel_langchain import CupelContextMiddleware, report_from_event, tool_call_problems
+from cupel.counting import MESSAGE_TOKENS, REPLY_TOKENS, estimate_tokens
+from cupel_langchain import (
+    CupelContextMiddleware,
+    approximate_message_tokens,
+    report_from_event,
+    tool_call_problems,
+)
 
 
 class ToolCallingFakeModel(GenericFakeChatModel):
@@ -90,6 +97,24 @@ def earlier_turns() -> list[BaseMessage]:
 
 SYSTEM = "You answer questions about rivers."
 
+TOOLS = estimate_tokens(json.dumps(convert_to_openai_tool(river_length))) + MESSAGE_TOKENS
+"""What the bound tool's definition costs on every model call (its JSON schema as OpenAI
+receives it, and its framing): the middleware reserves it from the budget."""
+
+BUDGET = 150
+"""Room for the system prompt, the task and the fresh tool round (besides the reply and the
+tool definition), not for the earlier turn (checked in the first test)."""
+
+
+def tokens(messages: list[BaseMessage]) -> int:
+    return sum(approximate_message_tokens(m) for m in messages)
+
+
+def request_tokens(sent: list[BaseMessage]) -> int:
+    """What a model call sending ``sent`` with the river tool bound costs by cupel's default
+    count: the messages, the reply's tokens and the tool definition."""
+    return tokens(sent) + REPLY_TOKENS + TOOLS
+
 
 def run_agent(middleware: CupelContextMiddleware) -> tuple[dict[str, Any], Recorder]:
     agent = create_agent(
@@ -101,10 +126,10 @@ def run_agent(middleware: CupelContextMiddleware) -> tuple[dict[str, Any], Recor
 
 
 def test_every_model_call_gets_a_valid_history_within_the_budget() -> None:
-    state, recorder = run_agent(CupelContextMiddleware(max_tokens=100))
+    state, recorder = run_agent(CupelContextMiddleware(max_tokens=BUDGET))
     assert len(recorder.model_inputs) == 2
     for sent in recorder.model_inputs:
-        assert count_tokens_approximately(sent) <= 100
+        assert request_tokens(sent) <= BUDGET
         assert tool_call_problems(sent) == []
         assert isinstance(sent[0], SystemMessage) and sent[0].content == SYSTEM
     first, second = recorder.model_inputs
@@ -114,28 +139,29 @@ def test_every_model_call_gets_a_valid_history_within_the_budget() -> None:
     # the task and the fresh tool round
     assert [m.id for m in second[1:2]] == ["h1"] and len(second) == 4
     assert second[2].tool_calls[0]["id"] == "n1" and isinstance(second[3], ToolMessage)  # type: ignore[attr-defined]
+    assert request_tokens(second) + tokens(earlier_turns()[:4]) > BUDGET  # no room for turn 1
     assert state["messages"][-1].content == "The Nile is about 6,650 km."
 
 
 def test_ephemeral_selection_leaves_the_agent_state_whole() -> None:
-    state, _ = run_agent(CupelContextMiddleware(max_tokens=100))
+    state, _ = run_agent(CupelContextMiddleware(max_tokens=BUDGET))
     assert [m.id for m in state["messages"][:5]] == ["h0", "a0", "t0", "a1", "h1"]
     assert len(state["messages"]) == 8  # + tool call, tool result, answer
 
 
 def test_persistent_selection_rewrites_the_state() -> None:
-    middleware = CupelContextMiddleware(max_tokens=100, persistent=True)
+    middleware = CupelContextMiddleware(max_tokens=BUDGET, persistent=True)
     state, recorder = run_agent(middleware)
     ids = [m.id for m in state["messages"]]
     assert "h0" not in ids and "t0" not in ids and "a0" not in ids and "a1" not in ids
     assert ids[0] == "h1" and len(ids) == 4  # question, tool call, tool result, answer
     assert tool_call_problems(state["messages"]) == []
     for sent in recorder.model_inputs:
-        assert count_tokens_approximately(sent) <= 100
+        assert request_tokens(sent) <= BUDGET
 
 
 def test_the_report_is_emitted_on_each_model_call() -> None:
-    middleware = CupelContextMiddleware(max_tokens=100)
+    middleware = CupelContextMiddleware(max_tokens=BUDGET)
     _, recorder = run_agent(middleware)
     names = [name for name, _ in recorder.events]
     assert names == ["cupel_selection", "cupel_selection"]
@@ -150,7 +176,7 @@ def test_the_report_is_emitted_on_each_model_call() -> None:
 
 
 def test_the_async_agent_selects_the_same_way() -> None:
-    middleware = CupelContextMiddleware(max_tokens=100)
+    middleware = CupelContextMiddleware(max_tokens=BUDGET)
     agent = create_agent(
         scripted_model(), [river_length], system_prompt=SYSTEM, middleware=[middleware]
     )
@@ -162,7 +188,7 @@ def test_the_async_agent_selects_the_same_way() -> None:
     first_call = recorder.model_inputs[0]
     assert [m.id for m in first_call[1:]] == ["h1"]
     assert [name for name, _ in recorder.events] == ["cupel_selection"] * 2
-    persistent = CupelContextMiddleware(max_tokens=100, persistent=True)
+    persistent = CupelContextMiddleware(max_tokens=BUDGET, persistent=True)
     agent = create_agent(
         scripted_model(), [river_length], system_prompt=SYSTEM, middleware=[persistent]
     )
@@ -180,7 +206,14 @@ def test_a_system_prompt_larger_than_the_budget_is_a_clear_error() -> None:
     with pytest.raises(PinnedBudgetError) as raised:
         agent.invoke({"messages": earlier_turns()})
     message = str(raised.value)
-    assert "system messages: 13" in message and "the latest user message: 10" in message
+    system = approximate_message_tokens(SystemMessage(SYSTEM))
+    task = approximate_message_tokens(earlier_turns()[-1])
+    assert f"system messages: {system}" in message
+    assert f"the latest user message: {task}" in message
+    # the room is what is left after the reply and the tool definitions
+    assert (
+        f"allows 0 (max_tokens 5 - {REPLY_TOKENS} for the reply - {TOOLS} for the tool " in message
+    )
     # only options this component has: the system prompt is always kept here
     assert message.endswith("shorten them or pass keep_last_human=False")
     assert "keep_system" not in message
@@ -257,7 +290,7 @@ def test_a_long_agent_run_with_parallel_calls_keeps_its_task_and_the_newest_roun
     assert len(recorder.model_inputs) == 36
     history = state["messages"]
     for sent in recorder.model_inputs:
-        assert count_tokens_approximately(sent) <= 400
+        assert request_tokens(sent) <= 400
         assert tool_call_problems(sent) == []
         assert sent[0].content == SYSTEM and sent[1].id == "task"  # the task is never lost
         # the rest is the newest stretch of the run, without holes
@@ -275,7 +308,22 @@ def test_the_callers_messages_are_not_modified() -> None:
         scripted_model(),
         [river_length],
         system_prompt=SYSTEM,
-        middleware=[CupelContextMiddleware(max_tokens=100, persistent=True)],
+        middleware=[CupelContextMiddleware(max_tokens=BUDGET, persistent=True)],
     )
     agent.invoke({"messages": turns})
     assert [m.model_dump() for m in turns] == before and len(turns) == 5
+
+
+def test_the_bound_tool_definitions_are_reserved_from_the_budget() -> None:
+    pinned = [SystemMessage(SYSTEM), earlier_turns()[-1]]  # the system prompt and the task
+    exact = request_tokens(pinned)
+    state, recorder = run_agent(CupelContextMiddleware(max_tokens=exact))
+    assert [m.id for m in recorder.model_inputs[0][1:]] == ["h1"]
+    assert state["messages"][-1].content == "The Nile is about 6,650 km."
+    with pytest.raises(PinnedBudgetError) as raised:
+        run_agent(CupelContextMiddleware(max_tokens=exact - 1))
+    assert (raised.value.pinned_tokens, raised.value.available_tokens) == (
+        tokens(pinned),
+        tokens(pinned) - 1,
+    )
+    assert f"- {TOOLS} for the tool definitions)" in str(raised.value)

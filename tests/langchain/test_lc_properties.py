@@ -9,12 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
+    ChatMessage,
     HumanMessage,
+    HumanMessageChunk,
     SystemMessage,
+    SystemMessageChunk,
     ToolMessage,
+    ToolMessageChunk,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks.window_metrics import (
     expectations,
@@ -24,6 +28,7 @@ from benchmarks.window_metrics import (
 )
 from cupel import ConfigurationError, ContextItem, PinnedBudgetError
 from cupel.conversation import Conversation, reads_unit_metadata
+from cupel.counting import REPLY_TOKENS, MessageCost, estimate_tokens
 from cupel.presets import PRESET_NAMES
 from cupel_langchain import (
     MessageItems,
@@ -35,11 +40,24 @@ from cupel_langchain import (
 )
 from cupel_langchain._messages import read_messages
 from cupel_langchain._selection import MessageSelection
+from cupel_langchain._tokens import message_parts, resolve_message_counter
 
 TEXT = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=120
 )
 WORDS = st.text(alphabet="abcdefgh xyz", min_size=0, max_size=300)
+
+GENERAL = MessageCost("approximate")
+"""The general path: any message read into its parts and priced by the model."""
+
+
+def tokens(messages: list[BaseMessage]) -> int:
+    """The messages' tokens by cupel's default count."""
+    return sum(approximate_message_tokens(m) for m in messages)
+
+
+def general_tokens(message: BaseMessage) -> int:
+    return GENERAL(*message_parts(message))
 
 
 @st.composite
@@ -154,21 +172,22 @@ def test_every_selection_is_a_valid_in_order_within_budget_subset_of_the_same_ob
         i.tokens for i in messages_to_items(messages, keep_system=keep_system).items if i.pinned
     )
     before = [m.model_dump() for m in messages]
+    room = max(budget - REPLY_TOKENS, 0)  # the history's room: max_tokens less the reply's
     try:
         selected, report = select_messages_with_report(
             messages, max_tokens=budget, policy=policy, start_on=start_on, keep_system=keep_system
         )
     except PinnedBudgetError as error:
-        assert (error.pinned_tokens, error.available_tokens) == (pinned, budget)
-        assert pinned > budget
+        assert (error.pinned_tokens, error.available_tokens) == (pinned, room)
+        assert pinned > room
         return
-    assert pinned <= budget
+    assert pinned <= room
     # same objects, conversation order
     positions = [next(i for i, m in enumerate(messages) if m is s) for s in selected]
     assert positions == sorted(set(positions))
     # valid tool calls, within budget
     assert tool_call_problems(selected) == []
-    assert count_tokens_approximately(selected) <= budget
+    assert tokens(selected) <= room  # (room >= 3: the request's bill is within the budget)
     # system messages are kept whenever they are pinned
     if keep_system:
         assert [m for m in selected if isinstance(m, SystemMessage)] == [
@@ -182,8 +201,8 @@ def test_every_selection_is_a_valid_in_order_within_budget_subset_of_the_same_ob
     task = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     assert task is None or any(m is task for m in selected)
     # the report accounts for every unit and agrees with the output
-    assert report.included_tokens == count_tokens_approximately(selected)
-    assert report.total_tokens_considered == count_tokens_approximately(messages)
+    assert report.included_tokens == tokens(selected)
+    assert report.total_tokens_considered == tokens(messages)
     included_ids = sorted(
         i for e in report.included for i in e.item.metadata.get("langchain.indices", ())
     ) + sorted(
@@ -195,10 +214,26 @@ def test_every_selection_is_a_valid_in_order_within_budget_subset_of_the_same_ob
     assert [m.model_dump() for m in messages] == before
 
 
-@settings(max_examples=300, deadline=None)
+IDS = st.one_of(st.none(), TEXT)
+
+
+@settings(max_examples=400, deadline=None)
 @given(
-    cls=st.sampled_from([HumanMessage, AIMessage, SystemMessage, ToolMessage]),
+    cls=st.sampled_from(
+        [
+            HumanMessage,
+            AIMessage,
+            SystemMessage,
+            ToolMessage,
+            ChatMessage,
+            HumanMessageChunk,
+            AIMessageChunk,
+            SystemMessageChunk,
+            ToolMessageChunk,
+        ]
+    ),
     content=st.one_of(
+        TEXT,
         TEXT,
         st.lists(
             st.one_of(
@@ -209,31 +244,64 @@ def test_every_selection_is_a_valid_in_order_within_budget_subset_of_the_same_ob
             max_size=3,
         ),
     ),
-    name=st.one_of(st.none(), TEXT),
+    name=st.one_of(st.none(), st.none(), TEXT),
     calls=st.lists(
         st.fixed_dictionaries(
-            {"name": TEXT.filter(bool), "args": st.dictionaries(TEXT, TEXT, max_size=2)}
+            {"name": TEXT, "args": st.dictionaries(TEXT, TEXT, max_size=2), "id": IDS}
         ),
         max_size=3,
     ),
-    role=st.one_of(st.none(), st.sampled_from(["developer", "system"])),
+    invalid=st.lists(
+        st.fixed_dictionaries(
+            {"name": IDS, "args": IDS, "id": IDS, "error": st.one_of(st.none(), TEXT)}
+        ),
+        max_size=2,
+    ),
+    function_call=st.one_of(st.none(), st.fixed_dictionaries({"name": TEXT, "arguments": TEXT})),
+    call_id=TEXT,
 )
-def test_the_approximate_fast_path_equals_count_tokens_approximately(
+def test_the_approximate_fast_path_equals_the_general_path(
     cls: type[BaseMessage],
     content: Any,
     name: str | None,
     calls: list[dict[str, Any]],
-    role: str | None,
+    invalid: list[dict[str, Any]],
+    function_call: dict[str, str] | None,
+    call_id: str,
 ) -> None:
+    """Plain messages (a human or AI message of text, nothing else) are priced inline;
+    every message, plain or not, costs what the general path prices: its parts
+    (:func:`message_parts`: text, tool calls valid and invalid with their ids, a result's
+    call id, a name) and media by :class:`~cupel.counting.MessageCost`. Its chunk costs
+    the same."""
     kwargs: dict[str, Any] = {"content": content, "name": name}
-    if cls is AIMessage:
-        kwargs["tool_calls"] = [{**c, "id": f"id{i}"} for i, c in enumerate(calls)]
-    if cls is ToolMessage:
-        kwargs["tool_call_id"] = "call-" + str(len(calls))
-    if cls is SystemMessage and role is not None:
-        kwargs["additional_kwargs"] = {"__openai_role__": role}
+    if cls in (AIMessage, AIMessageChunk):
+        kwargs["tool_calls"] = calls
+        kwargs["invalid_tool_calls"] = invalid
+        if function_call is not None:
+            kwargs["additional_kwargs"] = {"function_call": function_call}
+    if cls in (ToolMessage, ToolMessageChunk):
+        kwargs["tool_call_id"] = call_id
+    if cls is ChatMessage:
+        kwargs["role"] = "developer"
     message = cls(**kwargs)
-    assert approximate_message_tokens(message) == count_tokens_approximately([message])
+    count = approximate_message_tokens(message)
+    assert count == general_tokens(message)
+    # the same count through the mapping, whichever unit the message makes
+    mapped = messages_to_items([message])
+    units = [*mapped.items, *(item for item, _ in mapped.invalid)]
+    assert sum(item.tokens for item in units) == count
+    # a counter on text counting as the default one takes the general path for every
+    # message: the same numbers
+    assert resolve_message_counter(estimate_tokens)([message]) == count
+    chunk_of = {
+        HumanMessage: HumanMessageChunk,
+        AIMessage: AIMessageChunk,
+        SystemMessage: SystemMessageChunk,
+        ToolMessage: ToolMessageChunk,
+    }.get(cls)
+    if chunk_of is not None:
+        assert approximate_message_tokens(chunk_of(**kwargs)) == count
 
 
 @settings(max_examples=100, deadline=None)
@@ -243,7 +311,7 @@ def test_unit_tokens_add_up_to_counting_the_whole_history_once(
 ) -> None:
     mapped = messages_to_items(messages)
     total = sum(i.tokens for i in mapped.items) + sum(i.tokens for i, _ in mapped.invalid)
-    assert total == count_tokens_approximately(messages)
+    assert total == tokens(messages) == sum(general_tokens(m) for m in messages)
 
 
 @settings(max_examples=100, deadline=None)
@@ -276,12 +344,12 @@ def _same_mapping(fast: MessageItems, plain: MessageItems) -> None:
 def test_the_message_fast_path_maps_what_the_plain_path_maps(
     messages: list[BaseMessage], keep_system: bool, keep_last: int
 ) -> None:
-    """With the approximate counter, plain human/AI messages are mapped inline; any other
-    counter takes the general path for every message. Counting with a callable wrapping
-    count_tokens_approximately must give the very same mapping."""
+    """With the approximate counter, plain human/AI messages are mapped inline; a counter
+    on lists of messages counts each unit once the conversation layer has grouped them.
+    One that counts a list as the default count does must give the very same mapping."""
 
     def plain_counter(unit: list[BaseMessage]) -> int:
-        return count_tokens_approximately(unit)
+        return tokens(unit)
 
     options: dict[str, Any] = {"keep_system": keep_system, "keep_last": keep_last}
     fast = messages_to_items(messages, **options)
@@ -365,7 +433,8 @@ def conversation_of(messages: list[BaseMessage]) -> Conversation:
 
 
 def _fits(messages: list[BaseMessage], indices: list[int], budget: int) -> bool:
-    return count_tokens_approximately([messages[i] for i in indices]) <= budget
+    """Whether a request of these messages is within ``budget``: them and the reply."""
+    return tokens([messages[i] for i in indices]) + REPLY_TOKENS <= budget
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

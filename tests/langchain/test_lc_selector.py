@@ -20,7 +20,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import ConfigurableField
@@ -38,10 +37,12 @@ from cupel import (
     RecencyScorer,
     SelectionReport,
 )
+from cupel.counting import REPLY_TOKENS
 from cupel.presets import preset
 from cupel_langchain import (
     REPORT_EVENT,
     CupelMessageSelector,
+    approximate_message_tokens,
     report_from_event,
     select_messages,
     select_messages_with_report,
@@ -68,7 +69,18 @@ def conversation() -> list[BaseMessage]:
 
 
 def tokens(messages: list[BaseMessage]) -> int:
-    return count_tokens_approximately(messages)
+    """The messages' tokens by cupel's default count (what their units' items hold)."""
+    return sum(approximate_message_tokens(m) for m in messages)
+
+
+def request_tokens(messages: list[BaseMessage]) -> int:
+    """What a request sending ``messages`` costs by that count: the messages and the
+    reply's tokens. A window within budget: ``request_tokens(window) <= max_tokens``."""
+    return tokens(messages) + REPLY_TOKENS
+
+
+def ids(messages: list[BaseMessage]) -> list[str | None]:
+    return [m.id for m in messages]
 
 
 class Recorder(BaseCallbackHandler):
@@ -98,13 +110,17 @@ class Recorder(BaseCallbackHandler):
 
 # -- the function ------------------------------------------------------------------------
 def test_the_window_is_the_system_prompt_the_question_and_the_newest_whole_turns() -> None:
-    messages = conversation()  # turn 1: 120 tokens, turn 2 (with a tool round): 139
-    assert [m.id for m in select_messages(messages, max_tokens=161)] == ["sys", "h3"]
-    turn_2 = select_messages(messages, max_tokens=162)
+    messages = conversation()
+    # the system prompt and the question, then turn 2 (with its tool round), then turn 1
+    with_turn_2 = request_tokens([messages[0], *messages[3:]])
+    assert [m.id for m in select_messages(messages, max_tokens=with_turn_2 - 1)] == ["sys", "h3"]
+    turn_2 = select_messages(messages, max_tokens=with_turn_2)
     assert [m.id for m in turn_2] == ["sys", "h2", "a2", "t1", "a3", "h3"]
-    assert tokens(turn_2) <= 162
+    assert request_tokens(turn_2) == with_turn_2
     assert all(any(s is m for m in messages) for s in turn_2)
-    assert [m.id for m in select_messages(messages, max_tokens=282)] == [m.id for m in messages]
+    everything = request_tokens(messages)
+    assert ids(select_messages(messages, max_tokens=everything)) == ids(messages)
+    assert ids(select_messages(messages, max_tokens=everything - 1)) == ids(turn_2)
 
 
 def test_everything_is_kept_when_it_fits() -> None:
@@ -118,7 +134,8 @@ def test_everything_is_kept_when_it_fits() -> None:
 def test_every_budget_gives_a_window_without_holes_and_with_valid_tool_calls() -> None:
     messages = conversation()
     ids = [m.id for m in messages]
-    for budget in range(23, 400, 7):  # 23: the system prompt + the latest question
+    pinned = request_tokens([messages[0], messages[-1]])  # the system prompt + the question
+    for budget in range(pinned, 400, 7):
         selected = [m.id for m in select_messages(messages, max_tokens=budget)]
         assert tool_call_problems(select_messages(messages, max_tokens=budget)) == [], budget
         assert selected[0] == "sys" and selected[-1] == "h3", budget
@@ -128,19 +145,28 @@ def test_every_budget_gives_a_window_without_holes_and_with_valid_tool_calls() -
             start = ids.index(middle[0])
             assert middle == ids[start : start + len(middle)] and start + len(middle) == 7
             assert messages[start].type == "human", budget  # a turn starts with its question
-        assert tokens(select_messages(messages, max_tokens=budget)) <= budget
+        assert request_tokens(select_messages(messages, max_tokens=budget)) <= budget
 
 
 def test_output_reserve_and_target_tokens_shrink_the_room() -> None:
     messages = conversation()
-    assert tokens(select_messages(messages, max_tokens=300, output_reserve=140)) <= 160
-    assert tokens(select_messages(messages, max_tokens=300, target_tokens=160)) <= 160
-    assert [m.id for m in select_messages(messages, max_tokens=300, output_reserve=138)] == [
+    assert request_tokens(select_messages(messages, max_tokens=300, output_reserve=140)) <= 160
+    # target_tokens is what the history aims for; the reply is reserved from max_tokens
+    by_target = select_messages(messages, max_tokens=300, target_tokens=160)
+    assert tokens(by_target) <= 160 and request_tokens(by_target) <= 300
+    assert len(by_target) < len(messages)
+    with_turn_2 = request_tokens([messages[0], *messages[3:]])
+    reserve = 300 - with_turn_2
+    assert ids(select_messages(messages, max_tokens=300, output_reserve=reserve)) == [
         "sys",
         "h2",
         "a2",
         "t1",
         "a3",
+        "h3",
+    ]
+    assert ids(select_messages(messages, max_tokens=300, output_reserve=reserve + 1)) == [
+        "sys",
         "h3",
     ]
 
@@ -191,20 +217,33 @@ def test_start_on_reports_what_it_dropped_as_filtered() -> None:
 
 def test_pinned_messages_over_budget_are_a_clear_error_naming_this_components_options() -> None:
     messages = conversation()
-    assert [m.id for m in select_messages(messages, max_tokens=23)] == ["sys", "h3"]
+    system, question = messages[0], messages[-1]
+    assert ids(select_messages(messages, max_tokens=request_tokens([system, question]))) == [
+        "sys",
+        "h3",
+    ]
+    with pytest.raises(PinnedBudgetError):
+        select_messages(messages, max_tokens=request_tokens([system, question]) - 1)
     with pytest.raises(PinnedBudgetError) as err:
         select_messages(messages, max_tokens=30, output_reserve=10)
-    assert (err.value.pinned_tokens, err.value.available_tokens) == (23, 20)
+    need = tokens([system, question])
+    available = 30 - 10 - REPLY_TOKENS
+    assert (err.value.pinned_tokens, err.value.available_tokens) == (need, available)
     assert str(err.value) == (
-        "The messages that are always kept need 23 tokens (system messages: 11, the latest "
-        "user message: 12), but the budget allows 20 (max_tokens - output_reserve); raise "
-        "the budget, shorten them, pass keep_system=False or pass keep_last_human=False"
+        f"The messages that are always kept need {need} tokens (system messages: "
+        f"{tokens([system])}, the latest user message: {tokens([question])}), but the budget "
+        f"allows {available} (max_tokens 30 - output_reserve 10 - {REPLY_TOKENS} for the "
+        "reply); raise the budget, shorten them, pass keep_system=False or pass "
+        "keep_last_human=False"
     )
-    with pytest.raises(PinnedBudgetError, match=r"the latest units kept: 12\), .*keep_last=0"):
+    last = rf"the latest units kept: {tokens([question])}\), .*keep_last=0"
+    with pytest.raises(PinnedBudgetError, match=last):
         select_messages(messages, max_tokens=20, keep_last_human=False, keep_last=1)
-    only_system = select_messages(messages, max_tokens=11, keep_last_human=False)
+    only_system = select_messages(
+        messages, max_tokens=request_tokens([system]), keep_last_human=False
+    )
     assert [m.id for m in only_system] == ["sys"]
-    unpinned = select_messages(messages, max_tokens=12, keep_system=False)
+    unpinned = select_messages(messages, max_tokens=request_tokens([question]), keep_system=False)
     assert [m.id for m in unpinned] == ["h3"]
 
 
@@ -314,8 +353,12 @@ def test_the_report_accounts_for_every_unit() -> None:
     assert report.included_tokens == tokens(selected)
     assert len(report.included) + len(report.excluded) == 7
     assert {e.reason.name for e in report.excluded} == {"OutsideWindow"}
+    turn_1 = tokens(messages[1:3])  # the next unit at the cut: turn 1's block
+    left = 170 - REPLY_TOKENS - tokens(selected)
+    assert turn_1 > left
     assert report.excluded[0].reason.describe() == (
-        "OutsideWindow: not in the recency window, whose next unit needs 120 tokens, 8 available"
+        f"OutsideWindow: not in the recency window, whose next unit needs {turn_1} tokens, "
+        f"{left} available"
     )
 
 
@@ -326,7 +369,7 @@ def test_a_policy_preset_or_an_explicit_pipeline_can_be_chosen() -> None:
     assert [m.id for m in by_name] == [m.id for m in by_policy]
     oldest_first = Pipeline(PriorityScorer(), GreedySlice(), ChronologicalPlacer())
     explicit = select_messages(messages, max_tokens=120, pipeline=oldest_first)
-    assert tokens(explicit) <= 120 and tool_call_problems(explicit) == []
+    assert request_tokens(explicit) <= 120 and tool_call_problems(explicit) == []
 
 
 def test_output_keeps_conversation_order_even_with_a_u_shaped_policy() -> None:
@@ -362,7 +405,7 @@ def test_output_keeps_conversation_order_even_with_a_u_shaped_policy() -> None:
         (
             {"max_tokens": 10, "token_counter": None},
             "token_counter",
-            ["'approximate', a chat model", "None"],
+            ["'approximate', a tokenizer, a chat model", "got NoneType None"],
         ),
         ({"max_tokens": 10, "token_counter": "exact"}, "token_counter", ["'exact'", "approximate"]),
         (
@@ -424,7 +467,7 @@ def test_the_selector_sits_between_a_prompt_and_a_model_in_an_lcel_chain() -> No
     )
     assert answer == "The Amazon is ~6,400 km."
     (sent,) = recorder.model_inputs
-    assert tokens(sent) <= 60
+    assert request_tokens(sent) <= 60
     assert sent[0].content == "You are terse." and sent[-1].content == "And the Amazon?"
     assert tool_call_problems(sent) == []
 
@@ -589,7 +632,7 @@ def test_the_budget_can_be_made_configurable_per_call() -> None:
     )
     full = selector.invoke(conversation())
     small = selector.invoke(conversation(), config={"configurable": {"history_tokens": 40}})
-    assert len(full) == 8 and tokens(small) <= 40
+    assert len(full) == 8 and request_tokens(small) <= 40
 
 
 def test_the_selector_counts_with_a_chat_model() -> None:
@@ -598,7 +641,8 @@ def test_the_selector_counts_with_a_chat_model() -> None:
     )
     selector = CupelMessageSelector(max_tokens=60, token_counter=model)
     selected = selector.invoke(conversation())
-    assert model.get_num_tokens_from_messages(selected) <= 60
+    # the model counts each unit; the reply's tokens are reserved as with any counter
+    assert model.get_num_tokens_from_messages(selected) + REPLY_TOKENS <= 60
     assert selector.last_report is not None
     assert selector.last_report.included_tokens == sum(
         model.get_num_tokens_from_messages([m]) for m in selected

@@ -8,12 +8,18 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from cupel_langchain import select_messages, tool_call_problems
+from cupel.counting import REPLY_TOKENS
+from cupel_langchain import approximate_message_tokens, select_messages, tool_call_problems
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs/examples/langchain_trim_comparison.py"
+
+
+def request_tokens(messages: list[BaseMessage]) -> int:
+    """What a request of ``messages`` costs by cupel's count: the messages and the reply.
+    (trim_messages is run with count_tokens_approximately, as LangChain's docs set it up.)"""
+    return sum(approximate_message_tokens(m) for m in messages) + REPLY_TOKENS
 
 
 def example() -> ModuleType:
@@ -53,7 +59,7 @@ def test_on_an_agent_run_trim_keeps_only_the_system_prompt_and_cupel_the_task() 
     assert cupel[:2] == history[:2]  # the system prompt and the task
     assert cupel[2:] == history[-len(cupel) + 2 :]  # then the newest tool rounds
     assert len(cupel) > 2 and tool_call_problems(cupel) == []
-    assert count_tokens_approximately(cupel) <= 160
+    assert request_tokens(cupel) <= 160
 
 
 def test_on_a_messy_history_trim_passes_a_late_result_through_and_cupel_does_not() -> None:
@@ -71,10 +77,11 @@ def test_at_every_budget_cupel_is_valid_and_holds_the_task_where_trim_fails() ->
     trim_invalid = trim_without_task = 0
     for name, history in histories.items():
         task = next(m for m in reversed(history) if isinstance(m, HumanMessage))
+        assert request_tokens([history[0], task]) <= 40  # 40 holds the system prompt and task
         for budget in range(40, 260, 3):
             selected = select_messages(history, max_tokens=budget)
             assert tool_call_problems(selected) == [], (name, budget)
-            assert count_tokens_approximately(selected) <= budget
+            assert request_tokens(selected) <= budget
             assert isinstance(selected[0], SystemMessage) and task in selected
             trimmed = module.recommended_trim(history, budget)
             trim_invalid += bool(tool_call_problems(trimmed))
