@@ -113,16 +113,14 @@ class Prepared:
 
 def prepare(session: Session, framework: str) -> Prepared:
     """The session's messages in ``framework``, counted as the window-quality benchmark
-    counts them (``count_tokens_approximately``; LlamaIndex's default tokenizer on the
-    text and tool calls)."""
+    counts them: as the provider bills each message (:mod:`benchmarks.bill`)."""
+    from benchmarks.bill import Bill
     from benchmarks.window_quality import prepare_langchain, prepare_llamaindex
 
     if framework == "langchain":
-        prepared = prepare_langchain(session.case())
+        prepared = prepare_langchain(session.case(), Bill())
     else:
-        from llama_index.core.utils import get_tokenizer
-
-        prepared = prepare_llamaindex(session.case(), get_tokenizer())
+        prepared = prepare_llamaindex(session.case(), Bill())
     roles = [message.role for message in session.messages]
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}

@@ -175,8 +175,9 @@ def test_the_docs_page_example_runs_and_its_window_stays_within_budget() -> None
     namespace: dict[str, object] = {}
     for block in blocks:
         exec(compile(block, "docs/cache-stable.md", "exec"), namespace)
-    from langchain_core.messages.utils import count_tokens_approximately
+    from cupel.counting import REPLY_TOKENS
+    from cupel_langchain import approximate_message_tokens
 
     window = namespace["window"]
     assert isinstance(window, list) and window[0].content == "Be brief."
-    assert count_tokens_approximately(window) <= 400
+    assert sum(map(approximate_message_tokens, window)) + REPLY_TOKENS <= 400

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.utils import get_tokenizer
 
 from benchmarks import window_quality
+from benchmarks.bill import Bill
 from benchmarks.window_cases import (
     CATEGORIES,
     Case,
@@ -294,7 +294,7 @@ def test_a_failing_component_is_counted_as_an_error_not_a_window() -> None:
 
     component = Component("broken", "langchain", False, broken, "raises")
     case = generate_case("chat clean", 0, seed=1)
-    (outcome,) = run_case(case, [component], get_tokenizer())
+    (outcome,) = run_case(case, [component], Bill())
     assert outcome.score is None and outcome.error is not None
     assert outcome.error.startswith("RuntimeError: cannot select")
     (row,) = [s for s in summarize([outcome], [component]) if s.category == "chat clean"]
@@ -303,7 +303,7 @@ def test_a_failing_component_is_counted_as_an_error_not_a_window() -> None:
 
 def test_the_summary_counts_what_the_scores_flag() -> None:
     case = generate_case("chat clean", 0, seed=1)
-    prepared = prepare_langchain(case)
+    prepared = prepare_langchain(case, Bill())
     last = len(prepared.messages) - 1
     windows = {"whole": list(range(last + 1)), "only task": [last], "nothing": []}
     outcomes = [
@@ -377,13 +377,13 @@ def test_generation_is_deterministic_and_seeded() -> None:
 
 def test_the_cases_carry_the_problems_they_claim_in_both_frameworks() -> None:
     cases = generate_cases(12, seed=20261122)
-    tokenizer = get_tokenizer()
+    bill = Bill()
     totals: Counter[str] = Counter()
     invalid_calls = 0
     for case in cases:
         assert _neutral_problems(case) == case.problems, case.name
-        lc = prepare_langchain(case)
-        li = prepare_llamaindex(case, tokenizer)
+        lc = prepare_langchain(case, bill)
+        li = prepare_llamaindex(case, bill)
         for conversation in (lc.conversation, li.conversation):
             found = Counter(str(conversation.unit(k).problem) for k in conversation.invalid_units)
             assert found == case.problems, case.name
