@@ -31,6 +31,7 @@ class Calibration:
     ``messages`` messages, and what cupel ``counted`` for them (with the reply and
     whatever else the request sent).
 
+    >>> from cupel import ContextBudget
     >>> calibration = Calibration(reported=1150, counted=1000, messages=12)
     >>> calibration.ratio
     1.15
