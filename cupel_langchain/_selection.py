@@ -264,17 +264,17 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
 def observed(
     messages: Sequence[BaseMessage], count: Callable[[BaseMessage], int], fixed: int
 ) -> Calibration | None:
-    """The calibration the history allows: the provider's reported input tokens of the
-    newest ``AIMessage`` that carries ``usage_metadata``, against cupel's count of the
-    messages before it, the reply and ``fixed`` (tool definitions); ``None`` when no
-    message reports usage or the provider counted no more than cupel
+    """The calibration the history allows: the provider's reported input tokens in the
+    ``usage_metadata`` of the newest ``AIMessage``, against cupel's count of the messages
+    before it, the reply and ``fixed`` (tool definitions); ``None`` when that message
+    reports no usage or the provider counted no more than cupel
     (:class:`~cupel.counting.Calibration` only ever tightens)."""
     for index in range(len(messages) - 1, 0, -1):
         message = messages[index]
-        usage = getattr(message, "usage_metadata", None) if isinstance(message, AIMessage) else None
-        if not usage:
+        if not isinstance(message, AIMessage):
             continue
-        reported = usage.get("input_tokens")
+        usage = message.usage_metadata
+        reported = usage.get("input_tokens") if usage else None
         if isinstance(reported, bool) or not isinstance(reported, int) or reported <= 0:
             return None
         counted = sum(map(count, messages[:index])) + REPLY_TOKENS + fixed
