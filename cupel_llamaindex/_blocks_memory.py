@@ -11,19 +11,12 @@ import math
 import threading
 from typing import Any
 
-from llama_index.core.base.llms.types import (
-    AudioBlock,
-    ChatMessage,
-    DocumentBlock,
-    ImageBlock,
-    TextBlock,
-    VideoBlock,
-)
+from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from cupel import (
     ChronologicalPlacer,
@@ -44,6 +37,7 @@ from cupel.conversation import (
     cache_stable_pipeline,
     check_cache_stable,
 )
+from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     WindowFields,
@@ -51,11 +45,19 @@ from cupel_llamaindex._common import (
     dispatcher,
     emit_selection,
     raise_configuration_error,
+    request_reserve,
     resolve_pipeline,
     stable_fields,
 )
-from cupel_llamaindex._mapping import messages_to_items
-from cupel_llamaindex._reading import message_text
+from cupel_llamaindex._content import read_blocks
+from cupel_llamaindex._mapping import MessageMapping, map_read
+from cupel_llamaindex._reading import (
+    Counting,
+    TokenCache,
+    counting_for,
+    read_counts,
+    read_messages,
+)
 
 __all__ = ["MEMORY_BLOCK_KEY", "CupelMemory"]
 
@@ -68,7 +70,7 @@ _OPTIONS = PinnedOptions(
     system="pin_system=False",
     latest_user="pin_last_user=False",
     last=None,
-    budget="token_limit less the memory blocks",
+    budget="token_limit less the memory blocks, the reply's 3 tokens, headroom and agent_reserve",
 )
 # Memory blocks compete by priority (LlamaIndex's rule: higher first); priority 0 is pinned.
 _BLOCKS = Pipeline(PriorityScorer(), GreedySlice(), ChronologicalPlacer())
@@ -80,12 +82,21 @@ class CupelMemory(WindowFields, Memory):
     Storage is ``Memory``'s own: the SQL chat store (``SQLAlchemyChatStore``, in-memory
     SQLite by default), ``session_id``, ``memory_blocks`` and their template and
     ``insert_method``. ``put()`` flushes to the memory blocks only the messages before
-    the window ``get()`` would select once the history passes ``token_limit`` (with
-    blocks: its ``chat_history_token_ratio``) — never a system message (flushed ones are
-    read back, pinned), the current turn or half a tool call. Messages are counted with
-    ``tokenizer_fn`` on their text and tool calls. ``cache_stable`` keeps the window
-    append-only between cuts (per ``session_id``; :attr:`last_stable`). The selection,
-    under one budget of ``token_limit`` tokens:
+    the window ``get()`` would select once the history passes what ``get()`` may send
+    (with blocks: its ``chat_history_token_ratio``) — never a system message (flushed
+    ones are read back, pinned), the current turn or half a tool call. ``cache_stable``
+    keeps the window append-only between cuts (per ``session_id``; :attr:`last_stable`).
+
+    **Counting**, as ``CupelChatMemory`` (as providers bill a request): a message costs 3
+    tokens, its text parts by ``tokenizer_fn`` (text, each tool call's name, JSON
+    arguments and id, a tool result's call id) and its images, audio, video and
+    documents by ``image_tokens`` and :func:`~cupel.counting.media_pricer`'s rules
+    (``Memory``'s flat ``*_token_size_estimate`` fields are not used); a memory block
+    costs its rendering in ``memory_blocks_template`` plus 3 for the message it may
+    create. The window and the blocks fit ``token_limit`` less the reply's 3 tokens,
+    ``headroom`` (a share of ``token_limit``) and ``agent_reserve`` (tokens kept free for
+    a workflow agent's system prompt and current tool rounds, which it sends besides the
+    memory: see ``CupelChatMemory``). The selection, under that one budget:
 
     * the **history** window follows cupel's default window rule (``policy``, default
       ``"chat"``): system messages and the latest user message pinned, then whole units
@@ -103,7 +114,7 @@ class CupelMemory(WindowFields, Memory):
 
     >>> from llama_index.core.memory import StaticMemoryBlock
     >>> memory = CupelMemory.from_defaults(
-    ...     token_limit=40, tokenizer_fn=str.split,
+    ...     token_limit=65, tokenizer_fn=str.split,
     ...     memory_blocks=[StaticMemoryBlock(name="profile", static_content="fact " * 15,
     ...                                      priority=0)])
     >>> memory.put_messages([
@@ -116,10 +127,23 @@ class CupelMemory(WindowFields, Memory):
     [('system', '<memory>'), ('user', 'q r s t '), ('assistant', 'y z'), ('user', 'next?')]
     >>> [e.reason.name for e in memory.last_report.excluded]
     ['OutsideWindow', 'OutsideWindow']
+    >>> memory.last_report.included[-1].item.tokens  # the block: 15 words, 4 tags, 3
+    22
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
+    tokenizer_fn: Any = Field(
+        default_factory=get_tokenizer,
+        exclude=True,
+        description=(
+            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
+            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
+        ),
+    )
+
+    _counting: Counting | None = PrivateAttr(default=None)
+    _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _sessions: dict[str, _Session] = PrivateAttr(default_factory=dict)
@@ -181,19 +205,28 @@ class CupelMemory(WindowFields, Memory):
         pin_last_user: bool = True,
         start_on_user: bool = True,
         cache_stable: bool | float = False,
+        image_tokens: ImageTokens = "max",
+        headroom: float = 0.0,
+        agent_reserve: int = 0,
         **kwargs: Any,
     ) -> CupelMemory:
         """``Memory.from_defaults`` (session, chat store, blocks, limits) plus cupel's
         options."""
+        tokenizer_fn = kwargs.pop("tokenizer_fn", None)
         memory = super().from_defaults(*args, **kwargs)
+        fields = {name: getattr(memory, name) for name in Memory.model_fields}
+        fields["tokenizer_fn"] = tokenizer_fn  # any counter form (Memory takes callables)
         return cls(
-            **{name: getattr(memory, name) for name in Memory.model_fields},
+            **fields,
             policy=policy,
             pipeline=pipeline,
             pin_system=pin_system,
             pin_last_user=pin_last_user,
             start_on_user=start_on_user,
             cache_stable=cache_stable,
+            image_tokens=image_tokens,
+            headroom=headroom,
+            agent_reserve=agent_reserve,
         )
 
     def _history_pipeline(self, *, stable: bool = True) -> Pipeline:
@@ -223,22 +256,58 @@ class CupelMemory(WindowFields, Memory):
             self._sessions.clear()
 
     # -- the history: counted, flushed and read back the cupel way -----------------------
+    def _count(self) -> Counting:
+        """The counting of the current ``tokenizer_fn`` and ``image_tokens``."""
+        counting = counting_for(self._counting, self.tokenizer_fn, self.image_tokens, None)
+        self._counting = counting
+        return counting
+
     def _message_tokens(self, message: ChatMessage) -> int:
-        """What a message costs: its text and tool calls (name and arguments, as the
-        provider receives them; ``Memory`` leaves ``ToolCallBlock`` s out) with
-        ``tokenizer_fn``, plus ``Memory``'s size estimates for images, audio, video and
-        documents."""
-        tokens = len(self.tokenizer_fn(message_text(message)))
-        for block in message.blocks:
-            if isinstance(block, ImageBlock):
-                tokens += self.image_token_size_estimate
-            elif isinstance(block, AudioBlock):
-                tokens += self.audio_token_size_estimate
-            elif isinstance(block, VideoBlock):
-                tokens += self.video_token_size_estimate
-            elif isinstance(block, DocumentBlock):
-                tokens += self.document_token_size_estimate
-        return tokens
+        """What a message costs (:class:`~cupel_llamaindex._reading.Counting`): 3 + its
+        text parts (text, tool calls' names, arguments and ids, a result's call id) by
+        ``tokenizer_fn`` + its images and other media by ``image_tokens``."""
+        return self._count().message(message)
+
+    def _estimate_token_count(self, message_or_blocks: Any) -> int:
+        """``Memory``'s estimate, the cupel way: a text by ``tokenizer_fn``; a message or
+        a list of messages as :meth:`_message_tokens`; content blocks by their text and
+        media (``Memory``'s flat image, audio, video and document sizes are not used)."""
+        counting = self._count()
+        if isinstance(message_or_blocks, str):
+            return counting.text_tokens(message_or_blocks)
+        if isinstance(message_or_blocks, ChatMessage):
+            return counting.message(message_or_blocks)
+        items = list(message_or_blocks)
+        if all(isinstance(item, ChatMessage) for item in items):
+            return sum(map(counting.message, items))
+        texts, media = read_blocks(ChatMessage(role="user", blocks=items))
+        return counting.text_tokens(tuple(texts)) + counting.media_tokens(media)
+
+    def _mapping(self, history: list[ChatMessage], counting: Counting) -> MessageMapping:
+        return map_read(
+            read_messages(history),
+            counting=counting,
+            pin_system=self.pin_system,
+            pin_last_user=self.pin_last_user,
+            cache=self._token_cache,
+        )
+
+    def _block_tokens(self, name: str, content: Any, counting: Counting) -> int:
+        """What a memory block adds to the request: messages (a block returning chat
+        messages) as messages; other content as its rendering alone in
+        ``memory_blocks_template`` (its text, the template's tags, its media by rule)
+        plus 3 for the message it may create — never less than its share of the
+        rendering of several blocks together."""
+        if isinstance(content, list) and content and isinstance(content[0], ChatMessage):
+            return sum(map(counting.message, content))
+        blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+        rendered = self.memory_blocks_template.format_messages(memory_blocks=[(name, blocks)])
+        return sum(map(counting.message, rendered)) if rendered else MESSAGE_TOKENS
+
+    def _reserve(self) -> int:
+        """What ``token_limit`` keeps free besides the memory: the reply, ``headroom``
+        and ``agent_reserve``."""
+        return request_reserve(self.token_limit, self.headroom, self.agent_reserve)
 
     def _session(self) -> _Session:
         with self._lock:
@@ -260,12 +329,13 @@ class CupelMemory(WindowFields, Memory):
         return session.flushed_system
 
     def _flush_budget(self) -> int:
-        """What the history may hold before ``put()`` flushes: the whole ``token_limit``
-        without memory blocks, else its ``chat_history_token_ratio`` (the blocks' share
-        is theirs)."""
-        if not self.memory_blocks:
-            return self.token_limit
-        return math.ceil(self.token_limit * self.chat_history_token_ratio)
+        """What the history may hold before ``put()`` flushes: ``token_limit`` less the
+        reserves without memory blocks, else its ``chat_history_token_ratio`` less the
+        reserves (the blocks' share is theirs)."""
+        limit = self.token_limit
+        if self.memory_blocks:
+            limit = math.ceil(limit * self.chat_history_token_ratio)
+        return max(0, limit - self._reserve())
 
     async def _manage_queue(self) -> None:
         """The flush, by cupel's window: once the stored history passes the flush budget,
@@ -278,17 +348,13 @@ class CupelMemory(WindowFields, Memory):
         if not active:
             return
         limit = self._flush_budget()
-        if sum(self._message_tokens(m) for m in active) <= limit:
+        counting = self._count()
+        if sum(read_counts(read_messages(active), counting, self._token_cache)) <= limit:
             return
         session = self._session()
         system = await self._flushed_system(session) if self.pin_system else []
         history = [*system, *active]
-        mapping = messages_to_items(
-            history,
-            message_token_counter=self._message_tokens,
-            pin_system=self.pin_system,
-            pin_last_user=self.pin_last_user,
-        )
+        mapping = self._mapping(history, counting)
         if sum(mapping.history.pinned_tokens.values()) > limit:
             return  # the pinned messages alone overflow: get() says so, nothing is flushed
         # The window get() would select within the flush budget (cache-stable: after the
@@ -331,17 +397,19 @@ class CupelMemory(WindowFields, Memory):
     async def aget(
         self, input: str | ChatMessage | None = None, **block_kwargs: Any
     ) -> list[ChatMessage]:
-        """The history window and the chosen memory blocks, within ``token_limit``."""
+        """The history window and the chosen memory blocks, within ``token_limit`` less
+        the reply's 3 tokens, ``headroom`` and ``agent_reserve``."""
         session = self._session()
         active = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
         system = await self._flushed_system(session) if self.pin_system else []
         history = [*system, *active]
         contents = await self._get_memory_blocks_content(active, input=input, **block_kwargs)
         blocks = [b for b in self.memory_blocks if b.name in contents]
+        counting = self._count()
         items = [
             ContextItem(
                 content=f"[memory block {block.name}] {_text(contents[block.name])}",
-                tokens=self._estimate_token_count(contents[block.name]),
+                tokens=self._block_tokens(block.name, contents[block.name], counting),
                 kind="Memory",
                 priority=block.priority,
                 pinned=block.priority == 0,
@@ -349,16 +417,11 @@ class CupelMemory(WindowFields, Memory):
             )
             for block in blocks
         ]
-        limit = self.token_limit
+        limit = max(0, self.token_limit - self._reserve())
         always = sum(item.tokens for item in items if item.pinned)
         wanted = sum(item.tokens for item in items if not item.pinned)
         reserve = min(wanted, limit - math.ceil(limit * self.chat_history_token_ratio))
-        mapping = messages_to_items(
-            history,
-            message_token_counter=self._message_tokens,
-            pin_system=self.pin_system,
-            pin_last_user=self.pin_last_user,
-        )
+        mapping = self._mapping(history, counting)
         pinned_history = sum(mapping.history.pinned_tokens.values())
         room = max(limit - always - max(reserve, 0), min(pinned_history, limit - always))
         budget = ContextBudget(max_tokens=max(room, 0), target_tokens=max(room, 0))

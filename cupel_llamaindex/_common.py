@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -23,6 +24,7 @@ from pydantic import (
     ValidationInfo,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from cupel import (
@@ -34,6 +36,7 @@ from cupel import (
     SelectionReport,
 )
 from cupel.conversation import HistoryWindow, check_cache_stable
+from cupel.counting import REPLY_TOKENS, check_headroom, media_pricer, text_counter
 from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES
 
@@ -54,6 +57,7 @@ __all__ = [
     "emit_selection",
     "handlers_reached",
     "raise_configuration_error",
+    "request_reserve",
     "resolve_pipeline",
     "stable_fields",
     "with_filtered",
@@ -183,7 +187,19 @@ class CupelFields(BaseModel):
     def _check_tokenizer(cls, value: Any) -> Any:
         if value is None:
             return get_tokenizer()
-        return check_callable(cls.__name__, "tokenizer_fn", value, optional=False)
+        try:
+            text_counter(value, "tokenizer_fn")
+        except ConfigurationError as exc:
+            raise owned(cls.__name__, exc) from None
+        return value
+
+    @field_validator("headroom", mode="before", check_fields=False)
+    @classmethod
+    def _check_headroom(cls, value: Any) -> float:
+        try:
+            return check_headroom(value)
+        except ConfigurationError as exc:
+            raise owned(cls.__name__, exc) from None
 
     @field_validator("token_counter", "message_token_counter", mode="before", check_fields=False)
     @classmethod
@@ -215,9 +231,28 @@ class CupelFields(BaseModel):
 
 
 class WindowFields(CupelFields):
-    """The history-window options both memories share."""
+    """The history-window and counting options both memories share."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    image_tokens: Any = Field(
+        default="max",
+        description=(
+            "How an image is priced: 'max' (the larger of OpenAI's and Anthropic's rules), "
+            "'openai', 'anthropic', a flat int or a callable (width, height, detail) -> int."
+        ),
+    )
+    headroom: float = Field(
+        default=0.0,
+        description="A share of token_limit kept free (0 <= headroom < 1), e.g. 0.1.",
+    )
+    agent_reserve: int = Field(
+        default=0,
+        description=(
+            "Tokens kept free in the window for what an agent sends besides the memory: "
+            "its system prompt and the current run's tool rounds."
+        ),
+    )
 
     policy: str | Policy = Field(
         default="chat",
@@ -238,6 +273,64 @@ class WindowFields(CupelFields):
             "only grows by appending until it overflows, then is cut back to m of the budget."
         ),
     )
+
+    @field_validator("image_tokens", mode="before")
+    @classmethod
+    def _check_image_tokens(cls, value: Any) -> Any:
+        try:
+            media_pricer(value)
+        except ConfigurationError as exc:
+            raise owned(cls.__name__, exc) from None
+        return value
+
+    @field_validator("agent_reserve", mode="before")
+    @classmethod
+    def _check_agent_reserve(cls, value: Any) -> int:
+        return check_int(cls.__name__, "agent_reserve", value, minimum=0)
+
+    @field_serializer("image_tokens")
+    def _image_tokens_data(self, value: Any) -> Any:
+        """A rule's name or a flat price; a callable is not serialized (``None``)."""
+        return value if isinstance(value, (str, int)) else None
+
+    @model_validator(mode="after")
+    def _check_reserve(self) -> Any:
+        limit: int = getattr(self, "token_limit")  # noqa: B009  (every memory has one)
+        reserve = request_reserve(limit, self.headroom, self.agent_reserve)
+        if reserve >= limit:
+            field = (
+                "agent_reserve"
+                if self.agent_reserve
+                else "headroom"
+                if self.headroom
+                else ("token_limit")
+            )
+            raise ConfigurationError(
+                f"{type(self).__name__}.{field}: token_limit ({limit}) must exceed what is "
+                f"reserved besides the history: the reply's {REPLY_TOKENS} tokens + "
+                f"agent_reserve ({self.agent_reserve}) + headroom ({self.headroom:g} of "
+                f"token_limit) = {reserve}; raise token_limit or lower "
+                f"{'agent_reserve or headroom' if field == 'token_limit' else field}",
+                field=field,
+                value=getattr(self, field),
+            )
+        return self
+
+
+def request_reserve(token_limit: int, headroom: float, agent_reserve: int) -> int:
+    """What a memory keeps free of ``token_limit`` besides the history: the reply's
+    :data:`~cupel.counting.REPLY_TOKENS`, ``agent_reserve`` and ``headroom``'s share
+    (rounded up).
+
+    >>> request_reserve(1000, 0.1, 200)
+    303
+    """
+    return REPLY_TOKENS + agent_reserve + math.ceil(headroom * token_limit)
+
+
+def owned(owner: str, error: ConfigurationError) -> ConfigurationError:
+    """``error`` with its message prefixed by ``owner.`` (the component it configures)."""
+    return ConfigurationError(f"{owner}.{error}", field=error.field, value=error.value)
 
 
 def built_report(owner: str, report: SelectionReport | None) -> SelectionReport:

@@ -62,7 +62,7 @@ from llama_index.core.llms import ChatMessage
 
 from cupel.counting import Media, describe_media, split_payloads
 
-__all__ = ["read_blocks"]
+__all__ = ["read_block", "read_blocks"]
 
 # How much of a file or stream is read for its header (JPEG frames can follow big EXIF
 # segments); the payload itself is never read whole.
@@ -86,6 +86,12 @@ def read_blocks(message: ChatMessage) -> tuple[list[str], list[Media]]:
     for block in message.blocks:
         _read(block, texts, media, 0)
     return texts, media
+
+
+def read_block(block: Any, texts: list[str], media: list[Media]) -> None:
+    """Add one content block's text parts to ``texts`` and its media to ``media`` (what
+    :func:`read_blocks` does for each block of a message)."""
+    _read(block, texts, media, 0)
 
 
 def _read(block: Any, texts: list[str], media: list[Media], depth: int) -> None:

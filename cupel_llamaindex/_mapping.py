@@ -12,7 +12,7 @@ modifies them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -26,11 +26,14 @@ from cupel import (
     InvalidToolCall,
 )
 from cupel.conversation import Conversation, HistoryItems
+from cupel.counting import ImageTokens
 from cupel_llamaindex._reading import (
     ROLE_NAMES,
+    Counting,
+    MessageCounter,
     MessageRead,
+    TextKey,
     TokenCache,
-    TokenizerFn,
     read_counts,
     read_messages,
 )
@@ -60,22 +63,27 @@ class MessageMapping:
     message positions behind ``items[k]``. ``invalid`` pairs each unit providers would
     reject (unanswered or partly answered tool calls; late, duplicate or unknown tool
     results) with its :class:`~cupel.InvalidToolCall` reason; it is never selected.
-    ``texts`` and ``counts`` hold each message's counted text and tokens.
+    ``texts`` and ``counts`` hold each message's counted text (its text parts joined,
+    :func:`~cupel_llamaindex.message_text`) and tokens.
     """
 
-    __slots__ = ("counts", "history", "messages", "texts")
+    __slots__ = ("counts", "history", "messages", "read")
 
     def __init__(
         self,
-        messages: tuple[ChatMessage, ...],
-        texts: list[str],
+        read: MessageRead,
         counts: list[int],
         history: HistoryItems,
     ) -> None:
-        self.messages = messages
-        self.texts = texts
+        self.read = read
+        self.messages = read.messages
         self.counts = counts
         self.history = history
+
+    @property
+    def texts(self) -> list[str]:
+        """Each message's counted text (its text parts joined)."""
+        return self.read.texts
 
     def __repr__(self) -> str:
         return (
@@ -127,8 +135,9 @@ class MessageMapping:
 def messages_to_items(
     messages: Sequence[ChatMessage],
     *,
-    tokenizer_fn: TokenizerFn | None = None,
-    message_token_counter: Callable[[ChatMessage], int] | None = None,
+    tokenizer_fn: object = None,
+    message_token_counter: MessageCounter | None = None,
+    image_tokens: ImageTokens = "max",
     pin_system: bool = True,
     pin_last_user: bool = True,
     cache: TokenCache | None = None,
@@ -142,10 +151,16 @@ def messages_to_items(
       ``additional_kwargs["tool_calls"]`` or a legacy ``function_call``) and the tool
       messages answering it (``additional_kwargs["tool_call_id"]``) are one unit of kind
       ``ToolOutput``. Units providers would reject are set aside as ``invalid``.
-    * Each message is counted once: ``message_token_counter(message)`` if given, else
-      ``len(tokenizer_fn(message_text(message)))``; a unit's tokens are the sum. With a
-      ``cache`` (a :class:`TokenCache`), texts counted in an earlier call are not
-      counted again.
+    * Each message is counted once, as a provider bills it: 3 tokens
+      (:data:`~cupel.counting.MESSAGE_TOKENS`) + its text parts by ``tokenizer_fn`` (any
+      form :func:`~cupel.counting.text_counter` accepts: LlamaIndex's list-returning
+      tokenizers, an int-returning counter, a ``tiktoken`` encoding, a HuggingFace
+      tokenizer) — text blocks, each tool call's name, JSON arguments and id, a tool
+      result's call id — + its images and other media by ``image_tokens``
+      (:data:`~cupel.counting.ImageTokens`). A ``message_token_counter(message)``, if
+      given, counts whole messages instead (nothing is added). A unit's tokens are the
+      sum. With a ``cache`` (a :class:`TokenCache`), texts counted in an earlier call are
+      not counted again.
     * Content is ``"[position] role: text"`` (so distinct turns never deduplicate);
       ``metadata`` holds ``{"role": ...}`` of the unit's first message, plus
       ``cupel:turn`` for units of earlier turns (a recency window keeps them whole).
@@ -160,12 +175,12 @@ def messages_to_items(
     ...     ChatMessage(role="assistant", content="4."),
     ... ]
     >>> mapping = messages_to_items(history, tokenizer_fn=str.split)
-    >>> for unit in mapping.units:
+    >>> for unit in mapping.units:  # words + 3 per message; the call: add, {"a": 2}, c1
     ...     print(unit.indices, unit.item.kind, unit.item.tokens, unit.item.pinned)
-    (0,) SystemPrompt 2 True
-    (1,) Message 5 True
-    (2, 3) ToolOutput 4 False
-    (4,) Message 1 False
+    (0,) SystemPrompt 5 True
+    (1,) Message 8 True
+    (2, 3) ToolOutput 12 False
+    (4,) Message 4 False
     >>> mapping.to_messages([mapping.items[2]])[1] is history[3]
     True
     """
@@ -177,8 +192,7 @@ def messages_to_items(
         )
     return map_read(
         read_messages(messages),
-        tokenizer_fn=tokenizer_fn,
-        message_token_counter=message_token_counter,
+        counting=Counting(tokenizer_fn, image_tokens, message_token_counter),
         pin_system=pin_system,
         pin_last_user=pin_last_user,
         cache=cache,
@@ -188,22 +202,17 @@ def messages_to_items(
 def map_read(
     read: MessageRead,
     *,
-    tokenizer_fn: TokenizerFn | None,
-    message_token_counter: Callable[[ChatMessage], int] | None,
+    counting: Counting,
     pin_system: bool,
     pin_last_user: bool,
     cache: TokenCache | None,
 ) -> MessageMapping:
     """:func:`messages_to_items` of messages already read (:func:`read_messages`)."""
-    messages = read.messages
-    texts = read.texts
     raw_roles = [str.__str__(role) for role in read.roles]
     roles = [ROLE_NAMES.get(role, role) for role in raw_roles]
-    counts = read_counts(
-        read, tokenizer_fn=tokenizer_fn, message_token_counter=message_token_counter, cache=cache
-    )
+    counts = read_counts(read, counting, cache)
     conversation = Conversation(roles, calls=read.calls, answers=read.answers)
-    labelled = _Labelled(raw_roles, texts)
+    labelled = _Labelled(raw_roles, read.keys)
 
     def metadata(k: int) -> dict[str, Any]:
         return {"role": raw_roles[conversation.first_message(k)]}
@@ -216,21 +225,21 @@ def map_read(
         keep_system=pin_system,
         keep_latest_user=pin_last_user,
     )
-    return MessageMapping(messages, texts, counts, history)
+    return MessageMapping(read, counts, history)
 
 
 class _Labelled(Sequence[str]):
     """Each message's ``"[position] role: text"``, made when read (the items are built
     only when a report or a pipeline needs them)."""
 
-    __slots__ = ("_roles", "_texts")
+    __slots__ = ("_keys", "_roles")
 
-    def __init__(self, roles: list[str], texts: list[str]) -> None:
+    def __init__(self, roles: list[str], keys: list[TextKey]) -> None:
         self._roles = roles
-        self._texts = texts
+        self._keys = keys
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._keys)
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -240,5 +249,7 @@ class _Labelled(Sequence[str]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
-            index += len(self._texts)
-        return f"[{index}] {self._roles[index]}: {self._texts[index]}"
+            index += len(self._keys)
+        key = self._keys[index]
+        text = key if type(key) is str else " ".join(key)
+        return f"[{index}] {self._roles[index]}: {text}"

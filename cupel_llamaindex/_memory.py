@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -23,6 +23,7 @@ from pydantic import (
 
 from cupel import ConfigurationError, Pipeline, SelectionReport
 from cupel.conversation import HistoryWindow, StableWindows
+from cupel.counting import ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     WindowFields,
@@ -54,8 +55,31 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     ``ChatMemoryBuffer``; ``get()`` never modifies it. Selection maps the history to
     cupel items (see :func:`~cupel_llamaindex.messages_to_items`), runs the ``policy``
     (default: the ``chat`` preset — a recency window, chronological) or an explicit
-    ``pipeline`` within ``token_limit - initial_token_count``, and returns the very same
-    ``ChatMessage`` objects in conversation order.
+    ``pipeline``, and returns the very same ``ChatMessage`` objects in conversation order.
+
+    **Counting, as providers bill a request.** The window plus the reply's 3 tokens
+    (:data:`~cupel.counting.REPLY_TOKENS`) fit ``token_limit`` less
+    ``initial_token_count``, ``headroom`` (a share of ``token_limit`` kept free for a
+    provider whose tokenizer counts more than yours) and ``agent_reserve`` (below). A
+    message costs 3 tokens, its text parts by ``tokenizer_fn`` — text blocks, each tool
+    call's name, JSON arguments and id (valid or not), a tool result's call id — and its
+    images and other media by ``image_tokens`` (:data:`~cupel.counting.ImageTokens`: by
+    pixel size; 1,600 for an image of unknown size such as an http URL). ``tokenizer_fn``
+    is LlamaIndex's cl100k tokenizer unless given; it may be any form
+    :func:`~cupel.counting.text_counter` accepts (a list-returning LlamaIndex tokenizer,
+    an int-returning counter, a ``tiktoken`` encoding, a HuggingFace tokenizer). A
+    ``message_token_counter`` counts whole messages instead (nothing is added to them;
+    the reply is still reserved).
+
+    **Agents.** A workflow ``FunctionAgent`` reads the memory (``aget()``, then
+    ``aget(input=...)`` after each tool round) and sends its system prompt before the
+    window and the current run's tool calls and results after it: they are kept in the
+    run's context and written to the memory only when the run ends, so the memory never
+    sees them. ``agent_reserve`` keeps that many tokens free for them; size it as the
+    system prompt + 3, plus the tool rounds of the longest run (each call message: 3 +
+    names, arguments and ids; each result: 3 + its text and call id), plus the tool
+    definitions if your provider bills them. A request exceeds ``token_limit`` by at
+    most what they exceed ``agent_reserve``.
 
     The default window reads like a conversation: system/developer messages
     (``pin_system``), the latest user message (``pin_last_user``: the question, or an
@@ -72,10 +96,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       says what they need and names ``pin_system`` / ``pin_last_user``;
     * with ``start_on_user`` (default), the first non-system message is a user message
       (units dropped for it are reported as ``Filtered("start_on")``);
-    * every message text is counted once, tool calls included, and remembered for later
-      calls (``ChatMemoryBuffer`` re-counts the whole window for every message it drops,
-      on every ``get()``); a ``get()`` on a history that reads the same as the last one
-      (the same message objects, roles, texts and tool-call links) under the same
+    * every message text is counted once and remembered for later calls
+      (``ChatMemoryBuffer`` re-counts the whole window for every message it drops, on
+      every ``get()``); a ``get()`` on a history that reads the same as the last one (the
+      same message objects, roles, text parts, media and tool-call links) under the same
       settings and budget returns the last plain window again without selecting; a
       history without tool calls or results under a recency-window preset is selected
       from its roles and counts alone (the units and items are made only for the report).
@@ -85,7 +109,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     and dispatches it as a :class:`~cupel_llamaindex.CupelSelectionEvent`.
     ``input`` is accepted for interface compatibility and ignored.
 
-    >>> memory = CupelChatMemory.from_defaults(token_limit=12, tokenizer_fn=str.split)
+    >>> memory = CupelChatMemory.from_defaults(token_limit=30, tokenizer_fn=str.split)
     >>> memory.put_messages([
     ...     ChatMessage(role="system", content="Answer briefly."),
     ...     ChatMessage(role="user", content="one two three four"),
@@ -93,7 +117,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     ...     ChatMessage(role="user", content="eight nine"),
     ...     ChatMessage(role="assistant", content="ten"),
     ...     ChatMessage(role="user", content="eleven twelve thirteen")])
-    >>> [m.content for m in memory.get()]
+    >>> [m.content for m in memory.get()]  # 5 + 5 + 4 + 6 (words + 3 each) + 3 <= 30
     ['Answer briefly.', 'eight nine', 'ten', 'eleven twelve thirteen']
     >>> memory.last_report.excluded[0].reason.name
     'OutsideWindow'
@@ -103,11 +127,16 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    token_limit: int = Field(description="Token budget of the returned history (> 0).")
-    tokenizer_fn: Callable[[str], Sized] = Field(
+    token_limit: int = Field(
+        description="Token budget of the request the history is sent in (> 0)."
+    )
+    tokenizer_fn: Any = Field(
         default_factory=get_tokenizer,
         exclude=True,
-        description="Text -> tokens (a sized sequence), LlamaIndex's convention.",
+        description=(
+            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
+            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
+        ),
     )
     message_token_counter: Callable[[ChatMessage], int] | None = Field(
         default=None,
@@ -157,11 +186,14 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         chat_store: BaseChatStore | None = None,
         chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
         token_limit: int | None = None,
-        tokenizer_fn: Callable[[str], Sized] | None = None,
+        tokenizer_fn: Any = None,
         *,
         policy: str | Policy | None = None,
         pipeline: Pipeline | None = None,
         message_token_counter: Callable[[ChatMessage], int] | None = None,
+        image_tokens: ImageTokens = "max",
+        headroom: float = 0.0,
+        agent_reserve: int = 0,
         pin_system: bool = True,
         pin_last_user: bool = True,
         start_on_user: bool = True,
@@ -197,6 +229,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             "token_limit": token_limit,
             "tokenizer_fn": tokenizer_fn,
             "message_token_counter": message_token_counter,
+            "image_tokens": image_tokens,
+            "headroom": headroom,
+            "agent_reserve": agent_reserve,
             "chat_store": store,
             "chat_store_key": chat_store_key,
             "pipeline": pipeline,
@@ -256,8 +291,8 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     def to_string(self) -> str:
         """The memory (configuration and chat store) as JSON. A custom ``tokenizer_fn``,
-        ``message_token_counter`` or ``pipeline`` is not serialized: the text names them
-        and :meth:`from_string` requires them again."""
+        ``message_token_counter``, ``pipeline`` or callable ``image_tokens`` is not
+        serialized: the text names them and :meth:`from_string` requires them again."""
         data = super().to_dict()
         data["not_serialized"] = [
             name
@@ -265,6 +300,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
                 ("tokenizer_fn", self.tokenizer_fn is not get_tokenizer()),
                 ("message_token_counter", self.message_token_counter is not None),
                 ("pipeline", self.pipeline is not None),
+                ("image_tokens", not isinstance(self.image_tokens, (str, int))),
             )
             if custom
         ]
@@ -340,8 +376,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     def get(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
-        """The selected history: a valid, in-order window within
-        ``token_limit - initial_token_count`` (the chat store is not modified)."""
+        """The selected history: a valid, in-order window within ``token_limit`` less
+        ``initial_token_count`` and the reserves (the reply's 3 tokens, ``headroom``,
+        ``agent_reserve``); the chat store is not modified."""
         return self._chosen(self.get_all(), input, initial_token_count)
 
     async def aget(

@@ -4,7 +4,7 @@ the last plain window (recalled while the history reads the same)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -21,12 +21,20 @@ from cupel.conversation import (
     tool_free_window,
 )
 from cupel.policy import Policy
-from cupel_llamaindex._common import emit_selection, resolve_pipeline, stable_fields
+from cupel_llamaindex._common import (
+    emit_selection,
+    request_reserve,
+    resolve_pipeline,
+    stable_fields,
+)
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._reading import (
+    Counting,
+    MessageCounter,
     MessageRead,
     RoleCounts,
     TokenCache,
+    counting_for,
     read_messages,
 )
 
@@ -39,7 +47,7 @@ PINNED_OPTIONS = PinnedOptions(
     system="pin_system=False",
     latest_user="pin_last_user=False",
     last=None,
-    budget="token_limit - initial_token_count",
+    budget="token_limit less initial_token_count, the reply's 3 tokens, headroom and agent_reserve",
 )
 """The memory's pinning options, named in the error raised when pinned messages alone
 exceed the budget."""
@@ -51,9 +59,9 @@ class Explains(Protocol):
     def explain(self) -> SelectionReport: ...
 
 
-_Config = tuple[Callable[[str], Sized], Callable[[ChatMessage], int] | None, bool, bool]
-"""What a mapping depends on besides the messages: ``tokenizer_fn``,
-``message_token_counter``, ``pin_system`` and ``pin_last_user``."""
+_Config = tuple[Counting, bool, bool]
+"""What a mapping depends on besides the messages: the counting (``tokenizer_fn``,
+``image_tokens``, ``message_token_counter``), ``pin_system`` and ``pin_last_user``."""
 
 
 class _Recall:
@@ -77,10 +85,9 @@ class _Recall:
             config = self.config
             mapping = self.mapping = map_read(
                 self.read,
-                tokenizer_fn=config[0],
-                message_token_counter=config[1],
-                pin_system=config[2],
-                pin_last_user=config[3],
+                counting=config[0],
+                pin_system=config[1],
+                pin_last_user=config[2],
                 cache=cache,
             )
         return mapping
@@ -131,16 +138,19 @@ class _Deferred:
 class Caches:
     """What a memory keeps between calls (one private attribute, read once per call: a
     pydantic private attribute costs a Python-level ``__getattr__`` per read): the
-    pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, budgets by limit,
-    token counts, the last read's roles and counts (:class:`RoleCounts`), the last read
-    and mapping (:class:`_Recall`) and, in ``last``, the last plain window chosen from
-    it: ``(recall, key, window, its messages)`` (one tuple, replaced whole, so that a
-    concurrent call never pairs one call's key with another's window). Every entry is
-    keyed by what it depends on, so a copy of the memory sharing it stays correct."""
+    pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, the counting built
+    from ``tokenizer_fn`` / ``image_tokens`` / ``message_token_counter``, budgets by
+    limit and reserve, token counts, the last read's roles and counts
+    (:class:`RoleCounts`), the last read and mapping (:class:`_Recall`) and, in
+    ``last``, the last plain window chosen from it: ``(recall, key, window, its
+    messages)`` (one tuple, replaced whole, so that a concurrent call never pairs one
+    call's key with another's window). Every entry is keyed by what it depends on, so a
+    copy of the memory sharing it stays correct."""
 
     __slots__ = (
         "_budgets",
         "_built_from",
+        "_counting",
         "_pipeline",
         "columns",
         "last",
@@ -151,7 +161,8 @@ class Caches:
     def __init__(self) -> None:
         self._built_from: tuple[object, object, object] | None = None
         self._pipeline: Pipeline | None = None
-        self._budgets: dict[int, ContextBudget] = {}
+        self._budgets: dict[tuple[int, int], ContextBudget] = {}
+        self._counting: Counting | None = None
         self.token_cache = TokenCache()
         self.columns = RoleCounts()
         self.recall: _Recall | None = None
@@ -178,14 +189,29 @@ class Caches:
             self._built_from = (policy, pipeline, cache_stable)
         return current
 
-    def budget(self, limit: int) -> ContextBudget:
-        """The budget of ``limit`` tokens (max and target)."""
-        budget = self._budgets.get(limit)
+    def counting_for(
+        self,
+        tokenizer_fn: object,
+        image_tokens: object,
+        message_token_counter: MessageCounter | None,
+    ) -> Counting:
+        """The counting of these settings (built again when one of them changed)."""
+        counting = counting_for(self._counting, tokenizer_fn, image_tokens, message_token_counter)
+        self._counting = counting
+        return counting
+
+    def budget(self, limit: int, reserve: int) -> ContextBudget:
+        """The budget of ``limit`` tokens (max and target) less ``reserve`` (its
+        ``output_reserve``, at most ``limit``)."""
+        key = (limit, reserve)
+        budget = self._budgets.get(key)
         if budget is None:
-            budget = ContextBudget(max_tokens=limit, target_tokens=limit)
+            budget = ContextBudget(
+                max_tokens=limit, target_tokens=limit, output_reserve=min(limit, reserve)
+            )
             if len(self._budgets) > 64:
                 self._budgets.clear()
-            self._budgets[limit] = budget
+            self._budgets[key] = budget
         return budget
 
 
@@ -193,8 +219,11 @@ class MemorySettings(Protocol):
     """What :func:`choose` reads of a ``CupelChatMemory``."""
 
     token_limit: int
-    tokenizer_fn: Callable[[str], Sized]
-    message_token_counter: Callable[[ChatMessage], int] | None
+    tokenizer_fn: Any
+    message_token_counter: MessageCounter | None
+    image_tokens: Any
+    headroom: float
+    agent_reserve: int
     pin_system: bool
     pin_last_user: bool
     start_on_user: bool
@@ -237,12 +266,12 @@ def choose(
             value=initial_token_count,
         )
     limit = token_limit - initial_token_count
+    reserve = request_reserve(token_limit, memory.headroom, memory.agent_reserve)
     private: dict[str, Any] = memory.__pydantic_private__  # type: ignore[assignment]
     caches: Caches = private["_caches"]
     read = read_messages(history)
     config: _Config = (
-        memory.tokenizer_fn,
-        memory.message_token_counter,
+        caches.counting_for(memory.tokenizer_fn, memory.image_tokens, memory.message_token_counter),
         memory.pin_system,
         memory.pin_last_user,
     )
@@ -255,7 +284,7 @@ def choose(
     stable = memory.cache_stable is not False
     key: tuple[object, ...] | None = None
     if not stable and not listening:
-        key = (limit, start_on_user, *plain_key(pipeline))
+        key = (limit, reserve, start_on_user, *plain_key(pipeline))
         last = caches.last
         if last is not None and last[0] is recall and last[1] == key:  # the last call's
             private["_last_window"] = None
@@ -263,20 +292,15 @@ def choose(
             private["_pending_report"] = last[2]
             return list(last[3])
         if not read.calls:  # no tool calls: maybe a plain window of roles and counts
-            budget = caches.budget(limit)
-            roles, counts = caches.columns.of(
-                read,
-                tokenizer_fn=config[0],
-                message_token_counter=config[1],
-                cache=caches.token_cache,
-            )
+            budget = caches.budget(limit, reserve)
+            roles, counts = caches.columns.of(read, config[0], caches.token_cache)
             indices = tool_free_window(
                 roles,
                 counts,
                 pipeline,
                 budget,
-                keep_system=config[2],
-                keep_latest_user=config[3],
+                keep_system=config[1],
+                keep_latest_user=config[2],
                 start_on=start_on,
             )
             if indices is not None:
@@ -291,7 +315,7 @@ def choose(
                 private["_pending_report"] = deferred
                 return chosen
     mapping = recall.mapping_for(caches.token_cache)
-    budget = caches.budget(limit)
+    budget = caches.budget(limit, reserve)
     previous: list[int] | None = None
     if stable:  # per chat store key: the previous window, if this history extends it
         state = private["_states"].get(memory.chat_store_key)
@@ -321,11 +345,12 @@ def choose(
         return chosen
     private["_last_report"] = window.report
     private["_pending_report"] = None
+    available = max(0, limit - budget.output_reserve)
     emit_selection(
         OWNER,
         window.report,
-        max_tokens=limit,
-        target_tokens=limit,
+        max_tokens=available,
+        target_tokens=available,
         candidates=len(history),
         selected=len(chosen),
         selected_tokens=window.tokens,

@@ -14,7 +14,8 @@ from typing import Literal
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource, ItemError
-from cupel_llamaindex._reading import TokenizerFn, checked_count, count_tokens
+from cupel.counting import text_counter
+from cupel_llamaindex._reading import checked_count
 
 __all__ = ["NODE_ID_KEY", "DedupOn", "NodeMapping", "Relevance", "nodes_to_items"]
 
@@ -61,7 +62,7 @@ class NodeMapping:
 def nodes_to_items(
     nodes: Sequence[NodeWithScore],
     *,
-    tokenizer_fn: TokenizerFn | None = None,
+    tokenizer_fn: object = None,
     token_counter: Callable[[str], int] | None = None,
     metadata_mode: MetadataMode = MetadataMode.LLM,
     relevance: Relevance = "auto",
@@ -70,7 +71,9 @@ def nodes_to_items(
     """Map nodes to ``Document`` items (source ``Rag``).
 
     * ``tokens``: counted on ``node.get_content(metadata_mode=metadata_mode)`` — what the
-      LLM sees — with ``token_counter(text)`` if given, else ``len(tokenizer_fn(text))``.
+      LLM sees, billed as text with nothing added — with ``token_counter(text)`` if
+      given, else ``tokenizer_fn`` (any form :func:`~cupel.counting.text_counter`
+      accepts: LlamaIndex's list-returning tokenizers, a tiktoken encoding, ...).
     * ``content`` (what deduplication compares): with ``dedup_on="text"`` (default) the
       node's text alone, so the same passage from two files is one passage; with
       ``"content"`` the text the LLM sees (metadata included). A node with empty content
@@ -113,6 +116,7 @@ def nodes_to_items(
             field="tokenizer_fn",
             value=None,
         )
+    count = _node_counter(tokenizer_fn, token_counter)
     nodes = tuple(nodes)
     hints = _relevance_hints(nodes, relevance)
     items: list[ContextItem] = []
@@ -130,10 +134,8 @@ def nodes_to_items(
         shown = text if dedup_on == "content" else node.node.get_content(MetadataMode.NONE)
         if not text:
             content, tokens = f"<empty node {node_id}>", 0
-        elif token_counter is not None:
-            content, tokens = shown, checked_count(token_counter(text), index, "token_counter")
         else:
-            content, tokens = shown, count_tokens(tokenizer_fn, text)  # type: ignore[arg-type]
+            content, tokens = shown, count(text, index)
         if not content:
             content = f"<node {node_id} without text>"
         items.append(
@@ -147,6 +149,26 @@ def nodes_to_items(
             )
         )
     return NodeMapping(nodes, tuple(items))
+
+
+def _node_counter(
+    tokenizer_fn: object, token_counter: Callable[[str], int] | None
+) -> Callable[[str, int], int]:
+    """``(text, node index) -> tokens``: ``token_counter``'s checked result if given, else
+    ``tokenizer_fn`` as a text counter."""
+    if token_counter is not None:
+        counter = token_counter
+
+        def by_counter(text: str, index: int) -> int:
+            return checked_count(counter(text), index, "token_counter")
+
+        return by_counter
+    count = text_counter(tokenizer_fn, "tokenizer_fn")
+
+    def by_tokenizer(text: str, index: int) -> int:
+        return count(text)
+
+    return by_tokenizer
 
 
 def _relevance_hints(nodes: Sequence[NodeWithScore], relevance: Relevance) -> list[float]:

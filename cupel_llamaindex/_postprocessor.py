@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sized
+from collections.abc import Callable
 from typing import Any, Literal
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
+from cupel.counting import request_budget
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     CupelFields,
@@ -39,9 +40,13 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     """A node postprocessor that keeps the most relevant nodes that fit ``max_tokens``.
 
     Each node costs the tokens of ``node.get_content(metadata_mode=metadata_mode)`` — what
-    a synthesizer sends to the LLM (``MetadataMode.LLM`` by default) — counted with
-    ``token_counter`` (text -> int) if given, else as ``len(tokenizer_fn(text))``
-    (LlamaIndex's default tokenizer unless given). The retriever score
+    a synthesizer sends to the LLM (``MetadataMode.LLM`` by default), billed as text with
+    nothing added — counted with ``token_counter`` (text -> int) if given, else with
+    ``tokenizer_fn`` (LlamaIndex's default cl100k tokenizer unless given; any form
+    :func:`~cupel.counting.text_counter` accepts: a list-returning tokenizer, an
+    int-returning counter, a ``tiktoken`` encoding, a HuggingFace tokenizer).
+    ``headroom`` keeps that share of ``max_tokens`` free (for a model whose tokenizer
+    counts more than yours). The retriever score
     becomes cupel's relevance hint (``relevance``: see
     :func:`~cupel_llamaindex.nodes_to_items`). The ``policy`` (default: the ``rag`` preset
     — relevance-led, content deduplication, greedy fill, U-shaped placement) or an explicit
@@ -89,10 +94,13 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         description="Deduplicate on the node text alone ('text') or on what the LLM sees, "
         "metadata included ('content').",
     )
-    tokenizer_fn: Callable[[str], Sized] = Field(
+    tokenizer_fn: Any = Field(
         default_factory=get_tokenizer,
         exclude=True,
-        description="Text -> tokens (a sized sequence), LlamaIndex's convention.",
+        description=(
+            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
+            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
+        ),
     )
     token_counter: Callable[[str], int] | None = Field(
         default=None,
@@ -101,6 +109,10 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     )
     pipeline: Pipeline | None = Field(
         default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
+    )
+    headroom: float = Field(
+        default=0.0,
+        description="A share of max_tokens kept free (0 <= headroom < 1), e.g. 0.1.",
     )
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -186,7 +198,8 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
                 field="target_tokens",
                 value=target,
             )
-        return ContextBudget(max_tokens=self.max_tokens, target_tokens=target)
+        # Nodes are billed as the text the model receives: nothing is reserved but headroom.
+        return request_budget(self.max_tokens, target, headroom=self.headroom, fixed=0)
 
     def _current_pipeline(self) -> Pipeline:
         key = (self.policy, self.pipeline)

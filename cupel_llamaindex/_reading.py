@@ -1,13 +1,19 @@
-"""What is read of each LlamaIndex chat message: its text (:func:`message_text`), role
-(:func:`conversation_role`), tool-call links (:func:`tool_call_ids`) and token count,
-once per message (:func:`read_messages`, :func:`read_counts`, :class:`TokenCache`)."""
+"""What is read of each LlamaIndex chat message: its text parts and media
+(:func:`message_parts`, :func:`message_text`), role (:func:`conversation_role`), tool-call
+links (:func:`tool_call_ids`) and token count (:class:`Counting`), once per message
+(:func:`read_messages`, :func:`read_counts`, :class:`TokenCache`, :class:`RoleCounts`).
+
+A message costs what a provider bills for it (:mod:`cupel.counting`):
+:data:`~cupel.counting.MESSAGE_TOKENS` + its text parts by the text counter + its media
+by the image rule; a user's ``message_token_counter`` counts whole messages instead."""
 
 from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Callable, Sequence, Sized
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
+from typing import Any
 
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -18,16 +24,28 @@ from llama_index.core.base.llms.types import (
 
 from cupel import ConfigurationError
 from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER
+from cupel.counting import (
+    MESSAGE_TOKENS,
+    Media,
+    TextCounter,
+    is_tokenizer,
+    media_pricer,
+    text_counter,
+)
+from cupel.counting import checked_count as checked_count_of
+from cupel_llamaindex._content import read_block
 
 __all__ = [
     "ROLE_NAMES",
+    "Counting",
+    "MessageCounter",
     "MessageRead",
     "RoleCounts",
+    "TextKey",
     "TokenCache",
-    "TokenizerFn",
     "checked_count",
     "conversation_role",
-    "count_tokens",
+    "message_parts",
     "message_text",
     "read_counts",
     "read_messages",
@@ -35,26 +53,11 @@ __all__ = [
     "tool_call_ids",
 ]
 
-TokenizerFn = Callable[[str], Sized]
-"""LlamaIndex's tokenizer convention: text → a sized sequence of tokens."""
+MessageCounter = Callable[[ChatMessage], int]
+"""A user's whole-message counter: ``ChatMessage`` → tokens."""
 
-
-def count_tokens(tokenizer_fn: TokenizerFn, text: str) -> int:
-    """``len(tokenizer_fn(text))`` with a clear error when the result has no length.
-
-    >>> count_tokens(lambda s: s.split(), "three little words")
-    3
-    """
-    tokens = tokenizer_fn(text)
-    try:
-        return len(tokens)
-    except TypeError:
-        raise ConfigurationError(
-            f"tokenizer_fn must return a sized sequence of tokens (LlamaIndex's convention, "
-            f"e.g. a list), got {type(tokens).__name__} {tokens!r}",
-            field="tokenizer_fn",
-            value=tokenizer_fn,
-        ) from None
+TextKey = str | tuple[str, ...]
+"""A message's text parts as counted: the text itself when it has one part."""
 
 
 def tool_call_ids(message: ChatMessage) -> tuple[list[str], bool]:
@@ -104,45 +107,99 @@ def _call_id(call: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _dump(value: Any) -> str:
+def _json(value: Any) -> str:
+    """Tool-call arguments as sent: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump()
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _call_parts(parts: list[str], call: Any) -> None:
+    """An ``additional_kwargs`` tool call's name, arguments and id (OpenAI-style: under
+    ``function``; else at the top level); a call of another shape as its JSON text."""
+    function = _field(call, "function")
+    holder = function if function is not None else call
+    name = _field(holder, "name")
+    arguments = _field(holder, "arguments")
+    if arguments is None:
+        arguments = _field(holder, "args")
+    if not isinstance(name, str) and arguments is None:
+        parts.append(_json(call))
+        return
+    _add(parts, name)
+    if arguments is not None:
+        _add(parts, _json(arguments))
+    _add(parts, _call_id(call))
+
+
+def _add(parts: list[str], value: object) -> None:
+    if isinstance(value, str) and value:
+        parts.append(value)
+
+
+def message_parts(message: ChatMessage) -> tuple[list[str], list[Media]]:
+    """The text parts and the media a provider bills for ``message`` (without the
+    per-message overhead).
+
+    Text parts: the blocks' text (:func:`~cupel_llamaindex._content.read_blocks`: text,
+    thinking, documents, citations, ...); each tool call's name, JSON arguments and id
+    (``ToolCallBlock`` s, ``additional_kwargs["tool_calls"]`` and a legacy
+    ``function_call``), valid or not; a tool result's ``tool_call_id`` and a ``name``.
+    Media: images, audio, video and documents, priced by rule, never as text.
+
+    >>> message_parts(ChatMessage(role="assistant", blocks=[
+    ...     TextBlock(text="Let me add."),
+    ...     ToolCallBlock(tool_call_id="c1", tool_name="add", tool_kwargs={"a": 1})]))
+    (['Let me add.', 'add', '{"a": 1}', 'c1'], [])
+    """
+    parts: list[str] = []
+    media: list[Media] = []
+    for block in message.blocks:
+        if type(block) is TextBlock:
+            if block.text:
+                parts.append(block.text)
+        elif isinstance(block, ToolCallBlock):
+            _add(parts, block.tool_name)
+            _add(parts, _json(block.tool_kwargs))
+            _add(parts, block.tool_call_id)
+        else:
+            read_block(block, parts, media)
+    extra = message.additional_kwargs
+    if extra:
+        for call in extra.get("tool_calls") or ():
+            _call_parts(parts, call)
+        function_call = extra.get("function_call")
+        if function_call:
+            _call_parts(parts, function_call)
+        _add(parts, extra.get("tool_call_id"))
+        _add(parts, extra.get("name"))
+    return parts, media
 
 
 def message_text(message: ChatMessage) -> str:
-    """The text a message costs: its text blocks plus its tool calls (name and arguments).
+    """The text a message costs, as one string: its text parts (:func:`message_parts`:
+    text blocks, tool calls' names, arguments and ids, a result's call id) joined by
+    spaces. Images and other media are not text: they are priced by rule.
 
     Tool calls are counted, unlike ``ChatMemoryBuffer`` (which counts ``str(content)``,
-    i.e. ``"None"`` for a call-only message). Non-text blocks (images, audio) cost nothing
-    here; pass ``message_token_counter`` to the memory to price them.
+    i.e. ``"None"`` for a call-only message).
 
     >>> message_text(ChatMessage(role="assistant", blocks=[
     ...     TextBlock(text="Let me add."),
     ...     ToolCallBlock(tool_call_id="c1", tool_name="add", tool_kwargs={"a": 1})]))
-    'Let me add. add {"a": 1}'
+    'Let me add. add {"a": 1} c1'
     """
     blocks = message.blocks
-    extra = message.additional_kwargs
-    if not extra and len(blocks) == 1 and type(blocks[0]) is TextBlock:
+    if not message.additional_kwargs and len(blocks) == 1 and type(blocks[0]) is TextBlock:
         return blocks[0].text  # the common case, without building a new string
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ToolCallBlock):
-            parts.append(f"{block.tool_name} {_dump(block.tool_kwargs)}")
-    if extra:
-        raw_calls = extra.get("tool_calls")
-        if raw_calls:
-            parts.extend(_dump(call) for call in raw_calls)
-        function_call = extra.get("function_call")
-        if function_call:
-            parts.append(_dump(function_call))
-    return parts[0] if len(parts) == 1 else " ".join(parts)
+    return " ".join(message_parts(message)[0])
 
 
 ROLE_NAMES = {
@@ -168,12 +225,138 @@ def conversation_role(message: ChatMessage) -> str:
     return ROLE_NAMES.get(role, role)
 
 
+class Counting:
+    """How a component counts messages: with ``message_token_counter`` (a user's
+    ``ChatMessage -> int``) each whole message as it says; otherwise
+    :data:`~cupel.counting.MESSAGE_TOKENS` + the text parts by ``tokenizer_fn`` (any
+    form :func:`~cupel.counting.text_counter` accepts) + the media by ``image_tokens``.
+    Both are checked here (:class:`~cupel.ConfigurationError`). ``source`` is what the
+    text cache's counts depend on (:class:`TokenCache`). A plain callable returning a
+    list of tokens (LlamaIndex's convention) is called directly, many texts in one pass.
+
+    >>> counting = Counting(str.split)
+    >>> counting.message(ChatMessage(role="user", content="How long is the Nile?"))
+    8
+    """
+
+    __slots__ = ("_plain", "_settings", "count_text", "message_counter", "price_media", "source")
+
+    def __init__(
+        self,
+        tokenizer_fn: object,
+        image_tokens: object = "max",
+        message_token_counter: MessageCounter | None = None,
+    ) -> None:
+        self._settings = (tokenizer_fn, image_tokens, message_token_counter)
+        self.price_media = media_pricer(image_tokens)  # type: ignore[arg-type]
+        self.message_counter = message_token_counter
+        self.count_text: TextCounter | None = (
+            None if tokenizer_fn is None else text_counter(tokenizer_fn, "tokenizer_fn")
+        )
+        self._plain: Callable[[str], Any] | None = None
+        if callable(tokenizer_fn) and not is_tokenizer(tokenizer_fn):
+            self._plain = tokenizer_fn
+            self.count_text = _listed(tokenizer_fn)
+        if message_token_counter is None and self.count_text is None:
+            raise ConfigurationError(
+                "a token counter is needed: tokenizer_fn or message_token_counter",
+                field="tokenizer_fn",
+                value=None,
+            )
+        self.source: object = (
+            message_token_counter if message_token_counter is not None else tokenizer_fn
+        )
+
+    def is_for(
+        self, tokenizer_fn: object, image_tokens: object, message_token_counter: object
+    ) -> bool:
+        """Whether this counting was made of these very settings."""
+        mine = self._settings
+        return (
+            mine[0] is tokenizer_fn and mine[1] is image_tokens and mine[2] is message_token_counter
+        )
+
+    def text_tokens(self, key: TextKey) -> int:
+        """The tokens of a message's text parts (a text, or a tuple of them)."""
+        count = self.count_text
+        if count is None:  # only a message counter: never asked for text
+            raise ConfigurationError("no tokenizer_fn", field="tokenizer_fn", value=None)
+        if isinstance(key, str):
+            return count(key) if key else 0
+        return sum(count(part) for part in key if part)
+
+    def count_into(self, known: dict[object, int], keys: Iterable[TextKey]) -> None:
+        """Count the text parts ``keys`` (distinct, not in ``known``) into ``known``, every
+        text in one pass (a tuple's parts are never empty: :func:`message_parts`)."""
+        keys = list(keys)
+        singles = [key for key in keys if type(key) is str and key]
+        known.update(zip(singles, self._count_texts(singles), strict=True))
+        if "" in keys:
+            known[""] = 0  # an empty message: nothing to count
+        if len(singles) + ("" in keys) < len(keys):
+            several = [key for key in keys if type(key) is not str]
+            counts = iter(self._count_texts([part for key in several for part in key]))
+            for key in several:
+                known[key] = sum(islice(counts, len(key)))
+
+    def _count_texts(self, texts: list[str]) -> list[int]:
+        plain = self._plain
+        if plain is None:
+            return list(map(self.text_tokens, texts))
+        results = list(map(plain, texts))
+        if _TOKEN_LISTS.issuperset(map(type, results)):
+            return list(map(len, results))
+        return [checked_count_of(result, "tokenizer_fn") for result in results]
+
+    def media_tokens(self, media: Sequence[Media]) -> int:
+        """The tokens of a message's media, by rule."""
+        return sum(map(self.price_media, media))
+
+    def message(self, message: ChatMessage) -> int:
+        """One message's tokens (nothing cached)."""
+        if self.message_counter is not None:
+            return checked_count(self.message_counter(message), 0)
+        parts, media = message_parts(message)
+        return MESSAGE_TOKENS + self.text_tokens(tuple(parts)) + self.media_tokens(media)
+
+
+_TOKEN_LISTS = frozenset({list, tuple, range})
+"""What LlamaIndex-style tokenizers return: the tokens, counted by their length."""
+
+
+def _listed(tokenizer_fn: Callable[[str], Any]) -> TextCounter:
+    """A text counter for a plain callable: the length of a list of tokens, else its
+    result checked as :func:`~cupel.counting.text_counter` does."""
+
+    def count(text: str) -> int:
+        result = tokenizer_fn(text)
+        if type(result) in _TOKEN_LISTS:
+            return len(result)
+        return checked_count_of(result, "tokenizer_fn")
+
+    return count
+
+
+def counting_for(
+    previous: Counting | None,
+    tokenizer_fn: object,
+    image_tokens: object,
+    message_token_counter: MessageCounter | None,
+) -> Counting:
+    """``previous`` if it was made of these settings, else a new :class:`Counting`."""
+    if previous is not None and previous.is_for(tokenizer_fn, image_tokens, message_token_counter):
+        return previous
+    return Counting(tokenizer_fn, image_tokens, message_token_counter)
+
+
 class TokenCache:
     """Counts of message texts already counted, so that a growing history is counted
     once per message, not once per call (LlamaIndex's ``ChatMemoryBuffer`` re-counts the
-    window for every message it drops). Valid for one counter: :meth:`for_counter`
-    empties it when the counter changes. Bounded: it is cleared when it holds more than
-    twice the entries of the last history plus 1,000."""
+    window for every message it drops). Keyed by text (a message's text parts); valid
+    for one counter (:attr:`Counting.source`): :meth:`for_counter` empties it when the
+    counter changes. The overhead and media of each message are added outside it.
+    Bounded: it is cleared when it holds more than twice the entries of the last
+    history plus 1,000."""
 
     __slots__ = ("_counter", "_counts")
 
@@ -192,49 +375,61 @@ class TokenCache:
 
 class MessageRead:
     """What a mapping reads of each message: the ``messages`` themselves, their
-    ``roles`` (as given), counted ``texts`` and tool-call links (``calls``: message
-    index -> the ids of the calls it makes, ``None`` for a call without one;
-    ``answers``: message index -> the call id a tool message answers). Two reads that
-    are :meth:`same` map to the same units, items and counts (with the same counter)."""
+    ``roles`` (as given), ``keys`` (the text parts as counted: the text itself for one
+    part, else a tuple; :attr:`texts` joins them, :func:`message_text`),
+    ``media`` (message index -> its media, for the messages that have some) and
+    tool-call links (``calls``: message index -> the ids of the calls it makes, ``None``
+    for a call without one; ``answers``: message index -> the call id a tool message
+    answers). Two reads that are :meth:`same` map to the same units, items and counts
+    (with the same counting)."""
 
-    __slots__ = ("answers", "calls", "messages", "roles", "texts")
+    __slots__ = ("answers", "calls", "keys", "media", "messages", "roles")
 
     def __init__(
         self,
         messages: tuple[ChatMessage, ...],
         roles: list[object],
-        texts: list[str],
+        keys: list[TextKey],
+        media: dict[int, tuple[Media, ...]],
         calls: dict[int, list[str | None]],
         answers: dict[int, str | None],
     ) -> None:
         self.messages = messages
         self.roles = roles
-        self.texts = texts
+        self.keys = keys
+        self.media = media
         self.calls = calls
         self.answers = answers
 
+    @property
+    def texts(self) -> list[str]:
+        """Each message's text parts joined by spaces (:func:`message_text`)."""
+        return [key if type(key) is str else " ".join(key) for key in self.keys]
+
     def same(self, other: MessageRead) -> bool:
         """Whether ``other`` read the very same message objects (by identity) and found
-        the same roles, texts and tool-call links."""
+        the same roles, text parts, media and tool-call links."""
         mine = self.messages
         theirs = other.messages
         return (
             len(mine) == len(theirs)
             and (not mine or mine[-1] is theirs[-1])  # a chat turn's new message: at once
             and all(map(operator.is_, mine, theirs))
-            and self.texts == other.texts
+            and self.keys == other.keys
             and self.roles == other.roles
+            and self.media == other.media
             and self.calls == other.calls
             and self.answers == other.answers
         )
 
 
 def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
-    """Read each message once: role, counted text and tool-call links (a
+    """Read each message once: role, text parts, media and tool-call links (a
     :class:`~cupel.ConfigurationError` for anything but a ``ChatMessage``)."""
     messages = tuple(messages)
     roles: list[object] = []
-    texts: list[str] = []
+    keys: list[TextKey] = []
+    media: dict[int, tuple[Media, ...]] = {}
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}
     text_block = TextBlock
@@ -247,12 +442,14 @@ def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
             )
         blocks = message.blocks
         extra = message.additional_kwargs
-        role = message.role
-        roles.append(role)
+        roles.append(message.role)
         if not extra and len(blocks) == 1 and type(blocks[0]) is text_block:
-            texts.append(blocks[0].text)
+            keys.append(blocks[0].text)
             continue
-        texts.append(message_text(message))
+        parts, found = message_parts(message)
+        keys.append(parts[0] if len(parts) == 1 else tuple(parts))
+        if found:
+            media[i] = tuple(found)
         kind = conversation_role(message)
         if kind == ASSISTANT:
             ids, makes = tool_call_ids(message)
@@ -261,7 +458,7 @@ def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
         elif kind == TOOL:
             answer = extra.get("tool_call_id")
             answers[i] = answer if isinstance(answer, str) else None
-    return MessageRead(messages, roles, texts, calls, answers)
+    return MessageRead(messages, roles, keys, media, calls, answers)
 
 
 _MEMBER_ROLES = {id(role): ROLE_NAMES.get(role.value, role.value) for role in MessageRole}
@@ -277,48 +474,40 @@ def read_roles(read: MessageRead) -> list[str]:
 
 class RoleCounts:
     """The conversation-layer roles and token counts of the last read (:meth:`of`),
-    reused for the leading messages a new read shares with it: the same roles and texts
-    as read now (and, with a ``message_token_counter``, the very same message objects),
-    when that is all of the shorter read or all but its last message — a chat turn's new,
-    replaced or removed message. Only the messages after it are looked up (a message
-    edited in place further back makes every message looked up, in the
-    :class:`TokenCache`). Valid for one counter (the counter is part of what is
-    compared)."""
+    reused for the leading messages a new read shares with it: the same roles, text
+    parts and media as read now (and, with a ``message_token_counter``, the very same
+    message objects), when that is all of the shorter read or all but its last message —
+    a chat turn's new, replaced or removed message. Only the messages after it are looked
+    up (a message edited in place further back makes every message looked up, in the
+    :class:`TokenCache`). Valid for one :class:`Counting` (compared by identity)."""
 
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: tuple[MessageRead, object, list[str], list[int]] | None = None
+        self._last: tuple[MessageRead, Counting, list[str], list[int]] | None = None
 
     def of(
-        self,
-        read: MessageRead,
-        *,
-        tokenizer_fn: TokenizerFn | None,
-        message_token_counter: Callable[[ChatMessage], int] | None,
-        cache: TokenCache,
+        self, read: MessageRead, counting: Counting, cache: TokenCache
     ) -> tuple[list[str], list[int]]:
         """:func:`read_roles` and :func:`read_counts` of ``read`` (equal lists, kept for the
         next call: not to be modified)."""
-        counter: object = (
-            message_token_counter if message_token_counter is not None else tokenizer_fn
-        )
         last = self._last  # one tuple, replaced whole: safe to read from another thread
-        texts = read.texts
-        known = cache.for_counter(counter, len(texts))
+        known = cache.for_counter(counting.source, len(read.keys))
         shared = 0
-        if last is not None and last[1] is counter:
-            shared = _shared_prefix(last[0], read, message_token_counter is not None)
+        if last is not None and last[1] is counting:
+            shared = _shared_prefix(last[0], read, counting.message_counter is not None)
         if not shared or last is None:
             kinds = [_MEMBER_ROLES.get(id(role)) or _role_of(role) for role in read.roles]
-            counts = _counts(read.messages, texts, tokenizer_fn, message_token_counter, known)
-        elif shared == len(texts) - 1 and message_token_counter is None and tokenizer_fn:
+            counts = _counts(read, counting, known)
+        elif shared == len(read.keys) - 1 and counting.message_counter is None:
             # One new message (a chat turn): its role and count alone.
-            role = read.roles[-1]
-            text = texts[-1]
-            count = known.get(text)
+            key = read.keys[shared]
+            count = known.get(key)
             if count is None:
-                count = known[text] = count_tokens(tokenizer_fn, text)
+                count = known[key] = counting.text_tokens(key)
+            media = read.media.get(shared) if read.media else None
+            count += MESSAGE_TOKENS + (counting.media_tokens(media) if media else 0)
+            role = read.roles[shared]
             kinds = last[2][:shared]
             kinds.append(_MEMBER_ROLES.get(id(role)) or _role_of(role))
             counts = last[3][:shared]
@@ -329,28 +518,19 @@ class RoleCounts:
                 _MEMBER_ROLES.get(id(role)) or _role_of(role) for role in read.roles[shared:]
             )
             counts = last[3][:shared]
-            counts.extend(
-                _counts(
-                    read.messages[shared:],
-                    texts[shared:],
-                    tokenizer_fn,
-                    message_token_counter,
-                    known,
-                    shared,
-                )
-            )
-        self._last = (read, counter, kinds, counts)
+            counts.extend(_counts(read, counting, known, shared))
+        self._last = (read, counting, kinds, counts)
         return kinds, counts
 
 
 def _shared_prefix(before: MessageRead, now: MessageRead, by_identity: bool) -> int:
-    """How many leading messages ``now`` shares with ``before`` — the same roles and texts
-    as read (and, ``by_identity``, the same message objects) — when that is all of the
-    shorter read or all but its last message (a chat turn's new, replaced or removed
-    message); else 0. Without ``by_identity`` (a tokenizer counts texts) an equal copy is
-    shared."""
-    mine = before.texts
-    theirs = now.texts
+    """How many leading messages ``now`` shares with ``before`` — the same roles, text
+    parts and media as read (and, ``by_identity``, the same message objects) — when that
+    is all of the shorter read or all but its last message (a chat turn's new, replaced
+    or removed message); else 0. Without ``by_identity`` (a tokenizer counts texts) an
+    equal copy is shared."""
+    mine = before.keys
+    theirs = now.keys
     size = min(len(mine), len(theirs))
     if size and mine[size - 1] != theirs[size - 1]:
         size -= 1  # the last one differs: at most all but it
@@ -358,10 +538,18 @@ def _shared_prefix(before: MessageRead, now: MessageRead, by_identity: bool) -> 
         size
         and mine[:size] == theirs[:size]
         and before.roles[:size] == now.roles[:size]
+        and (
+            not (before.media or now.media)
+            or _media_before(before, size) == _media_before(now, size)
+        )
         and (not by_identity or all(map(operator.is_, before.messages[:size], now.messages[:size])))
     ):
         return size
     return 0
+
+
+def _media_before(read: MessageRead, size: int) -> dict[int, tuple[Media, ...]]:
+    return {i: found for i, found in read.media.items() if i < size}
 
 
 def _role_of(role: object) -> str:
@@ -369,19 +557,10 @@ def _role_of(role: object) -> str:
     return ROLE_NAMES.get(raw, raw)
 
 
-def read_counts(
-    read: MessageRead,
-    *,
-    tokenizer_fn: TokenizerFn | None,
-    message_token_counter: Callable[[ChatMessage], int] | None,
-    cache: TokenCache | None,
-) -> list[int]:
-    """Each message's tokens, as :func:`map_read` counts them (texts already counted are
-    read from ``cache``)."""
-    messages = read.messages
-    counter: object = message_token_counter if message_token_counter is not None else tokenizer_fn
-    known = cache.for_counter(counter, len(messages)) if cache is not None else {}
-    return _counts(messages, read.texts, tokenizer_fn, message_token_counter, known)
+def read_counts(read: MessageRead, counting: Counting, cache: TokenCache | None) -> list[int]:
+    """Each message's tokens (texts already counted are read from ``cache``)."""
+    known = cache.for_counter(counting.source, len(read.keys)) if cache is not None else {}
+    return _counts(read, counting, known)
 
 
 def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:
@@ -397,57 +576,42 @@ def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:
 
 
 def _counts(
-    messages: tuple[ChatMessage, ...],
-    texts: list[str],
-    tokenizer_fn: TokenizerFn | None,
-    message_token_counter: Callable[[ChatMessage], int] | None,
-    known: dict[object, int],
-    start: int = 0,
+    read: MessageRead, counting: Counting, known: dict[object, int], start: int = 0
 ) -> list[int]:
-    """Each message's tokens; ``known`` (a :class:`TokenCache`'s dict) is read and filled:
-    keyed by text for ``tokenizer_fn``, by the message object and its text for
-    ``message_token_counter``. ``start``: the history index of ``messages[0]`` (named in
-    errors)."""
-    counts: list[int] = []
-    if message_token_counter is not None or tokenizer_fn is None:
-        count_message = _require_counter(message_token_counter)
-        for i, message in enumerate(messages):
-            key = (id(message), texts[i])
-            value = known.get(key)
+    """The tokens of the messages of ``read`` from ``start`` on; ``known`` (a
+    :class:`TokenCache`'s dict) is read and filled: text parts' counts keyed by the
+    parts for a text counter, whole messages' counts keyed by the message object and its
+    text for a ``message_token_counter``. The overhead and media are added here, outside
+    the cache."""
+    count_message = counting.message_counter
+    if count_message is not None:
+        by_message: list[int] = []
+        keys = read.keys
+        for i, message in enumerate(read.messages[start:], start):
+            by_id = (id(message), keys[i])
+            value = known.get(by_id)
             if value is None:
-                value = known[key] = checked_count(count_message(message), start + i)
-            counts.append(value)
-        return counts
-    found = list(map(known.get, texts))
-    if None in found:  # texts not counted yet: each distinct one counted once
-        if found.count(None) == 1:  # one new text (a chat turn's message)
-            index = found.index(None)
-            text = texts[index]
-            found[index] = known[text] = count_tokens(tokenizer_fn, text)
-            return cast("list[int]", found)
-        missing = [text for text in dict.fromkeys(texts) if text not in known]
-        known.update(zip(missing, _count_all(tokenizer_fn, missing), strict=True))
-        return [known[text] for text in texts]
-    return cast("list[int]", found)
-
-
-def _require_counter(
-    counter: Callable[[ChatMessage], int] | None,
-) -> Callable[[ChatMessage], int]:
-    if counter is None:  # messages_to_items refuses having neither counter
-        raise ConfigurationError(
-            "a token counter is needed", field="message_token_counter", value=None
-        )
-    return counter
-
-
-def _count_all(tokenizer_fn: TokenizerFn, texts: list[str]) -> list[int]:
-    """``len(tokenizer_fn(text))`` for each text, in one C-level pass; on a ``TypeError``
-    :func:`count_tokens` explains a tokenizer that breaks the sized-result convention."""
-    try:
-        return list(map(len, map(tokenizer_fn, texts)))
-    except TypeError:
-        return [count_tokens(tokenizer_fn, text) for text in texts]
+                value = known[by_id] = checked_count(count_message(message), i)
+            by_message.append(value)
+        return by_message
+    keys = read.keys[start:] if start else read.keys
+    found = list(map(known.get, keys))
+    missing = found.count(None)
+    if missing == 1:  # one new text (a chat turn's message)
+        index = found.index(None)
+        key = keys[index]
+        found[index] = known[key] = counting.text_tokens(key)
+    elif missing:  # texts not counted yet: each distinct one counted once
+        new = (key for key, value in zip(keys, found, strict=True) if value is None)
+        counting.count_into(known, dict.fromkeys(new))
+        found = list(map(known.__getitem__, keys))
+    counts: list[int] = list(map(MESSAGE_TOKENS.__add__, found))  # type: ignore[arg-type]
+    media = read.media
+    if media:
+        for i, found_media in media.items():
+            if i >= start:
+                counts[i - start] += counting.media_tokens(found_media)
+    return counts
 
 
 def checked_count(value: Any, index: int, counter: str = "message_token_counter") -> int:

@@ -2,7 +2,9 @@
 
 Runs offline with MockFunctionCallingLLM, which calls the tool on a new task and answers
 once the tool result is in. The memory already holds a long history with tool calls; the
-window the agent sends keeps every tool call together with its result.
+window the agent sends keeps every tool call together with its result, and with
+``agent_reserve`` the whole request (system prompt, window, this run's tool round and the
+reply) fits ``token_limit``.
 
     python docs/examples/llamaindex_agent.py
 """
@@ -56,7 +58,11 @@ async def main() -> None:
     agent = FunctionAgent(
         tools=[FunctionTool.from_defaults(weather)], llm=llm, system_prompt="Be brief."
     )
-    memory = CupelChatMemory.from_defaults(chat_history=history(), token_limit=150)
+    # agent_reserve: room in token_limit for what the agent sends besides the memory, its
+    # system prompt (3 + 3 tokens) and this run's tool round (a call and its result, ~25)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=history(), token_limit=150, agent_reserve=35
+    )
 
     answer = await agent.run(user_msg="And what about tomorrow?", memory=memory)
 

@@ -17,8 +17,11 @@ from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from cupel import ConfigurationError
 from cupel_llamaindex import CupelChatMemory, CupelMemory, message_text
+from cupel_llamaindex._reading import message_parts
 
-BUDGET = 120
+BUDGET = 180  # ~ the messages 120 held before the 3 per message were counted
+REPLY = 3
+"""The reply's tokens, reserved once per request: a window holds ``BUDGET - REPLY``."""
 
 
 def _split(text: str) -> list[str]:
@@ -26,8 +29,9 @@ def _split(text: str) -> list[str]:
 
 
 def _count(message: ChatMessage) -> int:
-    """What the memories count: the text and tool calls, split on whitespace."""
-    return len(message_text(message).split())
+    """What the memories count: 3 per message, and each text part (text, tool calls'
+    names, arguments and ids, a result's call id) split on whitespace."""
+    return 3 + sum(len(part.split()) for part in message_parts(message)[0])
 
 
 def _turns(count: int, seed: int = 0) -> Iterator[list[ChatMessage]]:
@@ -73,6 +77,7 @@ def _replay(memory: Any, turns: int, seed: int = 0) -> tuple[int, int, list[list
     the new messages no longer fit. Returns (calls, cuts, windows as texts)."""
     memory.put(ChatMessage(role="system", content="Be brief and kind."))
     previous: list[str] | None = None
+    previous_tokens = 0
     cuts = 0
     windows = []
     for new in _turns(turns, seed):
@@ -80,15 +85,17 @@ def _replay(memory: Any, turns: int, seed: int = 0) -> tuple[int, int, list[list
             memory.put(message)
         window = memory.get()
         texts = _texts(window)
-        assert sum(len(t.split()) for t in texts) <= BUDGET
+        tokens = sum(_count(m) for m in window)
+        assert tokens + REPLY <= BUDGET
         assert provider_problems(window) == []
         assert texts[0] == "Be brief and kind."  # the system prompt, never flushed
         assert texts[-1] == message_text(new[-1]) or new[-1].role == MessageRole.TOOL
         if previous is not None and texts[: len(previous)] != previous:
             cuts += 1
             added = sum(_count(m) for m in new)
-            assert sum(len(t.split()) for t in previous) + added > BUDGET
+            assert previous_tokens + added + REPLY > BUDGET
         previous = texts
+        previous_tokens = tokens
         windows.append(texts)
     return turns, cuts, windows
 
@@ -150,7 +157,7 @@ def test_cupel_chat_memory_keeps_one_state_per_chat_store_key() -> None:
             window = _texts(shared.get())
             assert window == _texts(memory.get())
             history = memory.get_all()
-            check_window(memory.get(), history, budget=BUDGET, count=_count)
+            check_window(memory.get(), history, budget=BUDGET - REPLY, count=_count)
             if key in previous and window[: len(previous[key])] == previous[key]:
                 appended += 1
             previous[key] = window
@@ -207,9 +214,7 @@ def test_cupel_memory_flushes_only_what_no_window_can_hold_and_keeps_the_system_
                 target.put(message)
             window = target.get()
             assert _texts(window)[0].startswith("Be brief and kind.")
-            assert sum(_count(m) for m in window) <= BUDGET + (
-                len(window[0].content.split()) - 4 if target is memory else 0  # the block text
-            )
+            assert sum(_count(m) for m in window) + REPLY <= BUDGET
             uses.append((target is plain, sum(_count(m) for m in window) / BUDGET))
     assert min(use for is_plain, use in uses[-20:] if is_plain) > 0.6  # budget kept in use
     assert block.received  # the flushed messages reached the memory block
@@ -235,7 +240,7 @@ def test_cupel_memory_counts_tool_calls_so_agent_windows_stay_within_budget() ->
             ChatMessage(role="tool", content="found " * 4, additional_kwargs={"tool_call_id": call})
         )
         window = memory.get()
-        assert sum(_count(m) for m in window) <= 60, r
+        assert sum(_count(m) for m in window) + REPLY <= 60, r
         assert _texts(window)[:2] == ["Agent.", "do the task please"]
         assert provider_problems(window) == []
     baseline = Memory.from_defaults(token_limit=60, tokenizer_fn=_split)
@@ -281,4 +286,4 @@ def test_cupel_memory_with_static_block_and_stable_window() -> None:
         window = memory.get()
         assert "likes tea" in (window[0].content or "")
         report = memory.last_report
-        assert report is not None and report.included_tokens <= BUDGET
+        assert report is not None and report.included_tokens + REPLY <= BUDGET

@@ -117,7 +117,10 @@ def test_cupel_memory_pinned_messages_over_the_limit_name_its_budget_and_options
     with pytest.raises(PinnedBudgetError) as raised:
         memory.get()
     message = str(raised.value)
-    assert "(token_limit less the memory blocks)" in message, message
+    assert (
+        "(token_limit less the memory blocks, the reply's 3 tokens, headroom and agent_reserve)"
+        in message
+    ), message
     assert "pass pin_system=False or pass pin_last_user=False" in message, message
     assert "max_tokens" not in message
 

@@ -1,6 +1,6 @@
 """The chat mapping's shortcuts agree with the plain computation.
 
-* the batch token count == one ``tokenizer_fn`` call per message;
+* the batch token count == 3 per message + one ``tokenizer_fn`` call per text part;
 * the inlined text of a plain message == :func:`message_text`;
 * counts remembered by a :class:`TokenCache` == counting again, and the cache is dropped
   when the counter changes or it outgrows the history;
@@ -16,15 +16,16 @@ from test_li_properties import histories
 
 from cupel import ContextItem, ContextKind
 from cupel_llamaindex import message_text, messages_to_items
-from cupel_llamaindex._reading import TokenCache
+from cupel_llamaindex._reading import TokenCache, message_parts, read_messages
 
 
 @settings(max_examples=100, deadline=None)
 @given(history=histories())
 def test_batch_counts_equal_one_call_per_message(history: list[ChatMessage]) -> None:
     batch = messages_to_items(history, tokenizer_fn=str.split)
-    one_by_one = messages_to_items(
-        history, message_token_counter=lambda m: len(message_text(m).split())
+    one_by_one = messages_to_items(  # 3 per message + each text part's words
+        history,
+        message_token_counter=lambda m: 3 + sum(len(p.split()) for p in message_parts(m)[0]),
     )
     assert batch.counts == one_by_one.counts
     assert batch.texts == [message_text(m) for m in history]  # the inlined plain case too
@@ -45,16 +46,18 @@ def test_cached_counts_equal_counting_again(
     grown = [*history, *later]
     again = messages_to_items(grown, tokenizer_fn=tokenizer, cache=cache)
     assert again.counts == messages_to_items(grown, tokenizer_fn=str.split).counts
-    # only texts not seen before were counted, each once
-    seen = {message_text(m) for m in history}
-    assert sorted(calls) == sorted({t for t in again.texts if t not in seen})
+    # only the text parts of messages not seen before were counted, each message once
+    seen = set(read_messages(history).keys)
+    fresh = [key for key in dict.fromkeys(read_messages(grown).keys) if key not in seen]
+    parts = [part for key in fresh for part in ((key,) if isinstance(key, str) else key)]
+    assert sorted(calls) == sorted(part for part in parts if part)
 
 
 def test_a_cache_filled_by_another_counter_is_not_used() -> None:
     history = [ChatMessage(role="user", content="one two three")]
     cache = TokenCache()
-    assert messages_to_items(history, tokenizer_fn=str.split, cache=cache).counts == [3]
-    assert messages_to_items(history, tokenizer_fn=list, cache=cache).counts == [13]
+    assert messages_to_items(history, tokenizer_fn=str.split, cache=cache).counts == [3 + 3]
+    assert messages_to_items(history, tokenizer_fn=list, cache=cache).counts == [13 + 3]
     per_message = messages_to_items(history, message_token_counter=lambda m: 7, cache=cache)
     assert per_message.counts == [7]
 

@@ -9,6 +9,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from cupel import ConfigurationError, ContextItem, ContextKind, ContextSource
 from cupel_llamaindex import message_text, messages_to_items, nodes_to_items, tool_call_ids
+from cupel_llamaindex._reading import message_parts
 
 
 def _node(text: str, score: float | None, **metadata: str) -> NodeWithScore:
@@ -98,9 +99,13 @@ def test_node_mapping_rejects_bad_relevance_and_non_nodes() -> None:
         nodes_to_items([TextNode(text="x")], tokenizer_fn=str.split)  # type: ignore[list-item]
 
 
-def test_tokenizer_returning_a_count_is_rejected_with_the_convention() -> None:
-    with pytest.raises(ConfigurationError, match="sized sequence of tokens"):
-        nodes_to_items([_node("a b", 0.1)], tokenizer_fn=lambda s: 2)  # type: ignore[arg-type,return-value]
+def test_a_tokenizer_returning_a_count_is_a_text_counter_and_anything_else_is_explained() -> None:
+    (item,) = nodes_to_items([_node("a b", 0.1)], tokenizer_fn=lambda s: 2).items
+    assert item.tokens == 2  # a node is billed as its text: nothing added
+    with pytest.raises(ConfigurationError, match="must return a non-negative int or a list"):
+        nodes_to_items([_node("a b", 0.1)], tokenizer_fn=lambda s: "two")
+    with pytest.raises(ConfigurationError, match="tokenizer_fn must be 'approximate', a tiktoken"):
+        nodes_to_items([_node("a b", 0.1)], tokenizer_fn=5)
 
 
 # -- chat messages ------------------------------------------------------------------------
@@ -130,7 +135,10 @@ def test_tool_call_blocks_and_their_results_form_one_unit_with_summed_tokens() -
     unit = mapping.units[1]
     assert unit.indices == (1, 2)
     assert unit.item.kind == ContextKind.TOOL_OUTPUT
-    assert unit.item.tokens == len(message_text(history[1]).split()) + 3
+    # 3 per message; the call: "looking", its name, JSON arguments and id; the result: its
+    # text and call id
+    assert message_text(history[1]) == 'looking lookup {"q": "x"} c1'
+    assert unit.item.tokens == (3 + 5) + (3 + 4)
     assert mapping.to_messages([unit.item]) == [history[1], history[2]]
     assert all(a is b for a, b in zip(mapping.to_messages([unit.item]), history[1:3], strict=True))
 
@@ -224,13 +232,15 @@ def test_timestamps_follow_history_order() -> None:
     assert stamps == sorted(stamps) and len(set(stamps)) == 5
 
 
-def test_each_message_is_tokenized_exactly_once() -> None:
+def test_each_text_part_is_tokenized_exactly_once() -> None:
     calls, tokenizer = counting_split()
 
     history = [ChatMessage(role="user", content=f"m{i} words here") for i in range(50)]
     history[10:12] = [_call("c"), _result("c")]
     messages_to_items(history, tokenizer_fn=tokenizer)
-    assert len(calls) == len(history)
+    parts = [part for message in history for part in message_parts(message)[0]]
+    assert len(parts) == 48 + 3 + 2  # the call: name, arguments, id; the result: text, id
+    assert sorted(calls) == sorted(parts)
 
 
 def test_message_token_counter_overrides_the_tokenizer() -> None:
@@ -256,7 +266,7 @@ def test_messages_need_a_counter_and_must_be_chat_messages() -> None:
 def test_message_text_counts_tool_calls_which_chat_memory_buffer_ignores() -> None:
     call_only = _call("c1")
     assert call_only.content is None
-    assert message_text(call_only) == 'lookup {"q": "x"}'
+    assert message_text(call_only) == 'lookup {"q": "x"} c1'
 
 
 def test_messages_come_back_unmodified() -> None:

@@ -78,6 +78,11 @@ def _result(call_id: str, text: str = "tool says hi") -> ChatMessage:
     return ChatMessage(role="tool", content=text, additional_kwargs={"tool_call_id": call_id})
 
 
+REPLY = 3
+"""Tokens every request reserves for the reply (``cupel.counting.REPLY_TOKENS``): a
+window holds at most ``token_limit - REPLY``."""
+
+
 def _memory(history: list[ChatMessage], token_limit: int, **kwargs: Any) -> CupelChatMemory:
     return CupelChatMemory.from_defaults(
         chat_history=history, token_limit=token_limit, message_token_counter=words, **kwargs
@@ -106,13 +111,14 @@ def test_from_defaults_rejects_unknown_keywords() -> None:
 
 def test_get_returns_recent_turns_within_the_limit_as_the_same_objects() -> None:
     history = _turns(10)  # 20 messages of 5 tokens each
-    memory = _memory(history, token_limit=22)
+    memory = _memory(history, token_limit=22 + REPLY)
 
     window = memory.get()
 
     assert window == history[-4:]
     assert all(a is b for a, b in zip(window, history[-4:], strict=True))
     check_window(window, history, budget=22, count=words)
+    assert _memory(history, token_limit=22).get() == history[-2:]  # 20 + the reply's 3 > 22
 
 
 def test_get_leaves_the_chat_store_untouched() -> None:
@@ -160,17 +166,18 @@ def test_pinned_messages_over_the_limit_raise_a_clear_error() -> None:
     memory = _memory(history, token_limit=20)
     with pytest.raises(PinnedBudgetError) as raised:
         memory.get()
-    assert (raised.value.pinned_tokens, raised.value.available_tokens) == (33, 20)
+    assert (raised.value.pinned_tokens, raised.value.available_tokens) == (33, 20 - REPLY)
     assert str(raised.value) == (
         "The messages that are always kept need 33 tokens (system messages: 31, the latest "
-        "user message: 2), but the budget allows 20 (token_limit - initial_token_count); raise the "
-        "budget, shorten them, pass pin_system=False or pass pin_last_user=False"
+        "user message: 2), but the budget allows 17 (token_limit less initial_token_count, the "
+        "reply's 3 tokens, headroom and agent_reserve); raise the budget, shorten them, pass "
+        "pin_system=False or pass pin_last_user=False"
     )
 
 
 def test_initial_token_count_shrinks_the_budget() -> None:
     history = _turns(10)
-    memory = _memory(history, token_limit=22)
+    memory = _memory(history, token_limit=22 + REPLY)
     assert memory.get(initial_token_count=10) == history[-2:]
     check_window(memory.get(initial_token_count=10), history, budget=12, count=words)
 
@@ -192,14 +199,14 @@ def test_tool_call_groups_are_kept_whole_and_never_lead() -> None:
         ChatMessage(role="assistant", content="here it is"),
         ChatMessage(role="user", content="thanks"),
     ]
-    for limit in range(2, 40):
+    for limit in range(REPLY + 1, 40):
         memory = _memory(history, token_limit=limit)
         try:
             window = memory.get()
         except PinnedBudgetError:
-            assert limit < 2
+            assert limit < 2 + REPLY  # "thanks" (2) and the reply (3)
             continue
-        check_window(window, history, budget=limit, count=words)
+        check_window(window, history, budget=limit - REPLY, count=words)
 
 
 def test_chat_memory_buffer_can_return_a_lone_tool_result_where_cupel_cannot() -> None:
@@ -224,7 +231,7 @@ def test_start_on_user_drops_leading_assistant_units_and_reports_them() -> None:
         ChatMessage(role="assistant", content="Hello! How can I help?"),
         ChatMessage(role="user", content="next"),
     ]
-    strict = _memory(history, token_limit=10)
+    strict = _memory(history, token_limit=10 + REPLY)
     assert strict.get() == [history[1]]
     report = strict.last_report
     assert report is not None
@@ -232,7 +239,7 @@ def test_start_on_user_drops_leading_assistant_units_and_reports_them() -> None:
     assert [e.reason.filter_name for e in filtered] == ["start_on"]  # type: ignore[attr-defined]
     assert filtered[0].item.content.startswith("[0] assistant")
 
-    relaxed = _memory(history, token_limit=10, start_on_user=False)
+    relaxed = _memory(history, token_limit=10 + REPLY, start_on_user=False)
     assert relaxed.get() == history
 
 
@@ -303,7 +310,7 @@ def test_a_message_edited_in_place_is_recounted() -> None:
     assert history[1] not in window and window[-1] is history[-1]
     report = memory.last_report
     assert report is not None
-    assert max(e.item.tokens for e in report.excluded) == 200
+    assert max(e.item.tokens for e in report.excluded) == 3 + 200  # 3 per message
 
 
 def test_changing_the_tokenizer_recounts_everything() -> None:
@@ -319,9 +326,9 @@ def test_changing_the_tokenizer_recounts_everything() -> None:
 def test_policy_is_configurable_and_errors_name_the_field() -> None:
     history = _turns(5)
     pipeline = Pipeline(RecencyScorer(), GreedySlice())
-    with_pipeline = _memory(history, token_limit=22, pipeline=pipeline)
+    with_pipeline = _memory(history, token_limit=22 + REPLY, pipeline=pipeline)
     assert with_pipeline.get() == history[-4:]
-    assert _memory(history, token_limit=22, policy="long_running").get() == history[-4:]
+    assert _memory(history, token_limit=22 + REPLY, policy="long_running").get() == history[-4:]
     with pytest.raises(PolicyError, match=r"CupelChatMemory\.policy: unknown preset"):
         _memory(history, token_limit=22, policy="nope")
 
@@ -330,7 +337,49 @@ def test_policy_is_configurable_and_errors_name_the_field() -> None:
     ("kwargs", "message"),
     [
         ({"token_limit": 0}, r"CupelChatMemory.token_limit: must be an int >= 1, got 0"),
-        ({"token_limit": 10, "tokenizer_fn": "split"}, r"tokenizer_fn: must be callable"),
+        (
+            {"token_limit": 10, "tokenizer_fn": "split"},
+            r"^CupelChatMemory.tokenizer_fn: unknown counter name 'split'; pass 'approximate', "
+            r"a tiktoken Encoding, a HuggingFace tokenizer, or a callable",
+        ),
+        (
+            {"token_limit": 10, "tokenizer_fn": 3},
+            r"^CupelChatMemory.tokenizer_fn must be 'approximate', .*; got int 3$",
+        ),
+        (
+            {"token_limit": 10, "image_tokens": "gemini"},
+            r"^CupelChatMemory.image_tokens must be 'max', 'openai', 'anthropic', an int >= 0 or "
+            r"a callable \(width, height, detail\), got the unknown rule 'gemini'$",
+        ),
+        ({"token_limit": 10, "image_tokens": -5}, r"image_tokens must be .*negative int -5"),
+        ({"token_limit": 10, "image_tokens": True}, r"image_tokens must be .*the bool True"),
+        (
+            {"token_limit": 10, "headroom": 1.0},
+            r"^CupelChatMemory.headroom must be a number with 0 <= headroom < 1 .*got 1.0$",
+        ),
+        ({"token_limit": 10, "headroom": "10%"}, r"headroom must be a number .*got '10%'"),
+        ({"token_limit": 10, "headroom": -0.1}, r"headroom must be a number .*got -0.1"),
+        (
+            {"token_limit": 10, "agent_reserve": -1},
+            r"^CupelChatMemory.agent_reserve: must be an int >= 0, got -1$",
+        ),
+        ({"token_limit": 10, "agent_reserve": 2.5}, r"agent_reserve: must be an int >= 0"),
+        (
+            {"token_limit": 100, "agent_reserve": 97},
+            r"^CupelChatMemory.agent_reserve: token_limit \(100\) must exceed what is reserved "
+            r"besides the history: the reply's 3 tokens \+ agent_reserve \(97\) \+ headroom "
+            r"\(0 of token_limit\) = 100; raise token_limit or lower agent_reserve$",
+        ),
+        (
+            {"token_limit": 100, "headroom": 0.97},
+            r"^CupelChatMemory.headroom: token_limit \(100\) must exceed .* = 100; raise "
+            r"token_limit or lower headroom$",
+        ),
+        (
+            {"token_limit": 3},
+            r"^CupelChatMemory.token_limit: token_limit \(3\) must exceed what is reserved "
+            r"besides the history: the reply's 3 tokens .* = 3; raise token_limit",
+        ),
         ({"token_limit": 10, "message_token_counter": 3}, r"message_token_counter: must be"),
         ({"token_limit": 10, "pin_system": "yes"}, r"pin_system: must be a bool, got 'yes'"),
         ({"token_limit": 10, "policy": 3}, r"CupelChatMemory.policy"),
@@ -348,7 +397,8 @@ def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], mess
         (
             lambda: CupelChatMemory(token_limit=10, token_limt=5),
             r"CupelChatMemory: unknown field 'token_limt' "
-            r"\(fields: cache_stable, chat_store, .*token_limit",
+            r"\(fields: agent_reserve, cache_stable, chat_store, .*headroom, image_tokens, "
+            r".*token_limit",
         ),
         (
             lambda: CupelChatMemory(token_limit=10, policy=3),
@@ -427,13 +477,15 @@ def test_async_writes_refuse_non_messages_too() -> None:
     assert memory.get_all() == []
 
 
-def test_a_tokenizer_that_returns_a_count_is_explained() -> None:
+def test_a_tokenizer_that_returns_neither_a_count_nor_tokens_is_explained() -> None:
     memory = CupelChatMemory.from_defaults(
-        chat_history=_turns(2),
-        token_limit=10,
-        tokenizer_fn=lambda text: len(text),  # type: ignore[arg-type,return-value]
+        chat_history=_turns(2), token_limit=10, tokenizer_fn=lambda text: text.upper()
     )
-    with pytest.raises(ConfigurationError, match="tokenizer_fn must return a sized sequence"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"^tokenizer_fn returned str 'U0W0 U0W1 U0W2 U0W3' for a text; it must return a "
+        r"non-negative int or a list of tokens$",
+    ):
         memory.get()
 
 
@@ -464,7 +516,7 @@ def test_async_variants_behave_like_the_sync_ones() -> None:
     history = _turns(6)
 
     async def scenario() -> tuple[list[ChatMessage], list[ChatMessage], list[ChatMessage]]:
-        memory = CupelChatMemory.from_defaults(token_limit=12, message_token_counter=words)
+        memory = CupelChatMemory.from_defaults(token_limit=12 + REPLY, message_token_counter=words)
         await memory.aset(history[:2])
         await memory.aput(history[2])
         await memory.aput_messages(history[3:])
@@ -656,7 +708,7 @@ def test_react_agent_runs_with_the_memory() -> None:
 # -- instrumentation ------------------------------------------------------------------------
 def test_get_dispatches_a_selection_event(recorder: SelectionRecorder) -> None:
     history = _turns(10)
-    memory = _memory(history, token_limit=22)
+    memory = _memory(history, token_limit=22 + REPLY)
 
     memory.get(input="hello", initial_token_count=2)
 
@@ -664,6 +716,7 @@ def test_get_dispatches_a_selection_event(recorder: SelectionRecorder) -> None:
     assert isinstance(event, CupelSelectionEvent)
     assert event.component == "CupelChatMemory"
     assert event.report is memory.last_report
+    # the budget used: token_limit less initial_token_count and the reply's 3
     assert (event.candidates, event.selected, event.max_tokens) == (20, 4, 20)
     assert event.selected_tokens == 20 and event.query == "hello"
     assert event.span_id is not None and "CupelChatMemory._select" in event.span_id
@@ -706,7 +759,7 @@ def test_the_on_demand_report_equals_the_one_dispatched_to_a_listener() -> None:
 
 def test_without_a_listener_get_dispatches_nothing_and_reports_on_read() -> None:
     recorder = SelectionRecorder()
-    memory = _memory(_turns(10), token_limit=22)
+    memory = _memory(_turns(10), token_limit=22 + REPLY)
     memory.get()
     with _listening(recorder):
         report = memory.last_report  # built after the fact: no event for it

@@ -64,6 +64,9 @@ def _fresh(memory: CupelChatMemory) -> CupelChatMemory:
         token_limit=memory.token_limit,
         tokenizer_fn=memory.tokenizer_fn,
         message_token_counter=memory.message_token_counter,
+        image_tokens=memory.image_tokens,
+        headroom=memory.headroom,
+        agent_reserve=memory.agent_reserve,
         chat_store=memory.chat_store,
         chat_store_key=memory.chat_store_key,
         policy=memory.policy,
@@ -109,7 +112,7 @@ def _edit(memory: CupelChatMemory, edit: str, data: st.DataObject) -> None:
     elif edit == "replace" and index is not None:
         stored[index] = stored[index].model_copy(deep=True)  # equal, not the same object
     elif edit == "limit":
-        memory.token_limit = data.draw(st.integers(1, 120))
+        memory.token_limit = data.draw(st.integers(4, 120))  # more than the reply's 3
     elif edit == "tokenizer":
         memory.tokenizer_fn = _doubled if memory.tokenizer_fn is _split else _split
     elif edit == "pins":
@@ -161,7 +164,7 @@ def _drawn_memory(
     counter = data.draw(st.sampled_from(["tokenizer", "counter"]))
     return CupelChatMemory.from_defaults(
         chat_history=history,
-        token_limit=data.draw(st.integers(1, limit)),
+        token_limit=data.draw(st.integers(4, limit)),  # more than the reply's 3
         tokenizer_fn=_split,
         message_token_counter=words if counter == "counter" else None,
         pipeline=pipeline,
@@ -246,8 +249,8 @@ def test_a_mutated_or_appended_store_is_seen_on_the_next_get() -> None:
     store = SimpleChatStore()
     history = _turns(4)
     memory = CupelChatMemory.from_defaults(
-        chat_history=history, chat_store=store, token_limit=25, tokenizer_fn=str.split
-    )
+        chat_history=history, chat_store=store, token_limit=37, tokenizer_fn=str.split
+    )  # two turns of 8 + 9 tokens (3 per message) and the reply's 3
     stored = store.get_messages("chat_history")
     assert memory.get() == stored[-4:]
     # Edited in place: the block's text, then the message's role.
@@ -293,7 +296,7 @@ def test_a_pipeline_changed_in_place_is_seen_on_the_next_get() -> None:
     pipeline = Pipeline.from_policy("chat")
     history = [ChatMessage(role="user", content="one two three four five six"), *_turns(3)]
     memory = CupelChatMemory.from_defaults(
-        chat_history=history, token_limit=25, tokenizer_fn=str.split, pipeline=pipeline
+        chat_history=history, token_limit=37, tokenizer_fn=str.split, pipeline=pipeline
     )
     for window_slicer in (RecencyWindowSlice(), GreedySlice(), RecencyWindowSlice(None)):
         pipeline.slicer = window_slicer
@@ -303,7 +306,7 @@ def test_a_pipeline_changed_in_place_is_seen_on_the_next_get() -> None:
     # The slicer's settings changed in place (the same slicer object).
     slicer = RecencyWindowSlice()
     pipeline.slicer = slicer
-    memory.token_limit = 17
+    memory.token_limit = 29  # the last turn (17), its previous answer (9) and the reply (3)
     memory.start_on_user = False
     whole_turns = memory.get()
     assert whole_turns == _fresh(memory).get()
@@ -321,7 +324,7 @@ def test_a_copy_over_another_store_selects_from_its_own_history(
     copy_of: Callable[[CupelChatMemory], CupelChatMemory],
 ) -> None:
     memory = CupelChatMemory.from_defaults(
-        chat_history=_turns(4), token_limit=25, tokenizer_fn=str.split
+        chat_history=_turns(4), token_limit=37, tokenizer_fn=str.split
     )
     mine = memory.get()
     other = copy_of(memory)

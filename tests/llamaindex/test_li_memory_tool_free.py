@@ -113,7 +113,7 @@ def _turn_edit(memory: CupelChatMemory, edit: str, data: st.DataObject) -> None:
     elif edit == "tool result":  # a stray result: the history is no longer tool-free
         memory.put(ChatMessage(role="tool", content="stray"))
     elif edit == "limit":
-        memory.token_limit = data.draw(st.integers(1, 60))
+        memory.token_limit = data.draw(st.integers(4, 60))  # more than the reply's 3
     elif edit == "pins":
         memory.pin_system = data.draw(st.booleans())
         memory.pin_last_user = data.draw(st.booleans())

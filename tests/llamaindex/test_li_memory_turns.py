@@ -12,13 +12,21 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from li_testkit import words
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ImageBlock,
+    MessageRole,
+    TextBlock,
+    ToolCallBlock,
+)
 from llama_index.core.storage.chat_store import SimpleChatStore
 
+from benchmarks.bill_cases import png
 from cupel import ContextBudget, PinnedBudgetError, Pipeline, RecencyWindowSlice
 from cupel.conversation import Conversation, HistoryItems, tool_free_window
 from cupel_llamaindex import CupelChatMemory
 from cupel_llamaindex._reading import (
+    Counting,
     RoleCounts,
     TokenCache,
     read_counts,
@@ -45,8 +53,15 @@ def _doubled(text: str) -> list[str]:
     return text.split() * 2
 
 
+def _image(data: st.DataObject) -> ImageBlock:
+    side = data.draw(st.sampled_from([16, 512, 2000]))
+    return ImageBlock(image=png(side, side // 2))
+
+
 def _message(data: st.DataObject) -> ChatMessage:
-    kind = data.draw(st.sampled_from(["text", "text", "text", "call", "result"]))
+    kind = data.draw(st.sampled_from(["text", "text", "text", "call", "result", "image"]))
+    if kind == "image":
+        return ChatMessage(role="user", blocks=[TextBlock(text="look"), _image(data)])
     if kind == "call":
         return ChatMessage(
             role="assistant",
@@ -59,10 +74,22 @@ def _message(data: st.DataObject) -> ChatMessage:
 
 def _change(messages: list[ChatMessage], data: st.DataObject) -> None:
     """One change to the history: appended, removed, replaced (an equal copy or another
-    message), inserted, or a message edited in place (text, role, tool-call link)."""
+    message), inserted, or a message edited in place (text, role, tool-call link, an
+    image of another size)."""
     edit = data.draw(
         st.sampled_from(
-            ["append", "append", "pop", "replace last", "copy", "insert", "delete", "text", "role"]
+            [
+                "append",
+                "append",
+                "pop",
+                "replace last",
+                "copy",
+                "insert",
+                "delete",
+                "text",
+                "role",
+                "image",
+            ]
         )
     )
     index = data.draw(st.integers(0, len(messages) - 1)) if messages else None
@@ -84,6 +111,13 @@ def _change(messages: list[ChatMessage], data: st.DataObject) -> None:
             blocks[0].text = data.draw(_TEXTS)  # in place: same message, list and block
         else:
             messages[index].additional_kwargs["tool_call_id"] = "c2"
+    elif edit == "image":
+        blocks = messages[index].blocks
+        images = [i for i, block in enumerate(blocks) if isinstance(block, ImageBlock)]
+        if images:
+            blocks[images[0]] = _image(data)  # in place: the same message and list
+        else:
+            blocks.append(_image(data))
     else:
         messages[index].role = data.draw(st.sampled_from(_ROLES))
 
@@ -94,18 +128,19 @@ def test_role_counts_equal_a_fresh_read_through_changes(data: st.DataObject) -> 
     messages = [_message(data) for _ in range(data.draw(st.integers(0, 8)))]
     columns = RoleCounts()
     cache = TokenCache()
+    countings = {  # one each, as a memory keeps its counting while its settings stay
+        "split": Counting(_split),
+        "doubled": Counting(_doubled),
+        "anthropic": Counting(_split, "anthropic"),
+        "counter": Counting(_split, message_token_counter=words),
+    }
     for _ in range(data.draw(st.integers(1, 10))):
-        counting = data.draw(st.sampled_from(["split", "doubled", "counter"]))
-        tokenizer_fn = _doubled if counting == "doubled" else _split
-        counter = words if counting == "counter" else None
+        counting = countings[data.draw(st.sampled_from(sorted(countings)))]
         read = read_messages(messages)
-        roles, counts = columns.of(
-            read, tokenizer_fn=tokenizer_fn, message_token_counter=counter, cache=cache
-        )
+        roles, counts = columns.of(read, counting, cache)
         assert roles == read_roles(read)
-        assert counts == read_counts(
-            read, tokenizer_fn=tokenizer_fn, message_token_counter=counter, cache=TokenCache()
-        )
+        assert counts == read_counts(read, counting, TokenCache())
+        assert counts == [counting.message(m) for m in messages]  # nothing cached
         _change(messages, data)
 
 

@@ -256,7 +256,16 @@ def test_reassigning_the_policy_takes_effect_on_the_next_call() -> None:
         ({"max_tokens": 10, "target_tokens": 11}, r"target_tokens: must be <= max_tokens \(10\)"),
         ({"max_tokens": 10, "target_tokens": -1}, r"target_tokens: must be an int >= 0, got -1"),
         ({"max_tokens": 10, "relevance": "best"}, r"relevance: must be one of 'auto'"),
-        ({"max_tokens": 10, "tokenizer_fn": 5}, r"tokenizer_fn: must be callable, got int 5"),
+        (
+            {"max_tokens": 10, "tokenizer_fn": 5},
+            r"^CupelNodePostprocessor.tokenizer_fn must be 'approximate', a tiktoken Encoding, a "
+            r"HuggingFace tokenizer, or a callable .*; got int 5$",
+        ),
+        (
+            {"max_tokens": 10, "headroom": 1.5},
+            r"^CupelNodePostprocessor.headroom must be a number with 0 <= headroom < 1 .*got 1.5$",
+        ),
+        ({"max_tokens": 10, "headroom": True}, r"headroom must be a number .*got True"),
         ({"max_tokens": 10, "metadata_mode": "some"}, r"metadata_mode: Input should be"),
         ({"max_tokens": 10, "pipeline": "rag"}, r"pipeline: .*got 'rag'"),
         ({}, r"^CupelNodePostprocessor.max_tokens: is required$"),

@@ -82,6 +82,10 @@ def _tool_result(call_id: str, text: str) -> ChatMessage:
     return ChatMessage(role="tool", content=text, additional_kwargs={"tool_call_id": call_id})
 
 
+REPLY = 3
+"""Tokens every request reserves for the reply (``cupel.counting.REPLY_TOKENS``)."""
+
+
 def _pinned_tokens(history: list[ChatMessage]) -> int:
     users = [m for m in history if m.role == MessageRole.USER]
     system = [m for m in history if m.role == MessageRole.SYSTEM]
@@ -91,7 +95,7 @@ def _pinned_tokens(history: list[ChatMessage]) -> int:
 @settings(max_examples=300, deadline=None)
 @given(
     history=histories(),
-    limit=st.integers(1, 200),
+    limit=st.integers(REPLY + 1, 200),
     initial=st.integers(0, 20),
     start_on_user=st.booleans(),
 )
@@ -115,11 +119,13 @@ def test_every_window_is_valid_within_budget_and_made_of_the_stored_objects(
     except PinnedBudgetError as exc:
         # System messages and the latest user message (with any stray tool message
         # travelling with it) cannot fit.
-        assert exc.available_tokens == limit - initial < exc.pinned_tokens
+        assert exc.available_tokens == max(0, limit - initial - REPLY) < exc.pinned_tokens
         assert exc.pinned_tokens >= _pinned_tokens(history)
         return
 
-    check_window(window, history, budget=limit - initial, count=words, start_on_user=start_on_user)
+    # The window and the reply's 3 tokens fit what initial_token_count leaves of the limit.
+    budget = max(0, limit - initial - REPLY)
+    check_window(window, history, budget=budget, count=words, start_on_user=start_on_user)
     users = [m for m in history if m.role == MessageRole.USER]
     if users:
         assert any(m is users[-1] for m in window), "the latest user message was dropped"
@@ -224,7 +230,7 @@ def test_reusing_the_previous_call_never_changes_the_result(
 
 
 @settings(max_examples=300, deadline=None)
-@given(history=histories(), limit=st.integers(1, 200), start_on_user=st.booleans())
+@given(history=histories(), limit=st.integers(REPLY + 1, 200), start_on_user=st.booleans())
 def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fit(
     history: list[ChatMessage], limit: int, start_on_user: bool
 ) -> None:
@@ -240,8 +246,8 @@ def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fi
     )
     conversation = messages_to_items(history, message_token_counter=words).history.conversation
 
-    def fits(indices: list[int]) -> bool:
-        return sum(words(history[i]) for i in indices) <= limit
+    def fits(indices: list[int]) -> bool:  # with the reply's 3 tokens
+        return sum(words(history[i]) for i in indices) + REPLY <= limit
 
     try:
         window = memory.get()
