@@ -50,8 +50,11 @@ def checked_count(value: object, field: str = "token_counter") -> int:
     >>> checked_count(3), checked_count([1, 2]), checked_count(2.0)
     (3, 2, 2)
     """
-    if type(value) is int and value >= 0:
-        return value
+    kind = type(value)
+    if kind is int and value >= 0:  # type: ignore[operator]
+        return value  # type: ignore[return-value]
+    if kind is list or kind is tuple:  # a tokenizer's tokens
+        return len(value)  # type: ignore[arg-type]
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
     if isinstance(value, float) and value.is_integer() and value >= 0:
