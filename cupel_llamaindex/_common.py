@@ -217,7 +217,12 @@ class CupelFields(BaseModel):
         return check_cache_stable_field(cls.__name__, value)
 
     @field_validator(
-        "pin_system", "pin_last_user", "start_on_user", mode="before", check_fields=False
+        "pin_system",
+        "pin_last_user",
+        "start_on_user",
+        "truncate_oversized",
+        mode="before",
+        check_fields=False,
     )
     @classmethod
     def _check_flag(cls, value: Any, info: ValidationInfo) -> bool:
@@ -251,6 +256,13 @@ class WindowFields(CupelFields):
         description=(
             "Tokens kept free in the window for what an agent sends besides the memory: "
             "its system prompt and the current run's tool rounds."
+        ),
+    )
+    truncate_oversized: bool = Field(
+        default=False,
+        description=(
+            "Return a cut copy of a message too large for any window (the newest unit, the "
+            "latest user message) instead of raising PinnedBudgetError or leaving it out."
         ),
     )
 

@@ -12,7 +12,7 @@ modifies them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -206,8 +206,11 @@ def map_read(
     pin_system: bool,
     pin_last_user: bool,
     cache: TokenCache | None,
+    cuts: Mapping[int, int] | None = None,
 ) -> MessageMapping:
-    """:func:`messages_to_items` of messages already read (:func:`read_messages`)."""
+    """:func:`messages_to_items` of messages already read (:func:`read_messages`);
+    ``cuts``: the tokens cut from the unit whose first message is at that index
+    (``metadata["cupel:cut_tokens"]``, :mod:`cupel_llamaindex._oversized`)."""
     raw_roles = [str.__str__(role) for role in read.roles]
     roles = [ROLE_NAMES.get(role, role) for role in raw_roles]
     counts = read_counts(read, counting, cache)
@@ -215,7 +218,10 @@ def map_read(
     labelled = _Labelled(raw_roles, read.keys)
 
     def metadata(k: int) -> dict[str, Any]:
-        return {"role": raw_roles[conversation.first_message(k)]}
+        first = conversation.first_message(k)
+        if cuts and first in cuts:
+            return {"role": raw_roles[first], "cupel:cut_tokens": cuts[first]}
+        return {"role": raw_roles[first]}
 
     history = HistoryItems.from_conversation(
         conversation,

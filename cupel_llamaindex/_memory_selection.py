@@ -20,6 +20,7 @@ from cupel.conversation import (
     plain_key,
     tool_free_window,
 )
+from cupel.counting import estimate_tokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     emit_selection,
@@ -28,6 +29,7 @@ from cupel_llamaindex._common import (
     stable_fields,
 )
 from cupel_llamaindex._mapping import MessageMapping, map_read
+from cupel_llamaindex._oversized import fitted_messages
 from cupel_llamaindex._reading import (
     Counting,
     MessageCounter,
@@ -224,6 +226,7 @@ class MemorySettings(Protocol):
     image_tokens: Any
     headroom: float
     agent_reserve: int
+    truncate_oversized: bool
     pin_system: bool
     pin_last_user: bool
     start_on_user: bool
@@ -232,6 +235,28 @@ class MemorySettings(Protocol):
     pipeline: Pipeline | None
     chat_store_key: str
     __pydantic_private__: dict[str, Any] | None
+
+
+def fitted_mapping(
+    mapping: MessageMapping, budget: ContextBudget, config: _Config, cache: TokenCache
+) -> MessageMapping:
+    """``mapping``, or the mapping of its messages with cut copies of the units too large
+    for any window (``truncate_oversized``: :mod:`cupel_llamaindex._oversized`)."""
+    counting = config[0]
+    fitted = fitted_messages(
+        mapping, budget, counting.message, counting.count_text or estimate_tokens
+    )
+    if fitted is None:
+        return mapping
+    listed, cuts = fitted
+    return map_read(
+        read_messages(listed),
+        counting=counting,
+        pin_system=config[1],
+        pin_last_user=config[2],
+        cache=cache,
+        cuts=cuts,
+    )
 
 
 def choose(
@@ -283,7 +308,7 @@ def choose(
     start_on = _START_ON_USER if start_on_user else _START_ON_NONE
     stable = memory.cache_stable is not False
     key: tuple[object, ...] | None = None
-    if not stable and not listening:
+    if not stable and not listening and not memory.truncate_oversized:
         key = (limit, reserve, start_on_user, *plain_key(pipeline))
         last = caches.last
         if last is not None and last[0] is recall and last[1] == key:  # the last call's
@@ -316,6 +341,8 @@ def choose(
                 return chosen
     mapping = recall.mapping_for(caches.token_cache)
     budget = caches.budget(limit, reserve)
+    if memory.truncate_oversized:
+        mapping = fitted_mapping(mapping, budget, config, caches.token_cache)
     previous: list[int] | None = None
     if stable:  # per chat store key: the previous window, if this history extends it
         state = private["_states"].get(memory.chat_store_key)
@@ -330,13 +357,13 @@ def choose(
         options=PINNED_OPTIONS,
         previous=previous,
     )
-    messages = read.messages
+    messages = mapping.messages
     chosen = [messages[i] for i in window.messages]
     caches.last = (recall, key, window, tuple(chosen)) if key is not None and window.plain else None
     if stable:
         private["_states"].put(
             memory.chat_store_key,
-            StableWindow(messages, tuple(window.messages), window.cut),
+            StableWindow(read.messages, tuple(window.messages), window.cut),
         )
     private["_last_window"] = window if stable else None
     if window.report is None:
