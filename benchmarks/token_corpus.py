@@ -2,7 +2,8 @@
 :func:`cupel.counting.estimate_tokens` against OpenAI's cl100k_base on them.
 
     python -m benchmarks.token_corpus            # write benchmarks/data/token_corpus.jsonl
-    python -m benchmarks.token_corpus --check    # ratios estimate / cl100k per category, timing
+    python -m benchmarks.token_corpus --check    # ratios estimate / cl100k per category,
+                                                 # short chat messages, timing
 
 Every text is built here from embedded sentences, word lists and templates with a seeded
 ``random.Random`` (one per category), so the committed file is this module's output and
@@ -887,6 +888,48 @@ def ratios(rows: list[dict[str, str]], count: Callable[[str], int]) -> dict[str,
     return by_category
 
 
+CHAT_SEED = 20261230
+"""The provider-bill benchmark's seed (``python -m benchmarks.provider_bill``)."""
+WINDOW = 20
+"""Messages per window in the short-message figures."""
+
+
+def chat_messages(cases: int = 4) -> list[str]:
+    """Chat messages of random common short words ("Down it between just where time new
+    that very this most."): the prose parts of the provider-bill benchmark's first
+    ``cases`` ``prose chat`` histories, in order."""
+    from benchmarks.bill_cases import Text, generate_case
+
+    return [
+        part.text
+        for number in range(cases)
+        for message in generate_case("prose chat", number, seed=CHAT_SEED).messages
+        for part in message.parts
+        if isinstance(part, Text) and part.kind == "prose"
+    ]
+
+
+def english_sentences(rows: list[dict[str, str]]) -> list[str]:
+    """The English texts of the corpus cut into single sentences (split on ``". "`` and
+    at line ends), as short chat messages."""
+    return [
+        sentence
+        for row in rows
+        if row["category"] == "english"
+        for line in row["text"].splitlines()
+        for sentence in line.split(". ")
+        if sentence.strip()
+    ]
+
+
+def window_ratios(estimates: list[int], counts: list[int], size: int = WINDOW) -> list[float]:
+    """Estimate / true count summed over each run of ``size`` consecutive messages."""
+    return [
+        sum(estimates[i : i + size]) / sum(counts[i : i + size])
+        for i in range(max(1, len(counts) - size + 1))
+    ]
+
+
 def cl100k_count() -> Callable[[str], int]:
     from llama_index.core.utils import get_tokenizer
 
@@ -935,6 +978,17 @@ def check(rows: list[dict[str, str]]) -> None:
         worst = max(0.0, 1 - min(values))
         median, p1, p99 = (percentile(values, q) for q in (50, 1, 99))
         print(f"{category:12} {len(values):4} {median:7.3f} {p1:7.3f} {p99:7.3f} {worst:11.1%}")
+    from cupel.counting import estimate_tokens
+
+    print(f"\nshort messages: ratios per message and summed over {WINDOW} in a row")
+    print(f"{'messages':12} {'n':>4} {'median':>7} {'p5':>7} {'window min':>11} {'mean':>7}")
+    for name, texts in [("chat", chat_messages()), ("sentences", english_sentences(rows))]:
+        estimates, counts = [estimate_tokens(t) for t in texts], [count(t) for t in texts]
+        each = [e / c for e, c in zip(estimates, counts, strict=True)]
+        windows = window_ratios(estimates, counts)
+        median, p5 = percentile(each, 50), percentile(each, 5)
+        mean = sum(windows) / len(windows)
+        print(f"{name:12} {len(each):4} {median:7.3f} {p5:7.3f} {min(windows):11.3f} {mean:7.3f}")
     print("\nns per call (best of 5 runs):")
     for line in timing_rows(rows, count):
         print(f"  {line}")

@@ -34,9 +34,9 @@ Chat turns are not deduplicated by default: two identical "ok" turns are two mes
 >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 >>> history = [SystemMessage("Be brief."), HumanMessage("x" * 400), AIMessage("y" * 400),
 ...            HumanMessage("Thanks! And now?")]
->>> [m.type for m in select_messages(history, max_tokens=150)]
+>>> [m.type for m in select_messages(history, max_tokens=100)]
 ['system', 'human']
->>> [m.type for m in select_messages(history, max_tokens=250)]
+>>> [m.type for m in select_messages(history, max_tokens=150)]
 ['system', 'human', 'ai', 'human']
 """
 

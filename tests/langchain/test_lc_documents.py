@@ -117,7 +117,7 @@ def test_k_keeps_the_best_scored_of_the_selection_and_reports_the_rest() -> None
 def test_the_compressor_sends_its_report_to_the_callbacks() -> None:
     events = Events()
     compressor = CupelDocumentCompressor(max_tokens=30)
-    compressor.compress_documents(scored(("x" * 200, 0.5), ("y", 0.4)), "q", callbacks=[events])
+    compressor.compress_documents(scored(("x" * 300, 0.5), ("y", 0.4)), "q", callbacks=[events])
     ((name, data),) = events.events
     assert name == "cupel_selection" and data["component"] == "CupelDocumentCompressor"
     assert data.selection_report is compressor.last_report

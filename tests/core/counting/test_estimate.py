@@ -101,3 +101,29 @@ def test_concatenation_counts_at_least_either_part() -> None:
 @given(st.text(), st.text())
 def test_concatenation_of_any_strings_counts_at_least_either_part(first: str, second: str) -> None:
     assert estimate_tokens(first + second) >= max(estimate_tokens(first), estimate_tokens(second))
+
+
+@functools.cache
+def short_messages() -> dict[str, tuple[list[int], list[int]]]:
+    """Estimates and cl100k counts of chat messages of random common short words (the
+    provider-bill benchmark's prose chat) and of single English sentences."""
+    encode = get_tokenizer()
+    texts = {
+        "chat": token_corpus.chat_messages(),
+        "sentences": token_corpus.english_sentences(corpus()),
+    }
+    return {
+        name: ([estimate_tokens(t) for t in some], [len(encode(t)) for t in some])
+        for name, some in texts.items()
+    }
+
+
+@pytest.mark.parametrize("messages", ["chat", "sentences"])
+def test_short_common_words_are_not_undercounted_over_a_window(messages: str) -> None:
+    """cl100k makes one token of nearly every common English word, however long: twenty
+    chat messages in a row are counted at least in full, and a single one rarely under."""
+    estimates, counts = short_messages()[messages]
+    assert len(counts) >= 200
+    assert min(token_corpus.window_ratios(estimates, counts)) >= 1.0
+    each = [e / c for e, c in zip(estimates, counts, strict=True)]
+    assert token_corpus.percentile(each, 5) >= 0.85
