@@ -256,9 +256,9 @@ def test_a_policy_reading_metadata_sees_the_mapped_metadata() -> None:
             [(RecencyScorer(), 1.0), (MetadataKeyScorer("langchain.type", "human", 100.0), 1.0)]
         )
     )
-    kept = select_messages(messages, max_tokens=160, pipeline=boost_humans)
+    kept = select_messages(messages, max_tokens=185, pipeline=boost_humans)
     assert [m.id for m in kept] == ["sys", "h1", "h2", "h3"]
-    kept, report = select_messages_with_report(messages, max_tokens=160, pipeline=boost_humans)
+    kept, report = select_messages_with_report(messages, max_tokens=185, pipeline=boost_humans)
     assert [m.id for m in kept] == ["sys", "h1", "h2", "h3"]
     turn = {
         e.item.metadata["langchain.id"]: e.item.metadata.get("cupel:turn") for e in report.included
@@ -348,13 +348,13 @@ def test_an_answer_to_an_invalid_tool_call_keeps_the_call_and_its_answer_togethe
 
 def test_the_report_accounts_for_every_unit() -> None:
     messages = conversation()
-    selected, report = select_messages_with_report(messages, max_tokens=170)
+    selected, report = select_messages_with_report(messages, max_tokens=200)
     assert report.total_candidates == 7  # the tool group is one unit
     assert report.included_tokens == tokens(selected)
     assert len(report.included) + len(report.excluded) == 7
     assert {e.reason.name for e in report.excluded} == {"OutsideWindow"}
     turn_1 = tokens(messages[1:3])  # the next unit at the cut: turn 1's block
-    left = 170 - REPLY_TOKENS - tokens(selected)
+    left = 200 - REPLY_TOKENS - tokens(selected)
     assert turn_1 > left
     assert report.excluded[0].reason.describe() == (
         f"OutsideWindow: not in the recency window, whose next unit needs {turn_1} tokens, "
@@ -474,7 +474,7 @@ def test_the_selector_sits_between_a_prompt_and_a_model_in_an_lcel_chain() -> No
 
 def test_invoke_returns_the_same_objects_and_keeps_the_last_report() -> None:
     messages = conversation()
-    selector = CupelMessageSelector(max_tokens=170)
+    selector = CupelMessageSelector(max_tokens=200)
     assert selector.last_report is None
     selected = selector.invoke(messages)
     assert [m.id for m in selected] == ["sys", "h2", "a2", "t1", "a3", "h3"]
@@ -486,7 +486,7 @@ def test_invoke_returns_the_same_objects_and_keeps_the_last_report() -> None:
 
 def test_the_report_is_emitted_as_a_custom_callback_event() -> None:
     recorder = Recorder()
-    selector = CupelMessageSelector(max_tokens=170)
+    selector = CupelMessageSelector(max_tokens=200)
     selector.invoke(conversation(), config={"callbacks": [recorder]})
     ((name, data),) = recorder.events
     assert name == REPORT_EVENT == "cupel_selection"
@@ -495,7 +495,7 @@ def test_the_report_is_emitted_as_a_custom_callback_event() -> None:
     wire = json.loads(json.dumps(data))  # JSON-ready data
     assert wire["report"]["total_candidates"] == 7 and len(wire["report"]["excluded"]) == 2
     assert data["component"] == "CupelMessageSelector"
-    assert (data["included"], data["excluded"], data["max_tokens"]) == (5, 2, 170)
+    assert (data["included"], data["excluded"], data["max_tokens"]) == (5, 2, 200)
     assert data["included_tokens"] == selector.last_report.included_tokens  # type: ignore[union-attr]
 
 
@@ -504,14 +504,14 @@ def test_without_listeners_the_report_is_built_when_read_and_is_the_eager_one() 
     ``last_report`` builds the report on first read; it is the report a listened-to
     run sends."""
     messages = conversation()
-    quiet = CupelMessageSelector(max_tokens=170)
-    listened = CupelMessageSelector(max_tokens=170)
+    quiet = CupelMessageSelector(max_tokens=200)
+    listened = CupelMessageSelector(max_tokens=200)
     recorder = Recorder()
     assert quiet.invoke(messages) == listened.invoke(messages, config={"callbacks": [recorder]})
     ((_, data),) = recorder.events
     lazy = quiet.last_report
     assert lazy is not None and lazy is quiet.last_report  # built once
-    eager = select_messages_with_report(messages, max_tokens=170)[1]
+    eager = select_messages_with_report(messages, max_tokens=200)[1]
     assert timeless(lazy) == timeless(data.selection_report) == timeless(eager)
 
 
@@ -534,11 +534,11 @@ class IgnoresCustomEvents(BaseCallbackHandler):
 
 def test_a_handler_that_ignores_custom_events_is_not_a_listener() -> None:
     handler = IgnoresCustomEvents()
-    selector = CupelMessageSelector(max_tokens=170)
+    selector = CupelMessageSelector(max_tokens=200)
     selector.invoke(conversation(), config={"callbacks": [handler]})
     assert handler.events == []
     report = selector.last_report
-    assert report is not None and report.included_tokens <= 170
+    assert report is not None and report.included_tokens <= 200
 
 
 def test_the_functions_reuse_a_checked_selection_for_the_same_settings() -> None:
@@ -547,20 +547,20 @@ def test_the_functions_reuse_a_checked_selection_for_the_same_settings() -> None
     from cupel_langchain._runnable import _SELECTIONS
 
     kinds = {"human": "message"}
-    first = _SELECTIONS.get({"max_tokens": 170, "kinds": kinds})
-    assert _SELECTIONS.get({"kinds": dict(kinds), "max_tokens": 170}) is first
+    first = _SELECTIONS.get({"max_tokens": 200, "kinds": kinds})
+    assert _SELECTIONS.get({"kinds": dict(kinds), "max_tokens": 200}) is first
     kinds["ai"] = "message"
-    assert _SELECTIONS.get({"max_tokens": 170, "kinds": kinds}) is not first
-    assert _SELECTIONS.get({"max_tokens": 170, "token_counter": len}) is not first
-    assert _SELECTIONS.get({"max_tokens": 170}) is _SELECTIONS.get({"max_tokens": 170})
+    assert _SELECTIONS.get({"max_tokens": 200, "kinds": kinds}) is not first
+    assert _SELECTIONS.get({"max_tokens": 200, "token_counter": len}) is not first
+    assert _SELECTIONS.get({"max_tokens": 200}) is _SELECTIONS.get({"max_tokens": 200})
     assert select_messages([HumanMessage("x")], max_tokens=1, keep_last_human=False) == []  # 1 ...
     with pytest.raises(ConfigurationError, match="max_tokens"):
         select_messages([HumanMessage("x")], max_tokens=True, keep_last_human=False)  # not True
     with pytest.raises(ConfigurationError, match="keep_system"):
-        select_messages(conversation(), max_tokens=170, keep_system=1)  # type: ignore[typeddict-item]
+        select_messages(conversation(), max_tokens=200, keep_system=1)  # type: ignore[typeddict-item]
     messages = conversation()
-    assert select_messages(messages, max_tokens=170) == select_messages(messages, max_tokens=170)
-    assert [m.id for m in select_messages(messages, max_tokens=170)] == [
+    assert select_messages(messages, max_tokens=200) == select_messages(messages, max_tokens=200)
+    assert [m.id for m in select_messages(messages, max_tokens=200)] == [
         "sys",
         "h2",
         "a2",
@@ -587,7 +587,7 @@ def test_the_report_event_shows_in_astream_events() -> None:
 
 def test_report_false_skips_the_report_and_the_event() -> None:
     recorder = Recorder()
-    selector = CupelMessageSelector(max_tokens=170, report=False)
+    selector = CupelMessageSelector(max_tokens=200, report=False)
     selected = selector.invoke(conversation(), config={"callbacks": [recorder]})
     assert [m.id for m in selected] == ["sys", "h2", "a2", "t1", "a3", "h3"]
     assert selector.last_report is None and recorder.events == []
@@ -595,7 +595,7 @@ def test_report_false_skips_the_report_and_the_event() -> None:
 
 def test_ainvoke_batch_and_abatch_agree_with_invoke() -> None:
     histories = [conversation(), conversation()[:4], conversation()[3:]]
-    selector = CupelMessageSelector(max_tokens=90)
+    selector = CupelMessageSelector(max_tokens=120)
     expected = [[m.id for m in selector.invoke(h)] for h in histories]
     assert [[m.id for m in out] for out in selector.batch(histories)] == expected
     assert [[m.id for m in out] for out in asyncio.run(selector.abatch(histories))] == expected
@@ -607,7 +607,7 @@ def test_ainvoke_batch_and_abatch_agree_with_invoke() -> None:
 
 def test_batch_and_abatch_emit_one_report_event_per_input() -> None:
     histories = [conversation(), conversation()[:4], conversation()[3:]]
-    selector = CupelMessageSelector(max_tokens=90)
+    selector = CupelMessageSelector(max_tokens=120)
     for run in (
         lambda config: selector.batch(histories, config=config),
         lambda config: asyncio.run(selector.abatch(histories, config=config)),
@@ -622,7 +622,7 @@ def test_batch_and_abatch_emit_one_report_event_per_input() -> None:
 
 
 def test_the_selector_streams_its_single_result() -> None:
-    chunks = list(CupelMessageSelector(max_tokens=170).stream(conversation()))
+    chunks = list(CupelMessageSelector(max_tokens=200).stream(conversation()))
     assert len(chunks) == 1 and [m.id for m in chunks[0]] == ["sys", "h2", "a2", "t1", "a3", "h3"]
 
 
