@@ -12,7 +12,7 @@ preset: the best documents at both edges).
 >>> docs = [Document("alpha " * 50), Document("beta " * 10, metadata={"relevance_score": 0.2})]
 >>> mapped = documents_to_items(docs)
 >>> [(i.tokens, i.future_relevance_hint) for i in mapped.items]
-[(60, 1.0), (12, 0.2)]
+[(57, 1.0), (11, 0.2)]
 >>> mapped.documents_for(mapped.items[::-1]) == docs[::-1]
 True
 """

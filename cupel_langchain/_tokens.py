@@ -32,8 +32,8 @@ as ``"approximate"``.
 
 >>> from langchain_core.messages import AIMessage, HumanMessage
 >>> count = resolve_message_counter("approximate", "auto")
->>> count([HumanMessage("How long is the Nile?")])   # 8 of text + 3 per message
-11
+>>> count([HumanMessage("How long is the Nile?")])   # 7 of text + 3 per message
+10
 >>> resolve_message_counter(lambda text: text.split())([HumanMessage("a b c")])
 6
 """
@@ -207,7 +207,7 @@ def approximate_message_tokens(message: BaseMessage) -> int:
     calls and ids (see the module docstring).
 
     >>> approximate_message_tokens(HumanMessage("How long is the Nile?"))
-    11
+    10
     """
     return _APPROXIMATE(message)
 
@@ -400,7 +400,7 @@ def resolve_document_counter(token_counter: DocumentTokenCounter) -> Callable[[s
     model (``get_num_tokens``) or a callable on text.
 
     >>> resolve_document_counter("approximate")("How long is the Nile?")
-    8
+    7
     """
     if _is_approximate(token_counter):
         return estimate_tokens

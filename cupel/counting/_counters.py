@@ -109,7 +109,7 @@ def text_counter(counter: object, field: str = "token_counter") -> TextCounter:
     :class:`~cupel.ConfigurationError` naming ``field`` and what to pass.
 
     >>> text_counter("approximate")("How long is the Nile?")  # cl100k: 6
-    8
+    7
     """
     if isinstance(counter, str):
         if counter == "approximate":

@@ -7,13 +7,13 @@ run of letters and digits.
 - Words: cl100k makes one token of nearly every common English word with its leading
   space, whatever its length, so a word costs mostly for being one: each ASCII letter
   that follows an ASCII character other than a letter (a space, a digit, punctuation, a
-  newline) starts a word and adds 1/2 token, and each letter adds 1/8 (lowercase) or
-  11/16 (uppercase), so a lowercase word of n letters and its space cost (9 + 2n)/16: a
-  three-letter word 15/16, a ten-letter one 29/16. A letter after a non-ASCII character
+  newline) starts a word and adds 7/16 token, and each letter adds 1/8 (lowercase) or
+  11/16 (uppercase), so a lowercase word of n letters and its space cost (8 + 2n)/16: a
+  three-letter word 14/16, a ten-letter one 28/16. A letter after a non-ASCII character
   starts no word (accented words are charged by their accents). Each
-  lowercase→uppercase, uppercase→digit and digit→letter step adds 1/2 token too
+  lowercase→uppercase, uppercase→digit and digit→letter step adds 7/16 token too
   (camelCase humps, random-case base64, hex and ids split there; a letter after a digit
-  is also a word start, so 1 token).
+  is also a word start, so 7/8 token).
 - Other ASCII, in sixteenths of a token: a space 1, a tab 2, a digit 12, ``. ,`` 3,
   ``_ / \\`` 4, ``* # =`` 7, ``-`` 8, quotes and brackets 10, ``: ; ! ?`` 12, ``|`` 13, other
   symbols and control characters 5; a newline 1 token.
@@ -39,13 +39,13 @@ message and 41 µs for a 2,000-token text on the machine it was measured on
 
 Accuracy (estimate ÷ cl100k count) on the seeded corpus of
 ``benchmarks/token_corpus.py``, 30 texts of 50 to 2,000 tokens per category
-(``python -m benchmarks.token_corpus --check``): English prose median 1.12, 1st
-percentile 1.06; over all 450 texts median 1.12 and 1st percentile 0.96; the lowest
-single text 0.95 (base64), the highest medians 1.22-1.23 (Chinese, code, logs). Short
+(``python -m benchmarks.token_corpus --check``): English prose median 1.07, 1st
+percentile 1.01; over all 450 texts median 1.10 and 1st percentile 0.92; the lowest
+single text 0.91 (base64), the highest medians 1.19-1.22 (Chinese, code, logs). Short
 messages: chat of random common short words (the provider-bill benchmark's prose chat)
-median 1.09 per message, 5th percentile 1.06, and at least 1.07 summed over any 20
-messages in a row; single English sentences 5th percentile 0.95, at least 1.05 over 20
-in a row. Limits: a single short sentence can still be 15-30% under or well over;
+median 1.03 per message, 5th percentile 1.00, and at least 1.02 summed over any 20
+messages in a row; single English sentences median 1.13, 5th percentile 0.90, at least
+1.01 over 20 in a row. Limits: a single short sentence can still be 15-30% under or well over;
 other Latin-script languages written without accents (Dutch, Indonesian, Swahili, ...)
 are undercounted by 25-50%, since cl100k splits their words more than English ones and
 nothing in the bytes tells them apart.
@@ -154,7 +154,7 @@ _FLAGS = bytes(
     else 0
     for b in range(256)
 )
-_BOUNDARY = 8  # sixteenths of a token per flagged step or word start
+_BOUNDARY = 7  # sixteenths of a token per flagged step or word start
 
 
 def _bit_tables(sixteenths: list[int]) -> tuple[bytes, bytes]:
@@ -207,7 +207,7 @@ def estimate_tokens(text: str) -> int:
     the module's docstring for the method and its measured accuracy.
 
     >>> estimate_tokens("The `max_tokens` parameter caps the response length.")  # cl100k: 11
-    13
+    12
     """
     data = text.encode("utf-8", "surrogatepass")
     sixteenths = 8 * _bits(data, _COARSE).bit_count() + _bits(data, _FINE).bit_count()
