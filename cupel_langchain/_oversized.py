@@ -18,9 +18,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from cupel.counting import cut_text
+from cupel.counting import fit_unit as fit
 
-__all__ = ["MEDIA_BLOCKS", "fit_unit"]
+__all__ = ["MEDIA_BLOCKS", "PARTS", "fit_unit"]
 
 MEDIA_BLOCKS = frozenset(
     {"image_url", "image", "audio", "input_audio", "video", "file", "document"}
@@ -30,43 +30,49 @@ MEDIA_BLOCKS = frozenset(
 _MEDIA_MARKER = "[media removed: the message did not fit the budget]"
 
 
-def _without_media(content: list[Any]) -> list[Any] | None:
-    """``content`` with its media blocks replaced by a marker (``None``: none there)."""
-    out: list[Any] = []
-    dropped = False
-    for block in content:
-        if isinstance(block, dict) and block.get("type") in MEDIA_BLOCKS:
-            if not dropped:
-                out.append({"type": "text", "text": _MEDIA_MARKER})
-            dropped = True
-            continue
-        out.append(block)
-    return out if dropped else None
+class _Parts:
+    """How :func:`cupel.counting.fit_unit` reads and copies LangChain messages."""
+
+    def without_media(self, message: BaseMessage) -> BaseMessage | None:
+        content = message.content
+        if not isinstance(content, list):
+            return None
+        kept: list[Any] = []
+        dropped = False
+        for block in content:
+            if isinstance(block, dict) and block.get("type") in MEDIA_BLOCKS:
+                if not dropped:
+                    kept.append({"type": "text", "text": _MEDIA_MARKER})
+                dropped = True
+                continue
+            kept.append(block)
+        return message.model_copy(update={"content": kept}) if dropped else None
+
+    def longest_text(self, message: BaseMessage) -> tuple[str, int | None]:
+        """The string content (at ``None``) or the longest text block (at its index)."""
+        content = message.content
+        if isinstance(content, str):
+            return content, None
+        best, where = "", None
+        for index, block in enumerate(content):
+            text = block if isinstance(block, str) else None
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+            if isinstance(text, str) and len(text) > len(best):
+                best, where = text, index
+        return best, where
+
+    def with_text(self, message: BaseMessage, text: str, where: int | None) -> BaseMessage:
+        if where is None:
+            return message.model_copy(update={"content": text})
+        content = list(message.content)
+        block = content[where]
+        content[where] = text if isinstance(block, str) else {**block, "text": text}
+        return message.model_copy(update={"content": content})
 
 
-def _longest_text(message: BaseMessage) -> tuple[str, int | None]:
-    """The message's longest text: its string content (index ``None``) or the text of
-    its longest text block (that block's index)."""
-    content = message.content
-    if isinstance(content, str):
-        return content, None
-    best, where = "", None
-    for index, block in enumerate(content):
-        text = block if isinstance(block, str) else None
-        if isinstance(block, dict) and block.get("type") == "text":
-            text = block.get("text")
-        if isinstance(text, str) and len(text) > len(best):
-            best, where = text, index
-    return best, where
-
-
-def _with_text(message: BaseMessage, text: str, where: int | None) -> BaseMessage:
-    if where is None:
-        return message.model_copy(update={"content": text})
-    content = list(message.content)
-    block = content[where]
-    content[where] = text if isinstance(block, str) else {**block, "text": text}
-    return message.model_copy(update={"content": content})
+PARTS = _Parts()
+"""LangChain's :class:`cupel.counting.MessageParts`."""
 
 
 def fit_unit(
@@ -75,35 +81,6 @@ def fit_unit(
     count: Callable[[Sequence[BaseMessage]], int],
     count_text: Callable[[str], int],
 ) -> tuple[list[BaseMessage], int] | None:
-    """Copies of a unit's ``messages`` cut until ``count(unit) <= allowed`` — media
-    first, then the longest texts, head and tail kept — and the tokens cut; ``None``
-    when the unit already fits or cannot be cut to fit (its tool calls alone exceed
-    ``allowed``). The given messages are never modified."""
-    current = list(messages)
-    before = count(current)
-    if before <= allowed:
-        return None
-    for i, message in enumerate(current):
-        if isinstance(message.content, list):
-            content = _without_media(message.content)
-            if content is not None:
-                current[i] = message.model_copy(update={"content": content})
-    now = count(current)
-    spent: set[int] = set()  # messages cut as far as they go
-    for _ in range(4 * len(current) + 4):
-        if now <= allowed:
-            return current, before - now
-        texts = [_longest_text(m) for m in current]
-        left = [i for i in range(len(current)) if i not in spent and texts[i][0]]
-        if not left:
-            return None
-        pick = max(left, key=lambda i: len(texts[i][0]))
-        text, where = texts[pick]
-        keep = max(count_text(text) - (now - allowed), 0)
-        cut, _ = cut_text(text, keep, count_text)
-        if cut == text:
-            spent.add(pick)
-            continue
-        current[pick] = _with_text(current[pick], cut, where)
-        now = count(current)
-    return (current, before - now) if now <= allowed else None
+    """Copies of a unit's ``messages`` cut to ``allowed`` tokens
+    (:func:`cupel.counting.fit_unit`), or ``None``."""
+    return fit(messages, allowed, count, count_text, PARTS)

@@ -37,7 +37,7 @@ from cupel.conversation import (
     cache_stable_pipeline,
     check_cache_stable,
 )
-from cupel.counting import MESSAGE_TOKENS, ImageTokens, estimate_tokens
+from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     WindowFields,
@@ -51,7 +51,7 @@ from cupel_llamaindex._common import (
 )
 from cupel_llamaindex._content import read_blocks
 from cupel_llamaindex._mapping import MessageMapping, map_read
-from cupel_llamaindex._oversized import fitted_messages
+from cupel_llamaindex._memory_selection import fitted_mapping
 from cupel_llamaindex._reading import (
     Counting,
     TokenCache,
@@ -295,26 +295,6 @@ class CupelMemory(WindowFields, Memory):
             cache=self._token_cache,
         )
 
-    def _fitted(
-        self, mapping: MessageMapping, budget: ContextBudget, counting: Counting
-    ) -> MessageMapping:
-        """``mapping``, or with cut copies of the units too large for any window
-        (``truncate_oversized``: :mod:`cupel_llamaindex._oversized`)."""
-        fitted = fitted_messages(
-            mapping, budget, counting.message, counting.count_text or estimate_tokens
-        )
-        if fitted is None:
-            return mapping
-        listed, cuts = fitted
-        return map_read(
-            read_messages(listed),
-            counting=counting,
-            pin_system=self.pin_system,
-            pin_last_user=self.pin_last_user,
-            cache=self._token_cache,
-            cuts=cuts,
-        )
-
     def _block_tokens(self, name: str, content: Any, counting: Counting) -> int:
         """What a memory block adds to the request: messages (a block returning chat
         messages) as messages; other content as its rendering alone in
@@ -449,7 +429,8 @@ class CupelMemory(WindowFields, Memory):
         room = max(limit - always - max(reserve, 0), min(pinned_history, limit - always))
         budget = ContextBudget(max_tokens=max(room, 0), target_tokens=max(room, 0))
         if self.truncate_oversized:
-            mapping = self._fitted(mapping, budget, counting)
+            config = (counting, self.pin_system, self.pin_last_user)
+            mapping = fitted_mapping(mapping, budget, config, self._token_cache)
         stable = self.cache_stable is not False
         previous = session.previous_for(history) if stable else None
         window = mapping.history.select(

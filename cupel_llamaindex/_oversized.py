@@ -13,7 +13,7 @@ stays valid; the stored messages are untouched; the unit's item carries
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from llama_index.core.base.llms.types import (
     AudioBlock,
@@ -25,7 +25,7 @@ from llama_index.core.base.llms.types import (
 )
 
 from cupel import ContextBudget
-from cupel.counting import cut_text
+from cupel.counting import fit_unit
 from cupel_llamaindex._mapping import MessageMapping
 
 __all__ = ["fit_unit", "fitted_messages"]
@@ -34,62 +34,36 @@ _MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock)
 _MEDIA_MARKER = "[media removed: the message did not fit the budget]"
 
 
-def _without_media(message: ChatMessage) -> ChatMessage | None:
-    blocks = message.blocks
-    if not any(isinstance(block, _MEDIA) for block in blocks):
-        return None
-    kept = [block for block in blocks if not isinstance(block, _MEDIA)]
-    kept.append(TextBlock(text=_MEDIA_MARKER))
-    return message.model_copy(update={"blocks": kept})
+class _Parts:
+    """How :func:`cupel.counting.fit_unit` reads and copies LlamaIndex messages."""
 
-
-def _longest_text(message: ChatMessage) -> tuple[str, int | None]:
-    best, where = "", None
-    for index, block in enumerate(message.blocks):
-        if isinstance(block, TextBlock) and len(block.text) > len(best):
-            best, where = block.text, index
-    return best, where
-
-
-def fit_unit(
-    messages: Sequence[ChatMessage],
-    allowed: int,
-    count: Callable[[ChatMessage], int],
-    count_text: Callable[[str], int],
-) -> tuple[list[ChatMessage], int] | None:
-    """Copies of a unit's ``messages`` cut until their tokens (``count`` summed) are at
-    most ``allowed`` — media first, then the longest text blocks, head and tail kept —
-    and the tokens cut; ``None`` when the unit already fits or cannot be cut to fit.
-    The given messages are never modified."""
-    current = list(messages)
-    before = sum(map(count, current))
-    if before <= allowed:
-        return None
-    for i, message in enumerate(current):
-        stripped = _without_media(message)
-        if stripped is not None:
-            current[i] = stripped
-    now = sum(map(count, current))
-    spent: set[int] = set()
-    for _ in range(4 * len(current) + 4):
-        if now <= allowed:
-            return current, before - now
-        texts = [_longest_text(m) for m in current]
-        left = [i for i in range(len(current)) if i not in spent and texts[i][0]]
-        if not left:
+    def without_media(self, message: ChatMessage) -> ChatMessage | None:
+        blocks = message.blocks
+        if not any(isinstance(block, _MEDIA) for block in blocks):
             return None
-        pick = max(left, key=lambda i: len(texts[i][0]))
-        text, where = texts[pick]
-        keep = max(count_text(text) - (now - allowed), 0)
-        cut, _ = cut_text(text, keep, count_text)
-        if cut == text or where is None:
-            spent.add(pick)
-            continue
-        blocks = list(current[pick].blocks)
-        blocks[where] = TextBlock(text=cut)
-        current[pick] = current[pick].model_copy(update={"blocks": blocks})
-        now = sum(map(count, current))
-    return (current, before - now) if now <= allowed else None
+        kept = [block for block in blocks if not isinstance(block, _MEDIA)]
+        kept.append(TextBlock(text=_MEDIA_MARKER))
+        return message.model_copy(update={"blocks": kept})
+
+    def longest_text(self, message: ChatMessage) -> tuple[str, int | None]:
+        """The longest ``TextBlock``'s text and its index."""
+        best, where = "", None
+        for index, block in enumerate(message.blocks):
+            if isinstance(block, TextBlock) and len(block.text) > len(best):
+                best, where = block.text, index
+        return best, where
+
+    def with_text(self, message: ChatMessage, text: str, where: int | None) -> ChatMessage:
+        blocks = list(message.blocks)
+        if where is None:
+            blocks.append(TextBlock(text=text))
+        else:
+            blocks[where] = TextBlock(text=text)
+        return message.model_copy(update={"blocks": blocks})
+
+
+PARTS = _Parts()
+"""LlamaIndex's :class:`cupel.counting.MessageParts`."""
 
 
 def fitted_messages(
@@ -109,7 +83,13 @@ def fitted_messages(
     cuts: dict[int, int] = {}
     for position, allowed in plan:
         members = history.conversation.messages_of(history.units[position])
-        fitted = fit_unit([listed[i] for i in members], allowed, count, count_text)
+        fitted = fit_unit(
+            [listed[i] for i in members],
+            allowed,
+            lambda unit: sum(map(count, unit)),
+            count_text,
+            PARTS,
+        )
         if fitted is not None:
             for index, message in zip(members, fitted[0], strict=True):
                 listed[index] = message

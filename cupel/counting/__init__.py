@@ -27,7 +27,7 @@ The LangChain and LlamaIndex adapters read their message types into text parts a
 from cupel._public import publish
 from cupel.counting._calibration import CALIBRATION_STAGE, MAX_RATIO, Calibration
 from cupel.counting._counters import TextCounter, checked_count, is_tokenizer, text_counter
-from cupel.counting._cut import cut_marker, cut_text
+from cupel.counting._cut import MessageParts, cut_marker, cut_text, fit_unit
 from cupel.counting._estimate import estimate_tokens
 from cupel.counting._media import (
     UNKNOWN_IMAGE_TOKENS,
@@ -60,6 +60,7 @@ __all__ = [
     "ImageTokens",
     "Media",
     "MessageCost",
+    "MessageParts",
     "TextCounter",
     "anthropic_image_tokens",
     "base64_image_size",
@@ -69,6 +70,7 @@ __all__ = [
     "cut_text",
     "describe_media",
     "estimate_tokens",
+    "fit_unit",
     "image_size",
     "is_tokenizer",
     "media_pricer",

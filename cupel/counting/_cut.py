@@ -4,9 +4,12 @@ tool result)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
 from cupel.counting._counters import TextCounter
 
-__all__ = ["cut_marker", "cut_text"]
+__all__ = ["MessageParts", "cut_marker", "cut_text", "fit_unit"]
 
 
 def cut_marker(tokens: int) -> str:
@@ -69,3 +72,60 @@ def _ends(text: str, keep: int) -> tuple[str, str]:
     if starts:
         tail = tail[min(starts) + 1 :]
     return head, tail
+
+
+M = TypeVar("M")
+
+
+def fit_unit(
+    messages: Sequence[M],
+    allowed: int,
+    count: Callable[[Sequence[M]], int],
+    count_text: TextCounter,
+    parts: MessageParts[M],
+) -> tuple[list[M], int] | None:
+    """Copies of a unit's ``messages`` cut until ``count(unit) <= allowed`` — media
+    first, then the longest texts, head and tail kept (:func:`cut_text`) — and the
+    tokens cut; ``None`` when the unit already fits or cannot be cut to fit (what is left
+    is not text: tool calls are never cut). ``parts`` reads and copies one framework's
+    messages; the given messages are never modified."""
+    current = list(messages)
+    before = count(current)
+    if before <= allowed:
+        return None
+    for i, message in enumerate(current):
+        stripped = parts.without_media(message)
+        if stripped is not None:
+            current[i] = stripped
+    now = count(current)
+    spent: set[int] = set()  # messages cut as far as they go
+    for _ in range(4 * len(current) + 4):
+        if now <= allowed:
+            return current, before - now
+        texts = [parts.longest_text(m) for m in current]
+        left = [i for i in range(len(current)) if i not in spent and texts[i][0]]
+        if not left:
+            return None
+        pick = max(left, key=lambda i: len(texts[i][0]))
+        text, where = texts[pick]
+        keep = max(count_text(text) - (now - allowed), 0)
+        cut, _ = cut_text(text, keep, count_text)
+        if cut == text:
+            spent.add(pick)
+            continue
+        current[pick] = parts.with_text(current[pick], cut, where)
+        now = count(current)
+    return (current, before - now) if now <= allowed else None
+
+
+class MessageParts(Protocol[M]):
+    """How :func:`fit_unit` reads and copies one framework's messages."""
+
+    def without_media(self, message: M) -> M | None:
+        """A copy with its media replaced by a marker (``None``: it has none)."""
+
+    def longest_text(self, message: M) -> tuple[str, Any]:
+        """Its longest text and where it stands (passed back to :meth:`with_text`)."""
+
+    def with_text(self, message: M, text: str, where: Any) -> M:
+        """A copy with the text at ``where`` replaced by ``text``."""
