@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from benchmarks.bill import REPLY, UNKNOWN_IMAGE, Bill, image_tokens
-from benchmarks.window_cases import _VOCABULARY, Call
+from benchmarks.window_cases import _VOCABULARY, Call, langchain_calls
 
 __all__ = [
     "DOCUMENT_FLAVORS",
@@ -628,22 +628,7 @@ def to_langchain(case: Case, bill: Bill | None = None) -> list[Any]:
                 )
             )
         else:
-            valid = [
-                {"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"}
-                for c in message.calls
-                if not c.invalid
-            ]
-            invalid = [
-                {
-                    "name": c.name,
-                    "args": c.args,
-                    "id": c.id,
-                    "error": "arguments are not valid JSON",
-                    "type": "invalid_tool_call",
-                }
-                for c in message.calls
-                if c.invalid
-            ]
+            valid, invalid = langchain_calls(message.calls)
             output = cost - 3
             usage = {
                 "input_tokens": before,

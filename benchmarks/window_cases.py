@@ -311,6 +311,27 @@ def generate_cases(per_category: int, *, seed: int) -> list[Case]:
 
 
 # -- conversions -------------------------------------------------------------------------------
+def langchain_calls(calls: Sequence[Call]) -> tuple[list[Any], list[Any]]:
+    """The ``tool_calls`` and ``invalid_tool_calls`` of an ``AIMessage`` making ``calls``."""
+    valid = [
+        {"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"}
+        for c in calls
+        if not c.invalid
+    ]
+    invalid = [
+        {
+            "name": c.name,
+            "args": c.args,
+            "id": c.id,
+            "error": "arguments are not valid JSON",
+            "type": "invalid_tool_call",
+        }
+        for c in calls
+        if c.invalid
+    ]
+    return valid, invalid
+
+
 def to_langchain(case: Case) -> list[Any]:
     """The case as LangChain messages: ``SystemMessage``, ``HumanMessage``, ``AIMessage``
     (``tool_calls``; malformed calls as ``invalid_tool_calls``) and ``ToolMessage``."""
@@ -326,22 +347,7 @@ def to_langchain(case: Case) -> list[Any]:
         elif message.role == "tool":
             out.append(ToolMessage(message.text, tool_call_id=message.answers or "", id=ident))
         else:
-            valid = [
-                {"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"}
-                for c in message.calls
-                if not c.invalid
-            ]
-            invalid = [
-                {
-                    "name": c.name,
-                    "args": c.args,
-                    "id": c.id,
-                    "error": "arguments are not valid JSON",
-                    "type": "invalid_tool_call",
-                }
-                for c in message.calls
-                if c.invalid
-            ]
+            valid, invalid = langchain_calls(message.calls)
             out.append(
                 AIMessage(message.text, tool_calls=valid, invalid_tool_calls=invalid, id=ident)
             )
