@@ -152,7 +152,7 @@ class UnitCounter:
     is read); ``text`` counts text sent besides the messages (tool definitions): the
     text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`."""
 
-    __slots__ = ("_unit", "message", "plain", "text")
+    __slots__ = ("_unit", "known", "message", "plain", "text")
 
     def __init__(
         self,
@@ -160,7 +160,10 @@ class UnitCounter:
         unit: Callable[[Sequence[BaseMessage]], int] | None = None,
         text: Callable[[str], int] = estimate_tokens,
         plain: Callable[[str], int] | None = None,
+        known: dict[str, int] | None = None,
     ) -> None:
+        self.known = known
+        """The texts ``plain`` counted already, by text (read directly: one look-up)."""
         self.message = message
         self._unit = unit
         self.text = text
@@ -343,7 +346,7 @@ def resolve_message_counter(
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
-    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text)
+    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text, known=cost.known)
 
 
 def _text_form(token_counter: object) -> object:
