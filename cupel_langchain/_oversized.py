@@ -13,14 +13,11 @@ carries ``metadata["cupel:cut_tokens"]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from cupel.counting import fit_unit as fit
-
-__all__ = ["MEDIA_BLOCKS", "PARTS", "fit_unit"]
+__all__ = ["MEDIA_BLOCKS", "PARTS"]
 
 MEDIA_BLOCKS = frozenset(
     {"image_url", "image", "audio", "input_audio", "video", "file", "document"}
@@ -73,14 +70,3 @@ class _Parts:
 
 PARTS = _Parts()
 """LangChain's :class:`cupel.counting.MessageParts`."""
-
-
-def fit_unit(
-    messages: Sequence[BaseMessage],
-    allowed: int,
-    count: Callable[[Sequence[BaseMessage]], int],
-    count_text: Callable[[str], int],
-) -> tuple[list[BaseMessage], int] | None:
-    """Copies of a unit's ``messages`` cut to ``allowed`` tokens
-    (:func:`cupel.counting.fit_unit`), or ``None``."""
-    return fit(messages, allowed, count, count_text, PARTS)

@@ -37,7 +37,7 @@ from cupel_langchain._options import (
     check_start_on,
     start_on_roles,
 )
-from cupel_langchain._oversized import fit_unit
+from cupel_langchain._oversized import PARTS
 from cupel_langchain._tokens import resolve_message_counter
 
 __all__ = [
@@ -408,20 +408,13 @@ class MessageSelection:
     def _fitted(self, mapping: MessageItems, budget: ContextBudget) -> MessageItems:
         """``mapping``, or with ``truncate_oversized`` the mapping of the messages with
         cut copies of the units too large for any window (:mod:`cupel_langchain._oversized`)."""
-        history = mapping.history
-        plan = history.oversized(budget)
-        if not plan:
+        fitted = mapping.history.fitted(
+            mapping.messages, budget, self.count, self.count_text, PARTS
+        )
+        if fitted is None:
             return mapping
-        listed = list(mapping.messages)
-        notes: dict[int, dict[str, Any]] = {}
-        for position, allowed in plan:
-            members = history.conversation.messages_of(history.units[position])
-            fitted = fit_unit([listed[i] for i in members], allowed, self.count, self.count_text)
-            if fitted is not None:
-                for index, message in zip(members, fitted[0], strict=True):
-                    listed[index] = message
-                notes[members[0]] = {"cupel:cut_tokens": fitted[1]}
-        return self._map(listed, notes) if notes else mapping
+        listed, cuts = fitted
+        return self._map(listed, {i: {"cupel:cut_tokens": n} for i, n in cuts.items()})
 
     def select(
         self, messages: MessagesInput, *, with_report: bool

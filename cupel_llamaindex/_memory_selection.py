@@ -29,7 +29,7 @@ from cupel_llamaindex._common import (
     stable_fields,
 )
 from cupel_llamaindex._mapping import MessageMapping, map_read
-from cupel_llamaindex._oversized import fitted_messages
+from cupel_llamaindex._oversized import PARTS
 from cupel_llamaindex._reading import (
     Counting,
     MessageCounter,
@@ -243,8 +243,12 @@ def fitted_mapping(
     """``mapping``, or the mapping of its messages with cut copies of the units too large
     for any window (``truncate_oversized``: :mod:`cupel_llamaindex._oversized`)."""
     counting = config[0]
-    fitted = fitted_messages(
-        mapping, budget, counting.message, counting.count_text or estimate_tokens
+    fitted = mapping.history.fitted(
+        mapping.messages,
+        budget,
+        lambda unit: sum(map(counting.message, unit)),
+        counting.count_text or estimate_tokens,
+        PARTS,
     )
     if fitted is None:
         return mapping

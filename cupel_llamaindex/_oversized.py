@@ -13,8 +13,6 @@ stays valid; the stored messages are untouched; the unit's item carries
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from llama_index.core.base.llms.types import (
     AudioBlock,
     ChatMessage,
@@ -24,11 +22,7 @@ from llama_index.core.base.llms.types import (
     VideoBlock,
 )
 
-from cupel import ContextBudget
-from cupel.counting import fit_unit
-from cupel_llamaindex._mapping import MessageMapping
-
-__all__ = ["fit_unit", "fitted_messages"]
+__all__ = ["PARTS"]
 
 _MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock)
 _MEDIA_MARKER = "[media removed: the message did not fit the budget]"
@@ -64,34 +58,3 @@ class _Parts:
 
 PARTS = _Parts()
 """LlamaIndex's :class:`cupel.counting.MessageParts`."""
-
-
-def fitted_messages(
-    mapping: MessageMapping,
-    budget: ContextBudget,
-    count: Callable[[ChatMessage], int],
-    count_text: Callable[[str], int],
-) -> tuple[list[ChatMessage], dict[int, int]] | None:
-    """The mapping's messages with cut copies of the units too large for any window
-    (:meth:`cupel.conversation.HistoryItems.oversized`), and the tokens cut by the index
-    of each cut unit's first message; ``None`` when nothing is cut."""
-    history = mapping.history
-    plan = history.oversized(budget)
-    if not plan:
-        return None
-    listed = list(mapping.messages)
-    cuts: dict[int, int] = {}
-    for position, allowed in plan:
-        members = history.conversation.messages_of(history.units[position])
-        fitted = fit_unit(
-            [listed[i] for i in members],
-            allowed,
-            lambda unit: sum(map(count, unit)),
-            count_text,
-            PARTS,
-        )
-        if fitted is not None:
-            for index, message in zip(members, fitted[0], strict=True):
-                listed[index] = message
-            cuts[members[0]] = fitted[1]
-    return (listed, cuts) if cuts else None

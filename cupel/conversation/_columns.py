@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from cupel._batch import item_row, trusted_items
 from cupel._errors import ConfigurationError, PinnedBudgetError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource, freeze_metadata
 from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Conversation
+from cupel.counting import MessageParts, fit_unit
 from cupel.diagnostics._reasons import InvalidToolCall
 
 __all__ = ["HistoryColumns", "PinnedOptions", "identity_positions", "synthetic_timestamps"]
@@ -63,6 +64,9 @@ class PinnedOptions:
     latest_user: str | None = None
     last: str | None = None
     budget: str = "max_tokens - output_reserve"
+
+
+M = TypeVar("M")
 
 
 class HistoryColumns:
@@ -224,6 +228,33 @@ class HistoryColumns:
             if tokens[newest] > room > 0:
                 cuts[newest] = room
         return sorted(cuts.items())
+
+    def fitted(
+        self,
+        messages: Sequence[M],
+        budget: ContextBudget,
+        count: Callable[[Sequence[M]], int],
+        count_text: Callable[[str], int],
+        parts: MessageParts[M],
+    ) -> tuple[list[M], dict[int, int]] | None:
+        """``messages`` (the history this was built from) with cut copies of the units
+        :meth:`oversized` plans (:func:`cupel.counting.fit_unit`: media first, then the
+        longest texts), and the tokens cut by the index of each cut unit's first message;
+        ``None`` when nothing is cut. ``count`` counts a unit's messages, ``parts`` reads
+        and copies them."""
+        plan = self.oversized(budget)
+        if not plan:
+            return None
+        listed = list(messages)
+        cuts: dict[int, int] = {}
+        for position, allowed in plan:
+            members = self.conversation.messages_of(self.units[position])
+            fitted = fit_unit([listed[i] for i in members], allowed, count, count_text, parts)
+            if fitted is not None:
+                for index, message in zip(members, fitted[0], strict=True):
+                    listed[index] = message
+                cuts[members[0]] = fitted[1]
+        return (listed, cuts) if cuts else None
 
     def check_pinned(self, budget: ContextBudget, options: PinnedOptions) -> None:
         """Raise :class:`~cupel.PinnedBudgetError` when the pinned items alone exceed
