@@ -11,9 +11,11 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from operator import itemgetter
 from typing import Annotated, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 _ZERO = timedelta(0)
+_MAX_AGE = itemgetter(0)
 
 StepWindow = tuple[Annotated[timedelta, Named("max_age")], Annotated[UnitInterval, Named("score")]]
 """One step of a :class:`StepDecay`: ``(max_age, score)``."""
@@ -178,8 +181,8 @@ class ExponentialDecay(DecayCurve):
 
 @dataclass(frozen=True)
 class StepDecay(DecayCurve):
-    """The score of the first window whose ``max_age`` is strictly greater than the age;
-    the last window's score once the age reaches every boundary.
+    """The score of the first window whose ``max_age`` is strictly greater than the age
+    (found by bisection); the last window's score once the age reaches every boundary.
 
     ``windows`` is a non-empty sequence of ``(max_age, score)`` pairs, strictly ascending
     by ``max_age`` (> 0), each score finite and in [0.0, 1.0].
@@ -226,10 +229,10 @@ class StepDecay(DecayCurve):
         object.__setattr__(self, "windows", tuple(checked))
 
     def apply(self, age: timedelta) -> float:
-        for max_age, score in self.windows:
-            if max_age > age:
-                return score
-        return self.windows[-1][1]
+        """Bisection over the ascending boundaries: O(log windows)."""
+        windows = self.windows
+        index = bisect_right(windows, age, key=_MAX_AGE)  # the first max_age > age
+        return windows[min(index, len(windows) - 1)][1]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scorers_testkit import T0, make
 
 from cupel._errors import ScoreError, ScorerConfigError
@@ -442,3 +444,26 @@ class TestExtremes:
         item = make(timestamp=T0)
         with pytest.raises(ScoreError, match=r"returned NoneType None for item"):
             scorer.score_all([item])
+
+
+# -- the step curve against the spec's STEP-CURVE ------------------------------------------------
+
+
+def spec_step_curve(age: timedelta, windows: tuple[tuple[timedelta, float], ...]) -> float:
+    """STEP-CURVE, literally: the first window whose max_age > age, else the last one's."""
+    for max_age, score in windows:
+        if max_age > age:
+            return score
+    return windows[-1][1]
+
+
+@given(
+    st.lists(st.integers(1, 200), min_size=1, max_size=12, unique=True),
+    st.lists(st.integers(0, 220), min_size=1, max_size=20),
+)
+def test_step_bisection_agrees_with_the_spec_walk(bounds: list[int], ages: list[int]) -> None:
+    windows = tuple((timedelta(minutes=b), round(b / 200, 3)) for b in sorted(bounds))
+    curve = StepDecay(windows)
+    for minutes in ages + sorted(bounds):  # every boundary exactly, too
+        age = timedelta(minutes=minutes)
+        assert curve.apply(age) == spec_step_curve(age, windows)
