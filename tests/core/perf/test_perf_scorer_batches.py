@@ -1,7 +1,7 @@
 """The array routes of the built-in batches (KindScorer, TagScorer, rank_scores and the
-``object_ids`` they share) agree bit for bit with the per-item ``score``: on passes large
-enough to take them, and on small hypothesis passes with the size thresholds lowered so
-that every route is taken from the first element."""
+``object_ids`` KindScorer and RecencyScorer share) agree bit for bit with the per-item
+``score``: on passes large enough to take them, and on small hypothesis passes with the
+size thresholds lowered so that every route is taken from the first element."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from perf_testkit import T0, ZONES, assert_same_floats, instants, leaf_scorers, 
 import cupel.scorers._base as base_module
 import cupel.scorers.kind as kind_module
 import cupel.scorers.recency as recency_module
-import cupel.scorers.tag as tag_module
 from cupel import ContextItem
 from cupel.scorers import CompositeScorer, KindScorer, PriorityScorer, RecencyScorer, TagScorer
 from cupel.scorers._base import object_ids
@@ -44,9 +43,6 @@ def array_routes_always() -> Iterator[None]:
         mock.patch.object(base_module, "_FEW_IDS", 0),
         mock.patch.object(recency_module, "_FEW_KEYS", 0),
         mock.patch.object(recency_module, "_FEW_INTS", 0),
-        mock.patch.object(tag_module, "_FEW_TAGS", 0),
-        mock.patch.object(tag_module, "_BUCKETED_TAGS", 0),
-        mock.patch.object(tag_module, "_PROBE", 4),
         mock.patch.object(kind_module, "_FEW_KINDS", 2),
     ):
         yield
@@ -259,12 +255,10 @@ def test_tag_batch_of_a_large_pass_equals_per_item(
     weights: dict[str, float], case_insensitive: bool
 ) -> None:
     rng = random.Random(7)
-    shared = _tag_items(rng, 600, _shared)  # shared tag objects: by identity
-    distinct = _tag_items(rng, 600, fresh)  # a new object per tag: per tag
-    # Shared objects first (the probe says "by identity"), then mostly new ones: the
-    # identity route finds too many distinct objects and looks up every tag instead.
+    shared = _tag_items(rng, 600, _shared)  # shared tag objects
+    distinct = _tag_items(rng, 600, fresh)  # a new object per tag
     mixed = shared[:40] + distinct
-    many = [  # more than _MANY_TAGS tags an item: once per distinct tuple
+    many = [  # many tags an item
         ContextItem(content=str(i), tokens=1, tags=tuple(rng.choices(VOCABULARY, k=9)))
         for i in range(200)
     ]
@@ -297,34 +291,3 @@ def test_composite_of_the_w3_scorers_on_a_large_pass_equals_per_item() -> None:
     tag = TagScorer({"urgent": 1.0, "ops": 0.8, "é": 0.6})
     scorer = CompositeScorer([(RecencyScorer(), 1.0), (KindScorer(), 1.0), (tag, 1.0)])
     assert_same_floats(scorer.score_all(items), per_item(scorer, items))
-
-
-@pytest.mark.parametrize("buckets", [1, 2, 3, 65_521])
-@pytest.mark.parametrize("case_insensitive", [False, True])
-def test_tag_weights_by_bucket_and_after_a_bucket_collision_equal_per_item(
-    buckets: int, case_insensitive: bool
-) -> None:
-    # one bucket: any two distinct tag objects collide and the ids are sorted instead;
-    # a few buckets: some passes collide, some do not; many: none does
-    rng = random.Random(buckets)
-    items = _tag_items(rng, 3000, _shared)
-    single = [ContextItem(content=str(i), tokens=1, tags=("a",) * 2) for i in range(3000)]
-    scorer = TagScorer(TAG_WEIGHTS[0], case_insensitive=case_insensitive)
-    with mock.patch.object(tag_module, "_BUCKETS", buckets):
-        for case in (items, single, items[:5]):
-            with array_routes_always():
-                assert_same_floats(scorer.score_all(case), per_item(scorer, case))
-            assert_same_floats(scorer.score_all(case), per_item(scorer, case))
-
-
-def test_tag_buckets_are_used_when_the_objects_do_not_collide() -> None:
-    rng = random.Random(3)
-    items = _tag_items(rng, 3000, _shared)
-    scorer = TagScorer(TAG_WEIGHTS[0])
-    flat = [tag for item in items for tag in item.tags]
-    refs = np.fromiter(flat, dtype=object, count=len(flat))
-    weights = scorer._bucketed_weights(refs, object_ids(refs))
-    assert weights is not None
-    assert weights.tolist() == [scorer._weight(tag) for tag in flat]
-    with mock.patch.object(tag_module, "_BUCKETS", 1):
-        assert scorer._bucketed_weights(refs, object_ids(refs)) is None

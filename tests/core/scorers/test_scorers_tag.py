@@ -6,9 +6,12 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scorers_testkit import make
 
 from cupel._errors import ScorerConfigError
+from cupel._model import ascii_fold
 from cupel.scorers import TagScorer
 
 
@@ -135,3 +138,40 @@ def test_repr_shows_configuration() -> None:
         repr(TagScorer({"a": 1.0}, case_insensitive=True))
         == "TagScorer({'a': 1.0}, case_insensitive=True)"
     )
+
+
+# -- the batch against the spec's TAG-SCORE ------------------------------------------------------
+
+
+def spec_tag_score(tags: tuple[str, ...], weights: dict[str, float], fold: bool) -> float:
+    """TAG-SCORE, literally (keys and tags folded first when case-insensitive)."""
+    table = {ascii_fold(k) if fold else k: w for k, w in weights.items()}
+    total = sum(weights.values())
+    if total == 0.0 or len(tags) == 0:
+        return 0.0
+    matched = 0.0
+    for tag in tags:
+        key = ascii_fold(tag) if fold else tag
+        if key in table:
+            matched = matched + table[key]
+    return min(matched / total, 1.0)
+
+
+SPELLINGS = ["a", "A", "b", "Ops", "OPS", "é", "É", ""]
+
+
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "Ops", "é", ""]), st.floats(0.0, 3e307)),
+    st.booleans(),
+    st.lists(st.lists(st.sampled_from(SPELLINGS), max_size=6), max_size=12),
+)
+def test_batch_equals_the_spec_tag_score(
+    weights: dict[str, float], fold: bool, rows: list[list[str]]
+) -> None:
+    if fold and len({ascii_fold(k) for k in weights}) < len(weights):
+        return  # such weights are refused at construction
+    scorer = TagScorer(weights, case_insensitive=fold)
+    items = [make(tags=tuple(row)) for row in rows]
+    expected = [spec_tag_score(item.tags, weights, fold) for item in items]
+    assert scorer.score_all(items) == expected
+    assert [scorer.score(item, items) for item in items] == expected
