@@ -252,3 +252,15 @@ def test_the_modes_option() -> None:
 def test_every_deployment_mode_gets_the_one_process_window(deployed: list[pc.Row]) -> None:
     unmet = [label for label, met in pc.deployment_targets(deployed, fixed=False) if not met]
     assert not unmet, unmet
+
+
+def test_the_retention_measurement_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import cache_retention
+
+    name = "CupelMessageSelector"
+    assert (
+        cache_retention.main(["--conversations", "3", "--messages", "7", "--components", name]) == 0
+    )
+    assert f"| {name} | 3 | 7 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cache_retention.main(["--components", "trim_messages"])
