@@ -1,13 +1,29 @@
 """The selectors the prompt-cache benchmark replays sessions through: each incumbent and each
-cupel component, with and without ``cache_stable``, as a call on the history so far."""
+cupel component, with and without ``cache_stable``, as a call on the history so far; and
+every cache-stable history component deployed as applications run it (:data:`DEPLOYMENTS`:
+one process, round-robin workers, restarts, a component built per call)."""
 
 from __future__ import annotations
 
+import itertools
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SELECTORS", "Call", "Selector", "select_messages_call"]
+__all__ = [
+    "COMPONENTS",
+    "DEPLOYMENTS",
+    "MODES",
+    "RESTART_EVERY",
+    "SELECTORS",
+    "WORKERS",
+    "Call",
+    "Component",
+    "Selector",
+    "deployed",
+    "select_messages_call",
+]
 
 # -- selectors -------------------------------------------------------------------------------------
 Call = Callable[[list[Any], list[Any]], Sequence[Any]]
@@ -26,6 +42,10 @@ class Selector:
     stable: bool
     start: Callable[[int], Call]
     setup: str
+    component: str = ""
+    """The history component (:data:`COMPONENTS`) of a deployment-mode selector."""
+    mode: str = ""
+    """Its deployment mode (:data:`MODES`); empty for the plain selectors."""
 
 
 def _trim(budget: int) -> Call:
@@ -75,7 +95,6 @@ def _selector(budget: int) -> Call:
 
 
 def _middleware(budget: int) -> Call:
-    from langchain.agents.middleware import ModelRequest, ModelResponse
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
 
@@ -83,35 +102,41 @@ def _middleware(budget: int) -> Call:
 
     middleware = CupelContextMiddleware(max_tokens=budget, cache_stable=True)
     model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    return lambda history, new: _model_call(middleware, model, history[0], history[1:])
+
+
+def _model_call(middleware: Any, model: Any, system: Any, messages: list[Any]) -> list[Any]:
+    """What ``middleware.wrap_model_call`` sends the model for a request of ``messages``
+    after the ``system`` prompt: the system message first, then the messages."""
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage
+
+    request = ModelRequest(model=model, messages=messages, system_message=system)
+    seen: list[ModelRequest[Any]] = []
+
+    def handler(selected: ModelRequest[Any]) -> ModelResponse[Any]:
+        seen.append(selected)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    middleware.wrap_model_call(request, handler)
+    (sent,) = seen
+    head = [sent.system_message] if sent.system_message is not None else []
+    return [*head, *sent.messages]
+
+
+def _memory_call(memory: Any) -> Call:
+    """A memory as a chat engine or an agent uses it: the new messages put, then get()."""
 
     def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-        request = ModelRequest(model=model, messages=history[1:], system_message=history[0])
-        seen: list[ModelRequest[Any]] = []
-
-        def handler(selected: ModelRequest[Any]) -> ModelResponse[Any]:
-            seen.append(selected)
-            return ModelResponse(result=[AIMessage("ok")])
-
-        middleware.wrap_model_call(request, handler)
-        (sent,) = seen
-        head = [sent.system_message] if sent.system_message is not None else []
-        return [*head, *sent.messages]
+        for message in new:
+            memory.put(message)
+        return memory.get()  # type: ignore[no-any-return]
 
     return call
 
 
 def _memory(make: Callable[[int], Any]) -> Callable[[int], Call]:
-    def start(budget: int) -> Call:
-        memory = make(budget)
-
-        def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-            for message in new:  # as a chat engine or an agent stores them
-                memory.put(message)
-            return memory.get()  # type: ignore[no-any-return]
-
-        return call
-
-    return start
+    return lambda budget: _memory_call(make(budget))
 
 
 def _buffer(budget: int) -> Any:
@@ -237,3 +262,251 @@ SELECTORS: tuple[Selector, ...] = (
 )
 """Every selector: LangChain first, incumbents and cupel's defaults before the
 cache-stable variants."""
+
+
+# -- deployment modes ------------------------------------------------------------------------------
+WORKERS = 4
+"""Round-robin workers: four component objects, call ``n`` handled by worker ``n % 4``."""
+RESTART_EVERY = 20
+"""The restart mode rebuilds the component every this many calls."""
+MODES: tuple[str, ...] = ("one", "workers", "restart", "per-call")
+"""How a deployment runs a component: one long-lived object; :data:`WORKERS` objects
+dealt the calls round-robin; one object rebuilt every :data:`RESTART_EVERY` calls; a new
+object for every call."""
+MODE_LABELS = {
+    "one": "one process",
+    "workers": f"{WORKERS} round-robin workers",
+    "restart": f"restart every {RESTART_EVERY} calls",
+    "per-call": "built per call",
+}
+
+
+@dataclass(frozen=True)
+class Component:
+    """A history component with ``cache_stable`` on, as a deployment runs it:
+    ``shared(budget)`` is what every process of a session reaches (a chat store, the agent
+    state a checkpointer keeps; ``None``: the caller passes the whole history), and
+    ``worker(budget, shared)`` builds one component object over it — what one process
+    holds — as a :data:`Call`."""
+
+    name: str
+    framework: str
+    shared: Callable[[int], Any]
+    worker: Callable[[int, Any], Call]
+    setup: str
+
+
+def deployed(component: Component, mode: str) -> Callable[[int], Call]:
+    """``component`` run in ``mode`` (:data:`MODES`), as a selector's ``start``."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+    def start(budget: int) -> Call:
+        shared = component.shared(budget)
+        if mode == "one":
+            return component.worker(budget, shared)
+        if mode == "per-call":
+            return lambda history, new: component.worker(budget, shared)(history, new)
+        calls = itertools.count()
+        if mode == "workers":
+            workers = [component.worker(budget, shared) for _ in range(WORKERS)]
+            return lambda history, new: workers[next(calls) % WORKERS](history, new)
+        current: list[Call] = []
+
+        def restarted(history: list[Any], new: list[Any]) -> Sequence[Any]:
+            if next(calls) % RESTART_EVERY == 0:
+                current[:] = [component.worker(budget, shared)]
+            return current[0](history, new)
+
+        return restarted
+
+    return start
+
+
+def _nothing(budget: int) -> None:
+    return None
+
+
+def _select_messages_worker(budget: int, shared: None) -> Call:
+    """A worker calling ``select_messages`` knows only the window *it* last returned: it
+    passes it as ``previous=`` (a deprecation warning silenced) while the function takes
+    the option, and stops once it is refused."""
+    from cupel import ConfigurationError
+    from cupel_langchain import select_messages
+
+    previous: list[Any] | None = None
+    takes_previous = True
+
+    def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
+        nonlocal previous, takes_previous
+        if takes_previous:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    window = select_messages(
+                        history, max_tokens=budget, cache_stable=True, previous=previous
+                    )
+            except ConfigurationError as exc:
+                if "previous" not in str(exc):
+                    raise
+                takes_previous = False
+            else:
+                previous = window
+                return window
+        return select_messages(history, max_tokens=budget, cache_stable=True)
+
+    return call
+
+
+def _selector_worker(budget: int, shared: None) -> Call:
+    return _selector(budget)
+
+
+class _AgentState:
+    """The agent state a checkpointer keeps for a thread: the messages after the system
+    prompt (``create_agent`` sends its ``system_prompt`` apart). Every worker reads it
+    and writes it back."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+
+
+def _agent_state(budget: int) -> _AgentState:
+    return _AgentState()
+
+
+def _middleware_worker(persistent: bool) -> Callable[[int, Any], Call]:
+    def worker(budget: int, state: _AgentState | None) -> Call:
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage
+        from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+        from cupel_langchain import CupelContextMiddleware
+
+        middleware = CupelContextMiddleware(
+            max_tokens=budget, cache_stable=True, persistent=persistent
+        )
+        model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+
+        def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
+            system = history[0]
+            if state is None:  # ephemeral: the state holds the whole history
+                return _model_call(middleware, model, system, history[1:])
+            # the tool node and the caller append to the shared state, then the model
+            # node's before_model rewrites it (the reducer: remove all, then the kept)
+            state.messages.extend(m for m in new if m is not system)
+            update = middleware.before_model({"messages": list(state.messages)}, None)  # type: ignore[arg-type]
+            if update is not None:
+                remove, *kept = update["messages"]
+                if getattr(remove, "id", None) != REMOVE_ALL_MESSAGES:
+                    raise AssertionError(f"unexpected state update {update!r:.200}")
+                state.messages[:] = kept
+            return _model_call(middleware, model, system, list(state.messages))
+
+        return call
+
+    return worker
+
+
+def _chat_store(budget: int) -> Any:
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    return SimpleChatStore()
+
+
+def _chat_memory_worker(budget: int, store: Any) -> Call:
+    from cupel_llamaindex import CupelChatMemory
+
+    memory = CupelChatMemory.from_defaults(
+        token_limit=budget, cache_stable=True, chat_store=store, chat_store_key="session"
+    )
+    return _memory_call(memory)
+
+
+def _database(budget: int) -> Any:
+    """One database every ``CupelMemory`` of a session reaches, as processes reach one
+    database server: an in-memory SQLite engine (``Memory``'s default URI; its
+    ``StaticPool`` gives every store object the same database)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    return create_async_engine("sqlite+aiosqlite:///:memory:")
+
+
+def _cupel_memory_worker(budget: int, engine: Any) -> Call:
+    from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+
+    from cupel_llamaindex import CupelMemory
+
+    store = SQLAlchemyChatStore(table_name="llama_index_memory", async_engine=engine)
+    memory = CupelMemory.from_defaults(
+        token_limit=budget, cache_stable=True, session_id="session", chat_store=store
+    )
+    return _memory_call(memory)
+
+
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "select_messages",
+        "langchain",
+        _nothing,
+        _select_messages_worker,
+        "select_messages(history, max_tokens=B, cache_stable=True, previous=<this worker's "
+        "last window>)",
+    ),
+    Component(
+        "CupelMessageSelector",
+        "langchain",
+        _nothing,
+        _selector_worker,
+        "CupelMessageSelector(max_tokens=B, cache_stable=True), config thread_id",
+    ),
+    Component(
+        "CupelContextMiddleware",
+        "langchain",
+        _nothing,
+        _middleware_worker(False),
+        "CupelContextMiddleware(max_tokens=B, cache_stable=True).wrap_model_call(...) on the "
+        "whole history",
+    ),
+    Component(
+        "CupelContextMiddleware persistent",
+        "langchain",
+        _agent_state,
+        _middleware_worker(True),
+        "CupelContextMiddleware(max_tokens=B, cache_stable=True, persistent=True): "
+        "before_model rewrites one shared agent state, then wrap_model_call",
+    ),
+    Component(
+        "CupelChatMemory",
+        "llamaindex",
+        _chat_store,
+        _chat_memory_worker,
+        "CupelChatMemory.from_defaults(token_limit=B, cache_stable=True, chat_store=<one "
+        'SimpleChatStore>, chat_store_key="session"); put new messages; get()',
+    ),
+    Component(
+        "CupelMemory",
+        "llamaindex",
+        _database,
+        _cupel_memory_worker,
+        'CupelMemory.from_defaults(token_limit=B, cache_stable=True, session_id="session", '
+        "chat_store=SQLAlchemyChatStore(<one database>)); put new messages; get()",
+    ),
+)
+"""Every history component with ``cache_stable`` on, LangChain first."""
+
+DEPLOYMENTS: tuple[Selector, ...] = tuple(
+    Selector(
+        f"{c.name} cache_stable [{mode}]",
+        c.framework,
+        True,
+        True,
+        deployed(c, mode),
+        f"{c.setup}; {MODE_LABELS[mode]}",
+        component=c.name,
+        mode=mode,
+    )
+    for c in COMPONENTS
+    for mode in MODES
+)
+"""Every component in every deployment mode (component by component)."""

@@ -1,5 +1,6 @@
 """The prompt-cache benchmark: its metric on hand-made request sequences, its sessions, the
-plot, and a quick run in which the cache-stable components beat the minimal fit."""
+plot, a quick run in which the cache-stable components beat the minimal fit, and the
+deployment modes (issue 27)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import prompt_cache as pc
+from benchmarks.cache_selectors import COMPONENTS, MODES, RESTART_EVERY
 from benchmarks.prompt_cache import (
     PRICINGS,
     Pricing,
@@ -105,7 +107,7 @@ def test_sessions_are_deterministic_and_long_enough(kind: str) -> None:
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     path = tmp_path_factory.mktemp("prompt-cache") / "quick.json"
-    assert pc.main(["--quick", "--json", str(path)]) == 0
+    assert pc.main(["--quick", "--modes", "one", "--json", str(path)]) == 0
     data: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
     return data
 
@@ -181,3 +183,84 @@ def test_the_docs_page_example_runs_and_its_window_stays_within_budget() -> None
     window = namespace["window"]
     assert isinstance(window, list) and window[0].content == "Be brief."
     assert sum(map(approximate_message_tokens, window)) + REPLY_TOKENS <= 400
+
+
+# -- deployment modes (issue 27) ------------------------------------------------------------------
+DEPLOY_CALLS = 12
+"""Calls at the budget per session in the deployment tests (every session makes more calls
+than :data:`~benchmarks.cache_selectors.RESTART_EVERY`, so the restart mode restarts)."""
+
+
+@pytest.fixture(scope="module")
+def deployed() -> list[pc.Row]:
+    """The deployment-mode rows on one short session per kind."""
+    sessions = pc.generate_sessions(1, seed=pc.SEED, calls=DEPLOY_CALLS, budget=pc.BUDGET)
+    assert all(len(s.calls) > RESTART_EVERY for s in sessions)
+    _, rows = pc.deployments(sessions)
+    return rows
+
+
+def test_every_history_component_runs_in_every_deployment_mode(deployed: list[pc.Row]) -> None:
+    assert [(r.component, r.kind, r.mode) for r in deployed] == [
+        (c.name, kind, mode) for c in COMPONENTS for kind in ("chat", "agent") for mode in MODES
+    ]
+    assert all(r.calls >= DEPLOY_CALLS and r.errors == 0 for r in deployed)
+    checks = pc.deployment_targets(deployed)
+    # per row: failures, the issue's read and cost; per row but one process: one process's
+    assert len(checks) == len(deployed) * 3 + len(deployed) * 3 // 4
+
+
+def test_the_quick_run_has_the_one_process_rows_of_the_plain_components(
+    quick: dict[str, object],
+) -> None:
+    """``--modes one`` adds the one-process deployment rows, which give the plain
+    selectors' figures (the shared stores and agent state change nothing in one process)."""
+    assert quick["modes"] == ["one"]
+    rows = quick["deployments"]
+    assert isinstance(rows, list)
+    assert [(r["component"], r["kind"], r["mode"]) for r in rows] == [
+        (c.name, kind, "one") for c in COMPONENTS for kind in ("chat", "agent")
+    ]
+    assert quick["deployment_targets"]
+    plain = {(r["selector"], r["kind"]): r for r in quick["summary"]}  # type: ignore[union-attr]
+    compared = 0
+    for row in rows:
+        same = plain.get((f"{row['component']} cache_stable", row["kind"]))
+        if same is None:  # the persistent middleware has no plain row
+            continue
+        for key in ("read", "cost", "window", "failures"):
+            assert row[key] == same[key], (row["component"], row["kind"], key)
+        compared += 1
+    assert compared == 2 * (len(COMPONENTS) - 1)
+
+
+def test_the_modes_option() -> None:
+    assert pc.parse_modes("all") == list(MODES)
+    with pytest.raises(ValueError, match="unknown modes"):
+        pc.parse_modes("one,sometimes")
+    with pytest.raises(SystemExit):
+        pc.main(["--quick", "--modes", "sometimes"])
+
+
+# Issue 27's hook: the deployment targets are measured and reported (python -m
+# benchmarks.prompt_cache prints them, its exit status counts them) but not asserted here while
+# the cache-stable windows depend on per-process state. The stateless windows turn this test
+# into an XPASS, which strict=True fails: then remove the marker.
+@pytest.mark.xfail(
+    strict=True, reason="issue 27: cache-stable windows still depend on per-process state"
+)
+def test_every_deployment_mode_gets_the_one_process_window(deployed: list[pc.Row]) -> None:
+    unmet = [label for label, met in pc.deployment_targets(deployed, fixed=False) if not met]
+    assert not unmet, unmet
+
+
+def test_the_retention_measurement_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import cache_retention
+
+    name = "CupelMessageSelector"
+    assert (
+        cache_retention.main(["--conversations", "3", "--messages", "7", "--components", name]) == 0
+    )
+    assert f"| {name} | 3 | 7 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cache_retention.main(["--components", "trim_messages"])
