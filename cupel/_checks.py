@@ -99,10 +99,21 @@ Number = Annotated[float, BeforeValidator(_not_bool_or_text)]
 
 
 def json_object(text: str | bytes, model: str, error: type[ConfigurationError]) -> Any:
-    """``json.loads(text)``, with a document nested too deeply for the parser refused as
-    ``error`` instead of a ``RecursionError``."""
+    """``json.loads(text)``, with a document nested too deeply for the parser, bytes that
+    are not UTF-8 and invalid JSON refused as ``error`` (one line, naming ``model``)."""
     try:
         return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{model}: the JSON bytes are not UTF-8 ({exc.reason} at byte {exc.start}); "
+            "pass text or UTF-8 bytes",
+            value=None,
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{model}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            value=None,
+        ) from None
     except RecursionError:
         raise error(
             f"{model}: the JSON document is nested too deeply to parse (metadata may nest "

@@ -1,23 +1,24 @@
-"""Generate ``cupel/data/demo_conversation.jsonl``: an agent debugging a failed deployment.
+"""Generate ``cupel/data/demo_chat.jsonl``: an agent debugging a failed deployment, as an
+OpenAI-style chat transcript (one message a line).
 
 Deterministic (fixed seed, fixed start time): running it twice writes the same bytes.
 
-    python scripts/make_demo_data.py            # writes cupel/data/demo_conversation.jsonl
+    python scripts/make_demo_data.py            # writes cupel/data/demo_chat.jsonl
     python scripts/make_demo_data.py --check    # exit 1 if the shipped file is stale
 
 The conversation: a user and an SRE assistant chase a Helm rollout of ``checkout-api``
 v2.14.0 that lands in CrashLoopBackOff (a missing env var), then hits a migration lock,
-then flaps on an aggressive readiness probe, and finally ships through a canary. Items:
-one pinned system prompt, memories from earlier sessions, user / assistant messages,
-tool outputs (pod listings, logs, JSON, test runs, queries) and retrieved runbook chunks
-(``source = "Rag"``, with ``future_relevance_hint``; a few are retrieved twice, verbatim).
+then flaps on an aggressive readiness probe, and finally ships through a canary. Messages:
+one system prompt (with memories from earlier sessions), user and assistant messages,
+assistant messages calling tools (pod listings, logs, JSON, test runs, queries) each
+answered by a ``tool`` message, and runbook chunks returned by a ``search_runbooks`` tool
+(a few are retrieved twice, verbatim).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 from collections import Counter
@@ -28,7 +29,7 @@ from typing import Any
 
 SEED = 20250314
 START = datetime(2025, 3, 14, 9, 2, 0, tzinfo=timezone.utc)
-OUT = Path(__file__).resolve().parents[1] / "cupel" / "data" / "demo_conversation.jsonl"
+OUT = Path(__file__).resolve().parents[1] / "cupel" / "data" / "demo_chat.jsonl"
 NS = "shop-prod"
 # What the assistant sometimes notes after a tool result (prefixed with the call id).
 NOTES: dict[str, list[str]] = {
@@ -570,12 +571,12 @@ TURNS: list[Turn] = [
 
 
 class Gen:
-    """Builds items with ascending timestamps from a seeded RNG."""
+    """Builds the messages from a seeded RNG (the clock only drives the tool outputs)."""
 
     def __init__(self) -> None:
         self.rng = random.Random(SEED)
         self.now = START
-        self.items: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
         self.calls = 0
         self.new_rs = "7d9f8c6b5"
         self.old_rs = "5c8b7f4d2"
@@ -589,17 +590,23 @@ class Gen:
         suffix = "".join(self.rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
         return f"{APP}-{rs or self.new_rs}-{suffix}"
 
-    def add(self, content: str, kind: str, source: str, at: datetime | None, **extra: Any) -> None:
-        item: dict[str, Any] = {
-            "content": content,
-            "tokens": math.ceil(len(content) / 4),
-            "kind": kind,
-            "source": source,
-        }
-        if at is not None:
-            item["timestamp"] = at.isoformat().replace("+00:00", "Z")
-        item.update({k: v for k, v in extra.items() if v is not None})
-        self.items.append(item)
+    def say(self, role: str, content: str) -> None:
+        self.messages.append({"role": role, "content": content})
+
+    def call(self, name: str, arguments: dict[str, str], output: str) -> str:
+        """An assistant message calling ``name``, and the tool message answering it."""
+        self.calls += 1
+        call_id = f"call_{self.calls:04d}"
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+            }
+        )
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        return call_id
 
     # -- tool outputs ---------------------------------------------------------------------
     def stamp(self) -> str:
@@ -1091,56 +1098,27 @@ class Gen:
 
 
 def build() -> list[dict[str, Any]]:
-    """The whole conversation as item dicts (wire format)."""
+    """The whole conversation as OpenAI-style chat messages."""
     g = Gen()
-    # The assistant's configuration predates everything it remembers, so a chronological
-    # window opens with the system prompt.
-    g.add(SYSTEM_PROMPT, "SystemPrompt", "Chat", START - timedelta(days=31), pinned=True)
-    for i, (text, topic) in enumerate(MEMORIES):  # from earlier sessions
-        g.add(
-            text,
-            "Memory",
-            "Memory",
-            START - timedelta(days=30 - 4 * i),
-            tags=["memory", topic],
-            priority=3 if topic == "preference" else None,
-        )
+    remembered = "\n".join(f"- {text}" for text, _ in MEMORIES)
+    g.say("system", f"{SYSTEM_PROMPT}\n\nWhat you remember from earlier sessions:\n{remembered}")
     retrieved: Counter[str] = Counter()
-    for turn, (user, actions, docs, plan, reply) in enumerate(TURNS):
-        g.add(
-            user,
-            "Message",
-            "Chat",
-            g.tick(60, 240),
-            tags=["user"],
-            priority=5 if turn == 0 else None,
-        )
-        g.add(plan, "Message", "Chat", g.tick(3, 12), tags=["assistant"])
+    for user, actions, docs, plan, reply in TURNS:
+        g.tick(60, 240)
+        g.say("user", user)
+        g.tick(3, 12)
+        g.say("assistant", plan)
         # Each action runs once or more (re-checks), as an agent would.
         for tool, arg in actions:
             run: Callable[[str], str] = getattr(g, tool)
             repeats = g.rng.choice((1, 2, 2, 3)) if tool in POLLED else 1
             for _ in range(repeats):
-                g.calls += 1
-                call = f"call_{g.calls:04d}"
-                g.add(
-                    run(arg),
-                    "ToolOutput",
-                    "Tool",
-                    g.tick(2, 25),
-                    tags=["tool", tool],
-                    metadata={"tool_call_id": call, "tool": tool},
-                )
+                g.tick(2, 25)
+                g.call(tool, {"args": arg} if arg else {}, run(arg))
                 if tool in NOTES and g.rng.random() < NOTE_PROBABILITY:
                     note = g.rng.choice(NOTES[tool])
-                    g.add(
-                        f"{call} ({tool}): {note}.",
-                        "Message",
-                        "Chat",
-                        g.tick(2, 8),
-                        tags=["assistant", "observation"],
-                        metadata={"tool_call_id": call},
-                    )
+                    g.tick(2, 8)
+                    g.say("assistant", f"{tool}: {note}.")
         noise = g.rng.sample(DISTRACTORS, g.rng.randint(1, 2))
         for ref in [*docs, *(f"~{name}" for name, _ in noise)]:
             retrieved[ref] += 1
@@ -1149,34 +1127,21 @@ def build() -> list[dict[str, Any]]:
             if ref.startswith("~"):
                 doc, chunk = ref[1:], "0"
                 text = dict(DISTRACTORS)[doc]
-                hint = round(g.rng.uniform(0.02, 0.25), 2)
+                g.rng.uniform(0.02, 0.25)  # the draw the retriever's score took
             else:
                 doc, _, chunk = ref.partition(":")
                 text = DOCS[doc][int(chunk)]
-                hint = round(g.rng.uniform(0.35, 0.95), 2)
-            g.add(
-                text,
-                "Document",
-                "Rag",
-                g.tick(1, 4),
-                tags=["doc", doc],
-                future_relevance_hint=hint,
-                metadata={"doc_id": f"{doc}#{chunk}", "cupel:trust": "0.9"},
-            )
-        g.add(
-            reply,
-            "Message",
-            "Chat",
-            g.tick(10, 40),
-            tags=["assistant"],
-            priority=4 if turn == len(TURNS) - 1 else None,
-        )
-    return g.items
+                g.rng.uniform(0.35, 0.95)
+            g.tick(1, 4)
+            g.call("search_runbooks", {"doc_id": f"{doc}#{chunk}"}, text)
+        g.tick(10, 40)
+        g.say("assistant", reply)
+    return g.messages
 
 
 def render() -> str:
     """The JSONL text."""
-    return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in build())
+    return "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in build())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1192,7 +1157,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT} ({text.count(chr(10))} items)")
+    print(f"wrote {OUT} ({text.count(chr(10))} messages)")
     return 0
 
 

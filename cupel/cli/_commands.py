@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -35,13 +36,15 @@ from cupel.cli._format import (
     overflow_lines,
 )
 from cupel.cli._html import render_html
-from cupel.cli._io import parse_items, read_items, terminal_safe, write_json
+from cupel.cli._io import parse_input, read_items, terminal_safe, write_json
 from cupel.cli._progress import Progress, track
-from cupel.cli._wording import ReasonWording, clip
+from cupel.cli._transcript import ROLE_KINDS, Transcript
+from cupel.cli._wording import ReasonWording, clip, count
+from cupel.conversation import HistoryItems, PinnedOptions
 from cupel.diagnostics import OverflowEvent, PipelineStage, SelectionReport
 from cupel.policy import ItemStatus, policy_sensitivity
 
-__all__ = ["COMMANDS", "load_items"]
+__all__ = ["COMMANDS", "Loaded", "load_input", "load_items", "role_kind_warnings"]
 
 
 # -- reading items --------------------------------------------------------------------------
@@ -52,25 +55,93 @@ def _reading(source: str) -> Any:
     return progress
 
 
-def load_items(path: str) -> list[ContextItem]:
-    """Read items from ``path`` (``-`` for stdin): a JSON array or JSON Lines.
+@dataclass
+class Loaded:
+    """What an input file holds: ``items`` (the candidates), and for a chat transcript
+    the ``transcript`` and its ``history`` (the items are then the history's units)."""
+
+    items: list[ContextItem]
+    transcript: Transcript | None = None
+    history: HistoryItems | None = None
+
+
+def load_input(path: str) -> Loaded:
+    """Read items or a chat transcript from ``path`` (``-`` for stdin): a JSON array or
+    JSON Lines (or a request body ``{"messages": [...]}``).
 
     A progress bar shows on a terminal while a large file is read; an empty input is
-    reported on stderr (``cupel: warning: ...``) and selects nothing.
+    reported on stderr (``cupel: warning: ...``) and selects nothing, as are item kinds
+    that are chat roles (``"kind": "user"``).
     """
-    items = read_items(path, progress=_reading(_source_name(path)))
-    if not items:
-        _warn(f"{_source_name(path)} holds no items: there is nothing to select")
-    return items
+    source = _source_name(path)
+    read = read_items(path, progress=_reading(source))
+    if isinstance(read, Transcript):
+        history = read.history()
+        return Loaded(history.items, read, history)
+    if not read:
+        _warn(f"{source} holds no items: there is nothing to select")
+    for line in role_kind_warnings(read, source):
+        _warn(line)
+    return Loaded(read)
+
+
+def load_items(path: str) -> list[ContextItem]:
+    """The candidate items of ``path`` (a chat transcript's: one per unit), see
+    :func:`load_input`."""
+    return load_input(path).items
+
+
+def role_kind_warnings(items: Sequence[ContextItem], source: str) -> list[str]:
+    """One line per item kind that is a chat role (``"user"``, ``"system"``, ...): such
+    an item scores like any unknown kind and is never pinned; name the kind it needs."""
+    found: dict[str, tuple[str, int]] = {}  # folded kind -> (first spelling, items)
+    for item in items:
+        name = str(item.kind)
+        folded = name.lower()
+        if folded in ROLE_KINDS:
+            first, n = found.get(folded, (name, 0))
+            found[folded] = (first, n + 1)
+    return [
+        f'{source}: {count(n, "item")} with kind "{name}", a chat role rather than a kind: '
+        f"use {ROLE_KINDS[folded]}, or give the messages as a chat transcript "
+        '({"role": ..., "content": ...} a line)'
+        for folded, (name, n) in found.items()
+    ]
 
 
 def _warn(message: str) -> None:
     print(terminal_safe(f"{PROG}: warning: {message}"), file=sys.stderr)
 
 
-def _demo_items() -> list[ContextItem]:
+def _demo_input() -> Loaded:
     text = (resources.files("cupel.data") / DEMO_DATA).read_text(encoding="utf-8")
-    return parse_items(text, DEMO_DATA)
+    read = parse_input(text, DEMO_DATA)
+    if not isinstance(read, Transcript):  # the shipped demo is a transcript
+        raise CupelError(f"{DEMO_DATA} is not a chat transcript")
+    history = read.history()
+    return Loaded(history.items, read, history)
+
+
+_PINNED = PinnedOptions(system=None, budget="--max-tokens - --output-reserve")
+
+
+def _select(
+    pipeline: Pipeline, loaded: Loaded, budget: ContextBudget
+) -> tuple[ContextResult, SelectionReport, list[OverflowEvent], list[Any]]:
+    """Run the selection: the pipeline over items, or a transcript's conversation window
+    (mapped back to its messages). Returns the result, its report, the overflow events
+    and the window as written to stdout (item dicts, or the messages as given)."""
+    if loaded.history is None or loaded.transcript is None:
+        result, report, overflows = _run(pipeline, loaded.items, budget)
+        return result, report, overflows, [i.to_dict() for i in result.items]
+    events: list[OverflowEvent] = []
+    window = loaded.history.select(
+        pipeline, budget, with_report=True, options=_PINNED, on_overflow=events.append
+    )
+    report = window.explain()
+    result = ContextResult([e.item for e in report.included], window.tokens, report)
+    messages = loaded.transcript.messages
+    return result, report, events, [messages[i] for i in window.messages]
 
 
 def _run(
@@ -129,27 +200,33 @@ def _source_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def _configured(args: argparse.Namespace) -> tuple[ContextBudget, Pipeline]:
-    """The budget and pipeline the flags give, with ``--html`` checked before any run."""
+def _configured(
+    args: argparse.Namespace, path: str | None
+) -> tuple[ContextBudget, Pipeline, Loaded, str]:
+    """The budget, the input (``path``; ``None``: the demo's), the pipeline for it and the
+    line saying how items are chosen; the flags and ``--html`` are checked before the
+    input is read."""
     budget = budget_from_flags(args)
-    pipeline = build_pipeline(args)
+    build_pipeline(args)
     _check_html_target(args)
-    return budget, pipeline
+    loaded = _demo_input() if path is None else load_input(path)
+    transcript = loaded.transcript is not None
+    pipeline = build_pipeline(args, transcript=transcript)
+    return budget, pipeline, loaded, describe_config(args, transcript=transcript)
 
 
 # -- commands -------------------------------------------------------------------------------
 def _cmd_select(args: argparse.Namespace) -> int:
-    budget, pipeline = _configured(args)
-    items = load_items(args.items)
-    result, report, events = _run(pipeline, items, budget)
+    budget, pipeline, loaded, config = _configured(args, args.items)
+    result, report, events, window = _select(pipeline, loaded, budget)
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
-    warnings = [*overflow_lines(events), *decay_warnings(pipeline, items)]
+    warnings = [*overflow_lines(events), *decay_warnings(pipeline, loaded.items)]
     if args.report == "json":
-        _print_json({"window": [i.to_dict() for i in result.items], "report": report.to_dict()})
+        _print_json({"window": window, "report": report.to_dict()})
         for line in warnings:
             _print(line, err=True)
     else:
-        write_json([i.to_dict() for i in result.items])
+        write_json(window)
         text = format_report(
             report,
             result,
@@ -157,6 +234,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
             pipeline=pipeline,
             show_all=args.all,
             bucket_flag=bucket_flag(args),
+            config=config,
         )
         _print("\n".join([*warnings, text]), err=True)
     if args.html is not None:
@@ -165,21 +243,19 @@ def _cmd_select(args: argparse.Namespace) -> int:
             report,
             budget,
             title=f"cupel select: {_source_name(args.items)}",
-            subtitle=describe_config(args),
+            subtitle=config,
             wording=wording,
         )
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    budget, pipeline = _configured(args)
-    items = _demo_items()
-    result, report, events = _run(pipeline, items, budget)
+    budget, pipeline, loaded, config = _configured(args, None)
+    result, report, events, window = _select(pipeline, loaded, budget)
     for line in overflow_lines(events):
         _print(line, err=True)
-    config = describe_config(args)
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
-    for line in decay_warnings(pipeline, items):
+    for line in decay_warnings(pipeline, loaded.items):
         _print(line, err=True)
     if args.report == "json":
         _print_json(
@@ -188,7 +264,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 "source": DEMO_DATA,
                 "config": config,
                 "budget": budget.to_dict(),
-                "window": [i.to_dict() for i in result.items],
+                "window": window,
                 "report": report.to_dict(),
             }
         )
@@ -202,6 +278,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 pipeline=pipeline,
                 show_all=args.all,
                 bucket_flag=bucket_flag(args),
+                messages=None
+                if loaded.transcript is None
+                else (len(window), len(loaded.transcript.messages)),
             )
         )
     if args.html is not None:
@@ -217,10 +296,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    budget, pipeline = _configured(args)
-    items = load_items(args.items)
+    budget, pipeline, loaded, config = _configured(args, args.items)
+    items = loaded.items
+    if loaded.history is not None:  # the units a selection may send (as select offers)
+        loaded.history.check_pinned(budget, _PINNED)
     explanation = explain(pipeline, items, budget, bucket_flag=bucket_flag(args))
-    config = describe_config(args)
     source = _source_name(args.items)
     report = explanation.report
     for line in decay_warnings(pipeline, items):
@@ -230,7 +310,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             {"command": "explain", "source": source, "config": config} | explanation.to_dict()
         )
     else:
-        _print(format_explanation(explanation, explain_header(report, budget, source, config)))
+        header = explain_header(report, budget, source, config)
+        if loaded.history is not None and loaded.history.invalid:
+            header.append(
+                f"  left out before the run: {count(len(loaded.history.invalid), 'unit')} "
+                "breaking the providers' tool-call rule (see cupel select)"
+            )
+        _print(format_explanation(explanation, header))
     if args.html is not None:
         _write_html(
             args.html,
@@ -279,7 +365,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     labels = _policy_labels(specs)
     budget = budget_from_flags(args)
     variants = [(label, load_policy(spec)) for label, spec in zip(labels, specs, strict=True)]
-    items = load_items(args.items)
+    items = load_items(args.items)  # a transcript: its units, mapped as select maps them
     sensitivity = policy_sensitivity(items, budget, variants)
     reports = dict(sensitivity.variants)
     rows = []

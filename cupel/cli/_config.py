@@ -33,9 +33,11 @@ __all__ = [
     "DEMO_MAX_TOKENS",
     "DEMO_TARGET_TOKENS",
     "PROG",
+    "TRANSCRIPT_POLICY",
     "bucket_flag",
     "budget_from_flags",
     "build_pipeline",
+    "configured",
     "describe_config",
     "load_policy",
     "overflow_names",
@@ -46,8 +48,13 @@ __all__ = [
 ]
 
 PROG = "cupel"
-DEMO_DATA = "demo_conversation.jsonl"
-"""The example shipped in ``cupel/data`` (an agent debugging a failed deployment)."""
+DEMO_DATA = "demo_chat.jsonl"
+"""The example shipped in ``cupel/data`` (an agent debugging a failed deployment, as an
+OpenAI-style chat transcript)."""
+TRANSCRIPT_POLICY = "chat"
+"""The policy a chat transcript gets when no configuration flag is given: the coherent
+conversation window (the system prompt, the latest user message, then the newest whole
+turns and tool rounds that fit, without holes)."""
 DEFAULT_SCORERS = ("recency:3", "kind:1")
 DEMO_MAX_TOKENS = 8000
 DEMO_TARGET_TOKENS = 6000
@@ -240,9 +247,19 @@ def _given(value: object) -> bool:
     return value is not None and value is not False and value != []
 
 
-def build_pipeline(args: argparse.Namespace) -> Pipeline:
-    """The pipeline the configuration flags (or ``--policy``) describe."""
+def configured(args: argparse.Namespace) -> bool:
+    """Whether ``--policy`` or any configuration flag was given."""
+    return getattr(args, "policy", None) is not None or any(
+        _given(getattr(args, dest, None)) for dest, _ in _CONFIG_FLAGS
+    )
+
+
+def build_pipeline(args: argparse.Namespace, *, transcript: bool = False) -> Pipeline:
+    """The pipeline the configuration flags (or ``--policy``) describe; for a chat
+    ``transcript`` without any, the conversation window (:data:`TRANSCRIPT_POLICY`)."""
     policy = getattr(args, "policy", None)
+    if transcript and not configured(args):
+        return resolve_pipeline(preset(TRANSCRIPT_POLICY))
     if policy is None:
         return resolve_pipeline(policy_from_flags(args))
     given = [flag for dest, flag in _CONFIG_FLAGS if _given(getattr(args, dest))]
@@ -254,19 +271,60 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
     return resolve_pipeline(load_policy(policy))
 
 
-def describe_config(args: argparse.Namespace) -> str:
+def describe_config(args: argparse.Namespace, *, transcript: bool = False) -> str:
+    """The configuration in one line: how the items were chosen."""
     policy = getattr(args, "policy", None)
+    if transcript and not configured(args):
+        return (
+            f"policy {TRANSCRIPT_POLICY} (the default for chat transcripts): the system "
+            "prompt, the latest user message, then the newest whole turns and tool rounds "
+            "that fit, without holes"
+        )
     if policy is not None:
-        return f"policy {policy}"
-    scorers = " + ".join(args.scorer or DEFAULT_SCORERS)
-    slicer = (args.slicer or "greedy") + (
-        f"(bucket {args.bucket_size})" if args.bucket_size else ""
-    )
-    dedup = "off" if args.no_dedup else "on"
+        description = _policy_description(policy)
+        return f"policy {policy}" + (f": {description}" if description else "")
+    scorers = " + ".join(_weighted(spec) for spec in (args.scorer or DEFAULT_SCORERS))
+    slicer = args.slicer or "greedy"
+    if slicer == "knapsack":
+        bucket = 100 if args.bucket_size is None else args.bucket_size
+        chosen = f"the best total score that fits (knapsack, buckets of {bucket} tokens)"
+    else:
+        chosen = _SLICER_WORDS[slicer]
+    placer = args.placer or "chronological"
+    dedup = "copies kept" if args.no_dedup else "duplicates removed"
     return (
-        f"scorer {scorers}; slicer {slicer}; placer {args.placer or 'chronological'}; "
-        f"dedup {dedup}; overflow {args.overflow or 'throw'}"
+        f"scored by {scorers}; {chosen}; {_PLACER_WORDS[placer]}; {dedup}; "
+        f"{_OVERFLOW_WORDS[args.overflow or 'throw']}"
     )
+
+
+_SLICER_WORDS = {
+    "greedy": "the best score per token first, while it fits (greedy)",
+    "recency-window": "the newest items that fit, without holes (recency window)",
+}
+_PLACER_WORDS = {
+    "chronological": "placed oldest first (chronological)",
+    "u-shaped": "the best at both ends (u-shaped)",
+}
+_OVERFLOW_WORDS = {
+    "throw": "over the target: an error",
+    "truncate": "over the target: the lowest scores dropped",
+    "proceed": "over the target: sent with a warning",
+}
+
+
+def _weighted(spec: str) -> str:
+    name, sep, weight = spec.partition(":")
+    return f"{name} ×{weight}" if sep else name
+
+
+def _policy_description(spec: str) -> str:
+    """A preset's or policy file's own description (empty when it has none; the file was
+    read already)."""
+    try:
+        return load_policy(spec).description or ""
+    except CliError:
+        return ""
 
 
 _BUDGET_FLAGS = (

@@ -231,16 +231,24 @@ def format_report(
     pipeline: Pipeline | None = None,
     show_all: bool = False,
     bucket_flag: str = "--bucket-size",
+    config: str | None = None,
 ) -> str:
-    """The ``select`` report: totals, the window in placed order, the exclusions (best
-    score first) with their reasons in words.
+    """The ``select`` report: totals, how the items were chosen (``config``), the window
+    in placed order, the exclusions (best score first) with their reasons in words, each
+    list under a line naming its columns.
 
     Long lists are summarised unless ``show_all``: the window's first and last items,
     the best-scored exclusions and a count of the rest by reason. ``pipeline`` (the one
     that ran) lets the wording explain knapsack bucket rounding.
     """
     wording = _wording(report, pipeline, bucket_flag)
-    lines = [f"{PROG}: {totals(report, result, budget)}", "included (placed order):"]
+    lines = [f"{PROG}: {totals(report, result, budget)}"]
+    if config is not None:
+        lines.append(f"chosen by: {config}")
+    lines += [
+        "included (placed order):",
+        f"  {'#':>4}  {'score':>6} {'tokens':>10} {'kind':<12} {'content':<50}  (why)",
+    ]
     window = report.included
     numbered = list(enumerate(window, start=1))
     for entry in _elided(numbered, SUMMARY_HEAD, SUMMARY_TAIL, show_all):
@@ -256,6 +264,8 @@ def format_report(
         )
     excluded = report.excluded
     lines.append("excluded (score descending):")
+    if excluded:
+        lines.append(f"        {'score':>6} {'tokens':>10} {'kind':<12} {'content':<40}  <- reason")
     short = show_all or len(excluded) <= SUMMARY_EXCLUDED + 1
     listed = excluded if short else excluded[:SUMMARY_EXCLUDED]
     for exc in listed:
@@ -291,15 +301,29 @@ def format_demo(
     pipeline: Pipeline | None = None,
     show_all: bool = False,
     bucket_flag: str = "--bucket-size",
+    messages: tuple[int, int] | None = None,
 ) -> str:
-    """The concise demo summary: the window, then exclusions grouped by reason."""
+    """The concise demo summary: how the items were chosen (``config``), the window, then
+    exclusions grouped by reason. ``messages``: for a transcript, the messages of the
+    window and of the transcript (its items are units: a message, or a tool call with its
+    results)."""
     wording = _wording(report, pipeline, bucket_flag)
+    what = f"{report.total_candidates} candidate items"
+    sent = ""
+    if messages is not None:
+        what = (
+            f"{messages[1]:,} messages in {report.total_candidates} units (a message, or a "
+            "tool call with its results)"
+        )
+        sent = f", {messages[0]} messages"
     lines = [
-        f"cupel demo: {report.total_candidates} candidate items "
-        f"({report.total_tokens_considered:,} tokens) from {DEMO_DATA}",
-        f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}; {config}",
+        f"cupel demo: {what}, {report.total_tokens_considered:,} tokens, from {DEMO_DATA}",
+        f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}",
+        f"  chosen by: {config}",
         "",
-        f"Window ({len(report.included)} items, {result.total_tokens:,} tokens, placed order):",
+        f"Window ({len(report.included)} items{sent}, {result.total_tokens:,} tokens, "
+        "placed order):",
+        f"  {'score':>4} {'why':<6} {'kind':<12} content",
     ]
     window = report.included
     for inc in _elided(window, DEMO_HEAD, DEMO_TAIL, show_all):
@@ -405,6 +429,10 @@ def pinned_message(exc: PinnedBudgetError, args: argparse.Namespace | None) -> s
     if args is None or not hasattr(args, "max_tokens"):
         return str(exc)
     reserve = args.output_reserve or 0
-    return f"{exc}: raise --max-tokens to at least {exc.pinned_tokens + reserve:,}" + (
+    fix = f"raise --max-tokens to at least {exc.pinned_tokens + reserve:,}" + (
         f" (pinned tokens + --output-reserve {reserve:,})" if reserve else ""
     )
+    text = str(exc)
+    if "; raise the budget or " in text:  # a transcript's pinned messages: the remedies listed
+        return text.replace("; raise the budget or ", f"; {fix} or ")
+    return f"{text}: {fix}"

@@ -34,14 +34,17 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import IO, Any
 
 from cupel._errors import CliError, CupelError
 from cupel._model import ContextItem
+from cupel.cli._transcript import Transcript, is_message, parse_transcript
 
 __all__ = [
     "CliError",
     "dump_json",
+    "parse_input",
     "parse_items",
     "read_items",
     "strict_json_value",
@@ -145,18 +148,28 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def parse_items(
+def _entries(
     text: str,
     source: str,
-    *,
-    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
-) -> list[ContextItem]:
-    """Items from a JSON array or JSON Lines text; errors name ``source`` and the place.
-
-    ``progress(iterable, total)`` may wrap the per-item loop (a progress bar).
-    """
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None,
+) -> Iterator[tuple[str, Any]]:
+    """The decoded entries of a JSON array or JSON Lines text, each with where it was
+    read (``"items.jsonl, line 3"``); refused numbers and bad JSON are errors naming the
+    place. A request body ``{"messages": [...]}`` gives its messages; an object wrapping
+    the items (``{"items": [...]}``) gets one hint."""
     decoder = _StrictDecoder()
-    if text.lstrip(_JSON_WHITESPACE).startswith("["):
+    stripped = text.lstrip(_JSON_WHITESPACE)
+    data: Any = None
+    label = "item"
+    if stripped.startswith("{"):
+        try:
+            whole = decoder.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            whole = None  # JSON Lines, or an error the line-by-line reading reports
+        if isinstance(whole, dict):
+            data = _unwrapped(whole, source)
+            label = "messages"
+    if data is None and stripped.startswith("["):
         try:
             data = decoder.loads(text)
         except json.JSONDecodeError as exc:
@@ -167,21 +180,22 @@ def parse_items(
             raise CliError(f"{source}: JSON nested too deeply") from None
         if not isinstance(data, list):
             raise CliError(f"{source}: expected a JSON array of items")
+    if data is not None:
         entries: Iterable[Any] = enumerate(data)
         if progress is not None:
             entries = progress(entries, len(data))
-        items = []
         for index, entry in entries:
-            where = f"{source}: item {index}"
+            where = (
+                f"{source}: {label}[{index}]" if label == "messages" else f"{source}: item {index}"
+            )
             if decoder.refused and _first_refused(entry) is not None:
                 raise _refusal(entry, where)
-            items.append(_item(entry, where))
-        return items
+            yield where, entry
+        return
     lines: Iterable[tuple[int, str]] = _lines(text)
     if progress is not None:
         numbered = list(lines)
         lines = progress(numbered, len(numbered))
-    items = []
     for number, line in lines:
         where = f"{source}, line {number}"
         try:
@@ -192,18 +206,72 @@ def parse_items(
             raise CliError(f"{where}: JSON nested too deeply") from None
         if decoder.refused:
             raise _refusal(entry, where)
-        items.append(_item(entry, where))
-    return items
+        yield where, entry
+
+
+_WRAPPERS = ("items", "messages", "data", "records")
+
+
+def _unwrapped(whole: dict[str, Any], source: str) -> list[Any] | None:
+    """The messages of a request body ``{"messages": [...]}``; ``None`` for an object
+    that is one item or message (JSON Lines of one line); a hint for an object wrapping a
+    list of items."""
+    if "content" in whole or "role" in whole:
+        return None
+    messages = whole.get("messages")
+    if (
+        isinstance(messages, list)
+        and messages
+        and all(isinstance(m, dict) and "role" in m for m in messages)
+    ):
+        return messages
+    key = next((k for k in _WRAPPERS if isinstance(whole.get(k), list)), None)
+    if key is None:
+        return None
+    raise CliError(
+        f'{source}: the items are wrapped in an object ({{"{key}": [...]}}): give the array '
+        f"itself, a JSON array or one item per line (e.g. jq -c '.{key}[]' {source})"
+    )
+
+
+def parse_input(
+    text: str,
+    source: str,
+    *,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+) -> list[ContextItem] | Transcript:
+    """Items, or a chat transcript when the first entry is a chat message (it has a
+    ``role`` and no ``tokens``; see :mod:`cupel.cli._transcript`)."""
+    entries = _entries(text, source, progress)
+    first = next(entries, None)
+    if first is None:
+        return []
+    if is_message(first[1]):
+        return parse_transcript(chain([first], entries))
+    return [_item(entry, where) for where, entry in chain([first], entries)]
+
+
+def parse_items(
+    text: str,
+    source: str,
+    *,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+) -> list[ContextItem]:
+    """Items from a JSON array or JSON Lines text; errors name ``source`` and the place.
+
+    ``progress(iterable, total)`` may wrap the per-item loop (a progress bar).
+    """
+    return [_item(entry, where) for where, entry in _entries(text, source, progress)]
 
 
 def read_items(
     path: str,
     *,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
-) -> list[ContextItem]:
-    """Read items from ``path`` (``-`` for stdin)."""
+) -> list[ContextItem] | Transcript:
+    """Read items or a chat transcript from ``path`` (``-`` for stdin)."""
     if path == "-":
-        return parse_items(sys.stdin.read(), "<stdin>", progress=progress)
+        return parse_input(sys.stdin.read(), "<stdin>", progress=progress)
     try:
         with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
@@ -211,7 +279,7 @@ def read_items(
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise CliError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return parse_items(text, path, progress=progress)
+    return parse_input(text, path, progress=progress)
 
 
 # -- writing -------------------------------------------------------------------------------

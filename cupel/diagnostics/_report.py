@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, cast
 
-from cupel._errors import InvalidOperationError
+from cupel._checks import json_object
+from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextItem
 from cupel.diagnostics._assertions import ReportAssertions
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
@@ -205,8 +206,9 @@ class SelectionReport(ReportAssertions):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SelectionReport:
-        """Parse JSON text."""
-        return cls.from_dict(json.loads(text))
+        """Parse JSON text (invalid JSON, bytes that are not UTF-8 and documents nested too
+        deeply to parse raise :class:`~cupel.ConfigurationError`)."""
+        return cls.from_dict(json_object(text, "SelectionReport", ConfigurationError))
 
 
 class Deferred(Generic[Entry]):

@@ -159,10 +159,14 @@ class Policy(Spec):
         return cls.from_dict(_parsed(json.loads, json.JSONDecodeError, "JSON", text))
 
     @classmethod
-    def from_toml(cls, text: str) -> Policy:
-        """Parse a policy from TOML text."""
+    def from_toml(cls, text: str | bytes) -> Policy:
+        """Parse a policy from TOML text (or UTF-8 bytes)."""
         import tomli
 
+        if isinstance(text, (bytes, bytearray)):
+            text = _utf8(bytes(text), "TOML")
+        if not isinstance(text, str):
+            raise fail("", f"TOML must be given as str or bytes, got {type(text).__name__}", text)
         return cls.from_dict(_parsed(tomli.loads, tomli.TOMLDecodeError, "TOML", text))
 
     @classmethod
@@ -170,7 +174,11 @@ class Policy(Spec):
         """Read a ``.json`` or ``.toml`` policy file."""
         source = Path(path)
         suffix = _suffix(source)
-        text = source.read_text(encoding="utf-8")
+        try:
+            data = source.read_bytes()
+        except IsADirectoryError:
+            raise fail("", f"policy file {str(source)!r} is a directory", str(source)) from None
+        text = _utf8(data, f"policy file {str(source)!r}")
         return cls.from_json(text) if suffix == ".json" else cls.from_toml(text)
 
 
@@ -189,6 +197,16 @@ def _parsed(
         raise fail("", f"invalid {language}: {exc}", text) from None
     except RecursionError:
         raise fail("", _TOO_DEEP_TO_PARSE, None) from None
+
+
+def _utf8(data: bytes, what: str) -> str:
+    """``data`` decoded as UTF-8, or a policy error saying where it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(
+            "", f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})", None
+        ) from None
 
 
 def _suffix(path: Path) -> str:

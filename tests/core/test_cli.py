@@ -247,7 +247,9 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0 and err == ""
     assert out.startswith("cupel demo: ")
     assert "Window (" in out and "Excluded (" in out
-    assert "BudgetExceeded:" in out and "Deduplicated:" in out
+    # The demo is a chat transcript: it shows the conversation window a user should use.
+    assert "messages in 273 units" in out and "chosen by: policy chat" in out
+    assert "OutsideWindow:" in out and "BudgetExceeded" not in out
     assert "more items (--all lists every item)" in out
     assert len(out.splitlines()) < 60
 
@@ -258,23 +260,24 @@ def test_demo_all_and_budget_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert "more items" not in out and "target 2,000" in out
 
 
-def test_demo_data_is_realistic() -> None:
+def test_demo_data_is_a_realistic_transcript() -> None:
     from importlib import resources
 
-    from cupel.cli import DEMO_DATA, parse_items
+    from cupel.cli import DEMO_DATA
+    from cupel.cli._io import parse_input
+    from cupel.cli._transcript import Transcript
 
     text = (resources.files("cupel.data") / DEMO_DATA).read_text(encoding="utf-8")
-    items = parse_items(text, DEMO_DATA)
-    assert 250 <= len(items) <= 400
-    kinds = {str(i.kind) for i in items}
-    assert kinds == {"SystemPrompt", "Message", "ToolOutput", "Document", "Memory"}
-    assert [i.pinned for i in items].count(True) == 1
-    docs = [i for i in items if str(i.kind) == "Document"]
-    assert all(str(d.source) == "Rag" and d.future_relevance_hint is not None for d in docs)
-    assert len({i.content for i in items}) < len(items)  # some exact duplicates
-    stamps = [i.timestamp for i in items if i.timestamp is not None]
-    assert stamps == sorted(stamps)
-    assert all(i.tokens == -(-len(i.content) // 4) for i in items)
+    transcript = parse_input(text, DEMO_DATA)
+    assert isinstance(transcript, Transcript)
+    roles = [m["role"] for m in transcript.messages]
+    assert 350 <= len(roles) <= 500 and roles[0] == "system" and roles.count("system") == 1
+    assert {"user", "assistant", "tool"} <= set(roles)
+    conversation = transcript.conversation
+    assert conversation.invalid_units == []  # every call answered, in time
+    assert sum(map(conversation.is_exchange, range(len(conversation)))) > 100
+    contents = [m["content"] for m in transcript.messages if m["role"] == "tool"]
+    assert len(set(contents)) < len(contents)  # a runbook retrieved twice, verbatim
 
 
 def test_demo_data_is_up_to_date() -> None:

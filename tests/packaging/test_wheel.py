@@ -86,7 +86,7 @@ def test_the_wheel_holds_the_packages_the_command_and_the_data(wheel: Path) -> N
         "cupel/policy/__init__.py",
         "cupel/_pipeline/__init__.py",
         "cupel/py.typed",
-        "cupel/data/demo_conversation.jsonl",
+        "cupel/data/demo_chat.jsonl",
         "cupel_langchain/__init__.py",
         "cupel_langchain/py.typed",
         "cupel_llamaindex/__init__.py",
@@ -199,7 +199,7 @@ def test_a_fresh_virtualenv_installs_the_wheel_with_each_extra(wheel: Path, tmp_
         text=True,
         check=True,
     )
-    assert demo.stdout.startswith("cupel demo: 272 candidate items")
+    assert demo.stdout.startswith("cupel demo: 421 messages in 273 units")
     # Without the extra, the adapter is not importable (langchain-core is not installed).
     assert _python(bin_dir, "import cupel_langchain").returncode != 0
 

@@ -73,15 +73,15 @@ def test_demo_report_renders_without_errors(browser_path: str, tmp_path: Path) -
         assert load.requests == [page.resolve().as_uri()]  # self-contained: nothing else
         layout = browser.evaluate(session, LAYOUT)
         shot = browser.screenshot(session)
-    assert layout["title"] == "cupel demo: demo_conversation.jsonl"
-    assert layout["rows"] == 272  # every candidate: 154 in the window, 118 excluded
-    assert (layout["windowRows"], layout["excludedRows"]) == (154, 118)
+    assert layout["title"] == "cupel demo: demo_chat.jsonl"
+    assert layout["rows"] == 273  # every candidate unit: 48 in the window, 225 excluded
+    assert (layout["windowRows"], layout["excludedRows"]) == (48, 225)
     assert layout["invisible"] == 0 and layout["zeroTokenBars"] == 0
     assert layout["overflowX"] <= 0, "the page scrolls sideways"
     assert layout["statsOnOneLine"]
     assert 0 < layout["segmentsWidth"] <= layout["mapWidth"] + 1
     assert layout["scripts"] == 0 and layout["images"] == 0
-    assert "BudgetExceeded" in layout["text"] and "needs " in layout["text"]
+    assert "OutsideWindow" in layout["text"] and "needs " in layout["text"]
     width, height, colours = png_size_and_colours(shot)
     assert width == 1280 and height > 900 and colours > 50
 

@@ -46,7 +46,7 @@ def test_prints_the_minimum_budget(capsys: pytest.CaptureFixture[str], tmp_path:
     assert not included_at(pipeline, minimum - 1, TARGET)
     assert lines[1] == f'  item:     "{TARGET}" (40 tokens, Message)'
     assert f"included at max tokens = target tokens = {minimum}" in lines[2]
-    assert lines[3].startswith(f"  searched: 40..{TOTAL_TOKENS} tokens; scorer recency:3")
+    assert lines[3].startswith(f"  searched: 40..{TOTAL_TOKENS} tokens; scored by recency ×3")
 
 
 def test_agrees_with_the_library(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def test_unknown_policy_names_the_presets(
 def test_demo_with_a_preset(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "demo", "--policy", "rag")
     assert status == 0
-    assert "policy rag" in out.splitlines()[1]
+    assert out.splitlines()[2].startswith("  chosen by: policy rag: Retriever relevance first")
     _, default, _ = run(capsys, "demo")
     assert out != default
 
@@ -202,10 +202,13 @@ def test_demo_json(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, "demo", "--report", "json", "--policy", "chat")
     assert status == 0 and err == ""
     document = json.loads(out)
-    assert document["command"] == "demo" and document["config"] == "policy chat"
+    assert document["command"] == "demo"
+    assert document["config"] == "policy chat: The newest whole turns that fit, without holes."
     assert document["budget"] == {"max_tokens": 8000, "target_tokens": 6000}
-    assert len(document["window"]) == len(document["report"]["included"]) > 50
-    assert document["report"]["total_candidates"] == 272
+    # The window is the transcript's messages (a tool call and its results are one unit).
+    assert len(document["window"]) > len(document["report"]["included"]) > 40
+    assert all("role" in message for message in document["window"])
+    assert document["report"]["total_candidates"] == 273
 
 
 def test_json_errors_stay_one_line_on_stderr(

@@ -60,7 +60,7 @@ def test_every_command_words_a_budget_exclusion_the_same_way(tmp_path: Path) -> 
 
 
 def test_demo_words_exclusions_like_explain() -> None:
-    demo = cupel("demo")
+    demo = cupel("demo", "--slicer", "greedy")  # flags: the pipeline they describe
     assert demo.returncode == 0
     shown = NEEDS.findall(demo.stdout)
     assert shown and all(
