@@ -43,11 +43,10 @@ from cupel.conversation._plain import (
 )
 from cupel.conversation._stable import (
     DEFAULT_LOW_WATER,
-    DEFAULT_MAX_CONVERSATIONS,
-    StableWindow,
-    StableWindows,
+    StableCut,
     cache_stable_pipeline,
     check_cache_stable,
+    stable_cut,
 )
 from cupel.conversation._structure import (
     ASSISTANT,
@@ -64,7 +63,6 @@ from cupel.conversation._window import STABLE_CUT_FILTER, START_ON_FILTER, Histo
 __all__ = [
     "ASSISTANT",
     "DEFAULT_LOW_WATER",
-    "DEFAULT_MAX_CONVERSATIONS",
     "DEFAULT_UNIT_KINDS",
     "ROLES",
     "STABLE_CUT_FILTER",
@@ -77,8 +75,7 @@ __all__ = [
     "HistoryItems",
     "HistoryWindow",
     "PinnedOptions",
-    "StableWindow",
-    "StableWindows",
+    "StableCut",
     "Unit",
     "WindowCheck",
     "cache_stable_pipeline",
@@ -86,6 +83,7 @@ __all__ = [
     "plain_key",
     "plain_pipeline",
     "reads_unit_metadata",
+    "stable_cut",
     "synthetic_timestamps",
     "tool_free_window",
 ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Collection, Sequence
-from math import floor
 from typing import cast
 
 from cupel._model import ContextBudget
@@ -39,16 +38,21 @@ def tool_free_window(
     keep_latest_user=...).select(pipeline, budget, with_report=False, start_on=...)``
     selects, from the roles and tokens alone (no structure, items or window object): for
     a history of ``system``, ``user`` and ``assistant`` messages only (each message is
-    its own unit) and a :func:`plain_pipeline` whose pinned messages fit the budget's
-    target. ``None`` otherwise (any other role; another pipeline; pinned messages over
+    its own unit) and a :func:`plain_pipeline` without a ``low_water`` mark whose pinned
+    messages fit the budget's target. ``None`` otherwise (any other role; another pipeline,
+    or a cache-stable one, whose window is replayed from the history; pinned messages over
     the target, when ``select`` raises or runs the pipeline): then select.
 
     >>> tool_free_window(["system", "user", "assistant", "user"], [3, 1, 2, 1],
     ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
     [0, 3]
     """
-    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY) or not _TOOL_FREE.issuperset(roles):
-        return None
+    if (
+        not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY)
+        or cast(RecencyWindowSlice, pipeline.slicer).low_water is not None
+        or not _TOOL_FREE.issuperset(roles)
+    ):
+        return None  # cache-stable windows are replayed from the history: select them
     latest_user = len(roles) - 1
     while latest_user >= 0 and roles[latest_user] != USER:
         latest_user -= 1
@@ -66,8 +70,6 @@ def tool_free_window(
     slicer = cast(RecencyWindowSlice, pipeline.slicer)
     chosen: list[int] = []
     if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
-        if slicer.low_water is not None and sum(tokens) - pinned_tokens > target:
-            target = floor(slicer.low_water * target)  # as RecencyWindowSlice._target
         by_turn = slicer.block_key is not None and latest_user >= 0
         chosen = _recent(roles, tokens, target, latest_user, by_turn, keep_system, keep_latest_user)
     chosen.extend(pinned)

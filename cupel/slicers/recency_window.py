@@ -23,9 +23,10 @@ the only holes the window can have.
 
 Cache-stable refills (opt-in): with ``low_water`` = *L*, when every candidate fits the target
 all are taken; when they do not, the rule above runs with the target lowered to
-``floor(L * target)``. A caller that offers only the items from its previous cut onward (as
-:mod:`cupel.conversation` does for cache-stable history) then gets a window that grows by
-appending until it overflows, and is cut back to the low-water mark once — so the prompt's
+``floor(L * target)`` — except that the newest block is kept whenever it fits the target:
+when it alone exceeds the lowered target, the window is that block. :mod:`cupel.conversation`
+replays this rule over a history, unit by unit, so that a cache-stable window grows by
+appending until it overflows and is then cut back to the low-water mark — the prompt's
 prefix stays byte-identical between cuts, and providers' prompt caches keep hitting.
 
 Zero-token items are taken when the walk reaches them (they always fit) and left out
@@ -234,14 +235,16 @@ class RecencyWindowSlice(BaseSlicer):
     ) -> list[int]:
         """Positions (into ``items``) of the window, in walk order; then any older items
         chosen by score (``scored_share``), then the rest of the walk."""
+        full = target
         target = self._target(tokens, target)
         blocks = _Blocks(self.block_key, items)
         share = self.scored_share
         if not share:
-            chosen, _, _ = _walk(order, 0, target, tokens, blocks, frozenset())
-            return chosen
+            return _walk_newest(order, target, full, tokens, blocks)[0]
         reserve = math.floor(share * target)
-        window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
+        window, cut, used = _walk_newest(
+            order, target - reserve, full if target < full else target - reserve, tokens, blocks
+        )
         older = sorted(order[cut:])  # in the Sort stage's order, as GreedySlice expects
         picked: list[int] = greedy(older, reserve) if older and reserve > 0 else []
         spent = used + sum(tokens[p] for p in picked)
@@ -282,10 +285,9 @@ def plain_window(
         return []
     key = _NO_BLOCK if slicer.block_key is None else None
     values = [_NO_BLOCK if key is _NO_BLOCK or b is None else (type(b), b) for b in blocks]
-    chosen, _, _ = _walk(
-        range(len(tokens)), 0, slicer._target(tokens, target), tokens, _Given(values), frozenset()
-    )
-    return chosen
+    return _walk_newest(
+        range(len(tokens)), slicer._target(tokens, target), target, tokens, _Given(values)
+    )[0]
 
 
 class _Given:
@@ -374,6 +376,35 @@ def _walk(
         remaining -= need
         index = following
     return taken, end, used
+
+
+def _walk_newest(
+    order: Sequence[int], budget: int, full: int, tokens: Sequence[int], blocks: _Blocks | _Given
+) -> tuple[list[int], int, int]:
+    """:func:`_walk` from the newest item with ``budget`` — and when that takes nothing
+    (a low-water refill whose newest block exceeds the mark), the newest block alone if
+    it fits ``full``, the target before the low-water mark: the newest block is kept
+    whenever it fits."""
+    taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset())
+    if taken or budget >= full or not order:
+        return taken, cut, used
+    newest, end, need = _walk_block(order, tokens, blocks)
+    return (newest, end, need) if need <= full else (taken, cut, used)
+
+
+def _walk_block(
+    order: Sequence[int], tokens: Sequence[int], blocks: _Blocks | _Given
+) -> tuple[list[int], int, int]:
+    """The first block of the walk: its positions, the walk index after it, its tokens."""
+    position = order[0]
+    block = blocks.of(position)
+    members = [position]
+    following = 1
+    if block is not _NO_BLOCK:
+        while following < len(order) and blocks.of(order[following]) == block:
+            members.append(order[following])
+            following += 1
+    return members, following, sum(tokens[p] for p in members)
 
 
 def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:

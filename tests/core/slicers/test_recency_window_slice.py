@@ -40,6 +40,7 @@ def reference(
     if not scored or target <= 0:
         return []
     n = len(scored)
+    full = target
     if low_water is not None and sum(s.item.tokens for s in scored) > target:
         target = math.floor(low_water * target)
     dated = [i for i in range(n) if scored[i].item.timestamp is not None]
@@ -72,11 +73,24 @@ def reference(
             index = following
         return out, len(order)
 
+    def newest_first(budget: int) -> tuple[list[int], int]:
+        """The walk; after a low-water refill that takes nothing, the newest block alone
+        when it fits the full target."""
+        out, cut = walk(0, budget, set())
+        if out or target == full:
+            return out, cut
+        members = [order[0]]
+        while len(members) < len(order) and block(order[len(members)]) == block(order[0]):
+            members.append(order[len(members)])
+        if sum(scored[m].item.tokens for m in members) <= full:
+            return members, len(members)
+        return out, cut
+
     if not scored_share:
-        window, _ = walk(0, target, set())
+        window, _ = newest_first(target)
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
-    window, cut = walk(0, target - reserve, set())
+    window, cut = newest_first(target - reserve)
     older = sorted(order[cut:])
     greedy = (
         GreedySlice().slice(
