@@ -19,8 +19,8 @@ from cupel.conformance._builders import (
     build_scorer,
     build_slicer,
 )
-from cupel.conformance._keys import MAX_VECTOR_DEPTH, check_depth, check_keys
 from cupel.conformance._history_vectors import History, run_history
+from cupel.conformance._keys import MAX_VECTOR_DEPTH, check_depth, check_keys
 from cupel.conformance._pipeline_vectors import build_vector_pipeline, run_pipeline
 from cupel.conformance._results import ConformanceResult, VectorResult
 from cupel.conformance._vector import (

@@ -13,13 +13,12 @@ from cupel import (
     CompositeScorer,
     ContextBudget,
     KindScorer,
-    Pipeline,
     PinnedBudgetError,
+    Pipeline,
     RecencyScorer,
     RecencyWindowSlice,
 )
-from cupel.conversation import Conversation, HistoryItems, stable_cut
-from cupel.conversation._columns import HistoryColumns
+from cupel.conversation import Conversation, HistoryItems
 
 LOW_WATER = 0.6
 
@@ -77,8 +76,9 @@ def oracle_windows(
     When it takes everything offered the cut stays (at the start of what was offered); when
     it does not (or the pinned units alone exceed the budget), the cut moves to the oldest
     block start (a unit of the latest turn, or an earlier turn's first unit) from which every
-    unpinned unit is in the window (the prefix's end when there is none). Returns ``(prefix length, window messages or None when the pinned units
-    alone do not fit)`` per step."""
+    unpinned unit is in the window (the prefix's end when there is none). Returns
+    ``(prefix length, window messages or None when the pinned units alone do not fit)``
+    per step."""
     full, _ = _build(roles, calls, answers, tokens, len(roles), keeps)
     slicer_pipeline = pipeline(low_water, "cupel:turn" if blocks else None)
     ends = sorted({max(full.messages_of(k)) + 1 for k in range(len(full))})
@@ -110,22 +110,27 @@ def oracle_windows(
             # the cut: the oldest block start from which every unpinned unit is selected
             taken = set(chosen)
 
-            def block_start(p: int) -> int:
-                if blocks and turns[units[p]] < latest:
-                    return min(q for q in range(len(units)) if turns[units[q]] == turns[units[p]])
-                return p
-
-            starts = sorted({block_start(p) for p in offered if firsts[units[p]] >= start})
+            starts = sorted(
+                {
+                    _block_start(p, units, turns, latest, blocks)
+                    for p in offered
+                    if firsts[units[p]] >= start
+                }
+            )
             cut = end
             for b in starts:
-                if all(
-                    q in taken or history.is_pinned(q)
-                    for q in range(b, len(units))
-                ):
+                if all(q in taken or history.is_pinned(q) for q in range(b, len(units))):
                     cut = firsts[units[b]]
                     break
         out.append((end, history.messages_at(chosen) if need <= limit else None))
     return out
+
+
+def _block_start(p: int, units: list[int], turns: list[int], latest: int, blocks: bool) -> int:
+    """The position where the block holding ``p`` starts (an earlier turn's first unit)."""
+    if blocks and turns[units[p]] < latest:
+        return min(q for q in range(len(units)) if turns[units[q]] == turns[units[p]])
+    return p
 
 
 def replay_windows(
@@ -216,3 +221,36 @@ def test_the_replayed_window_is_the_rule_applied_after_every_unit(
     expected = oracle_windows(roles, calls, answers, tokens, limit, low_water, keeps, blocks)
     got = replay_windows(roles, calls, answers, tokens, limit, low_water, keeps, blocks)
     assert got == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=histories(), limit=st.integers(30, 400))
+def test_the_stable_prefix_is_measured_against_the_previous_requests_window(
+    history: tuple[list[str], dict, dict, list[int]], limit: int
+) -> None:
+    """The previous request is the history before its newest assistant message: the window
+    reports how many leading messages it shares with that history's window, and whether
+    that window is still a prefix of its own."""
+    roles, calls, answers, tokens = history
+    if "assistant" not in roles:
+        return
+    newest = max(i for i, role in enumerate(roles) if role == "assistant")
+    try:
+        _, whole = _build(roles, calls, answers, tokens, len(roles), (True, True, 0))
+        window = whole.select(pipeline(LOW_WATER), budget(limit), with_report=False)
+    except PinnedBudgetError:
+        return
+    before: list[int] = []
+    if newest:
+        _, earlier = _build(roles, calls, answers, tokens, newest, (True, True, 0))
+        try:
+            before = earlier.select(pipeline(LOW_WATER), budget(limit), with_report=False).messages
+        except PinnedBudgetError:
+            before = [p for p in range(newest) if roles[p] == "system"]  # the pinned ones
+    shared = 0
+    for then, now in zip(before, window.messages, strict=False):
+        if then != now:
+            break
+        shared += 1
+    assert window.stable_prefix == shared
+    assert window.cut_moved == (shared < len(before))
