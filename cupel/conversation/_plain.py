@@ -85,25 +85,15 @@ def tool_free_window(
 
 
 _TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
-_TARGETS: dict[tuple[int, int], tuple[ContextBudget, int | None]] = {}
-""":func:`_target` by budget (identity: a budget is immutable) and pinned tokens."""
 
 
 def _target(budget: ContextBudget, pinned_tokens: int) -> int | None:
     """The walk's target (``effective_limits``) with ``pinned_tokens`` pinned, or ``None``
     when they exceed the budget's target or its room for input (then ``select`` raises
-    or runs the pipeline); remembered per budget object and pinned tokens."""
-    key = (id(budget), pinned_tokens)
-    known = _TARGETS.get(key)
-    if known is not None and known[0] is budget:
-        return known[1]
-    target: int | None = None
+    or runs the pipeline)."""
     if pinned_tokens <= min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
-        target = effective_limits(budget, pinned_tokens)[1]
-    if len(_TARGETS) >= 256:
-        _TARGETS.clear()
-    _TARGETS[key] = (budget, target)
-    return target
+        return effective_limits(budget, pinned_tokens)[1]
+    return None
 
 
 def _recent(
