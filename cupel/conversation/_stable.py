@@ -120,7 +120,7 @@ class StableCut:
     every unit from ``cut`` on (``len(units)``: none but the pinned). ``previous``: the
     positions of the window of the *previous request* — the history before its newest
     assistant message, which answered that request — or ``None`` when the history has no
-    assistant message.
+    assistant message (or that request's pinned messages alone exceeded the budget).
     """
 
     cut: int
@@ -184,9 +184,10 @@ def stable_cut(
     user = -1  # the latest user position so far (pinned with keep_latest_user)
     last: deque[int] = deque(maxlen=keep_last or None)
     previous: tuple[int, ...] | None = None
+    failed = False  # the pinned units of the last step exceeded the budget
     limits: dict[tuple[int, int], tuple[int, int]] = {}
     for k in range(size):
-        if k == newest_assistant:
+        if k == newest_assistant and not failed:  # (no request when the pinned did not fit)
             previous = _window(cut, k - 1, user, last, columns)
         if is_user[k] and keep_latest_user:
             user = k
@@ -217,7 +218,8 @@ def stable_cut(
             return next_turn[position] if blocks and turns[position] < latest else position + 1
 
         q = _newest_unpinned(k, start, pins, pinned_system)
-        if pinned_tokens > limit or target <= 0:  # no room for any unpinned unit
+        failed = pinned_tokens > limit
+        if failed or target <= 0:  # no room for any unpinned unit
             cut = start if q < start else after(q)
             continue
         end = total[k + 1]
@@ -234,7 +236,7 @@ def stable_cut(
             r = _newest_unpinned(newest - 1, start, pins, pinned_system)
             b = start if r < start else after(r)
         cut = b
-    if newest_assistant == size:  # the newest assistant message is after every valid unit
+    if newest_assistant == size and not failed:  # the newest assistant message is last
         previous = _window(cut, size - 1, user, last, columns)
     return StableCut(cut, previous)
 
