@@ -47,7 +47,11 @@ class History:
         )
         self.pipeline = Pipeline(
             RecencyScorer(),
-            RecencyWindowSlice(DEFAULT_BLOCK_KEY if blocks else None, low_water=low_water),
+            RecencyWindowSlice(
+                DEFAULT_BLOCK_KEY if blocks else None,
+                low_water=low_water,
+                partial_blocks=_flag(config, "partial_blocks", False),
+            ),
             ChronologicalPlacer(),
             deduplication=False,
         )

@@ -175,7 +175,16 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "tolerance": (frozenset({"score_epsilon"}), {}),
     "message": (frozenset({"role", "content", "tokens", "calls", "answers"}), {}),
     "history_config": (
-        frozenset({"low_water", "blocks", "keep_system", "keep_latest_user", "keep_last"}),
+        frozenset(
+            {
+                "low_water",
+                "blocks",
+                "partial_blocks",
+                "keep_system",
+                "keep_latest_user",
+                "keep_last",
+            }
+        ),
         {},
     ),
     "prefix": (frozenset({"messages", "window"}), {}),

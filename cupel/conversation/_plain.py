@@ -71,7 +71,16 @@ def tool_free_window(
     chosen: list[int] = []
     if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
         by_turn = slicer.block_key is not None and latest_user >= 0
-        chosen = _recent(roles, tokens, target, latest_user, by_turn, keep_system, keep_latest_user)
+        chosen = _recent(
+            roles,
+            tokens,
+            target,
+            latest_user,
+            by_turn,
+            keep_system,
+            keep_latest_user,
+            slicer.partial_blocks,
+        )
     chosen.extend(pinned)
     chosen.sort()
     if start_on:
@@ -104,13 +113,15 @@ def _recent(
     by_turn: bool,
     keep_system: bool,
     keep_latest_user: bool,
+    partial: bool = False,
 ) -> list[int]:
     """The recency window's walk (``plain_window``'s rule) over the unpinned messages of
     a tool-free history, newest first: the latest turn's messages one by one, then (with
     ``by_turn``: turns kept whole) each earlier turn whole — its unpinned messages from
     its user message on; messages before the first user message are turn 0 — taking each
-    while it fits ``target`` and stopping at the first that does not. Returns the
-    messages taken, newest first."""
+    while it fits ``target`` and stopping at the first that does not (with ``partial``, a
+    turn that does not fit whole keeps its first message and its newest messages that
+    fit, as ``plain_window`` does). Returns the messages taken, newest first."""
     taken: list[int] = []
     remaining = target
     index = len(roles) - 1
@@ -137,6 +148,17 @@ def _recent(
             if role == USER:
                 break
         if need > remaining:
+            if partial and len(turn) > 1:  # its first message and its newest that fit
+                room = remaining - tokens[turn[-1]]
+                tail: list[int] = []
+                for message in turn[:-1]:
+                    if tokens[message] > room:
+                        break
+                    tail.append(message)
+                    room -= tokens[message]
+                if tail:
+                    taken.extend(tail)
+                    taken.append(turn[-1])
             return taken
         taken.extend(turn)
         remaining -= need
@@ -178,6 +200,7 @@ def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
         getattr(slicer, "block_key", None),
         getattr(slicer, "scored_share", None),
         getattr(slicer, "low_water", None),
+        getattr(slicer, "partial_blocks", None),
         pipeline.deduplication,
         pipeline.scorer,
         pipeline.placer,

@@ -16,7 +16,7 @@ the same history; between cuts each window is the previous one plus the new mess
 
 >>> from cupel import Pipeline
 >>> cache_stable_pipeline(Pipeline.from_policy("chat"), check_cache_stable(True, "demo")).slicer
-RecencyWindowSlice(low_water=0.6)
+RecencyWindowSlice(low_water=0.6, partial_blocks=True)
 """
 
 from __future__ import annotations
@@ -99,7 +99,10 @@ def cache_stable_pipeline(pipeline: Pipeline, low_water: float | None) -> Pipeli
     if slicer.low_water == low_water:
         return pipeline
     window = RecencyWindowSlice(
-        slicer.block_key, scored_share=slicer.scored_share, low_water=low_water
+        slicer.block_key,
+        scored_share=slicer.scored_share,
+        low_water=low_water,
+        partial_blocks=slicer.partial_blocks,
     )
     return Pipeline(
         pipeline.scorer,
@@ -121,10 +124,13 @@ class StableCut:
     positions of the window of the *previous request* — the history before its newest
     assistant message, which answered that request — or ``None`` when the history has no
     assistant message (or that request's pinned messages alone exceeded the budget).
+    ``head``: with partial blocks, the first unit of the earlier turn the cut falls inside
+    (its question or task), kept before the stretch; ``None`` otherwise.
     """
 
     cut: int
     previous: tuple[int, ...] | None
+    head: int | None = None
 
 
 def stable_cut(
@@ -133,6 +139,7 @@ def stable_cut(
     low_water: float,
     *,
     blocks: bool = True,
+    partial: bool = False,
     earlier: Sequence[tuple[int, ContextBudget]] = (),
 ) -> StableCut:
     """Replay the cache-stable cut of ``history`` (linear in its units).
@@ -145,7 +152,10 @@ def stable_cut(
     ``floor(low_water * target)`` — or to the newest unpinned block when that alone exceeds
     the mark but fits the target (the newest unit is kept whenever it fits). With ``blocks``,
     each earlier turn than the step's latest is one block: a cut inside a turn that has become
-    an earlier one first widens to the whole turn (an earlier turn is kept whole or not at all).
+    an earlier one first widens to the whole turn (an earlier turn is kept whole or not at all);
+    with ``partial`` (:class:`~cupel.RecencyWindowSlice` ``partial_blocks``) a cut may fall
+    inside an earlier turn instead, whose first unit (its question or task) is then kept
+    before the stretch and counted in it.
     A step whose pinned units alone exceed the budget, or leave no room, keeps nothing else
     (the cut passes it).
 
@@ -159,8 +169,9 @@ def stable_cut(
     >>> history = HistoryItems.from_conversation(Conversation(roles), ["x"] * 6,
     ...                                          [10, 30, 30, 30, 30, 30])
     >>> stable_cut(history, ContextBudget(max_tokens=150, target_tokens=150), 0.6)
-    StableCut(cut=3, previous=(0, 1, 2, 3))
+    StableCut(cut=3, previous=(0, 1, 2, 3), head=None)
     """
+    partial = partial and blocks  # without blocks every unit stands alone
     columns = _Columns(history, blocks)
     starts = [index for index, _ in earlier]
     budgets = [b for _, b in earlier]
@@ -188,7 +199,7 @@ def stable_cut(
     limits: dict[tuple[int, int], tuple[int, int]] = {}
     for k in range(size):
         if k == newest_assistant and not failed:  # (no request when the pinned did not fit)
-            previous = _window(cut, k - 1, user, last, columns)
+            previous = _window(cut, k - 1, user, last, columns, partial)
         if is_user[k] and keep_latest_user:
             user = k
         if keep_last and not system_role[k]:
@@ -210,35 +221,70 @@ def stable_cut(
         limit, target = known
         latest = turns[k]
         start = cut
-        if blocks and start <= k and turns[start] < latest:
+        if blocks and not partial and start <= k and turns[start] < latest:
             start = turn_start[turns[start]]  # an earlier turn is offered whole
+        end = total[k + 1]
 
         def after(position: int, latest: int = latest) -> int:
-            """The start of the block after the one holding ``position``."""
-            return next_turn[position] if blocks and turns[position] < latest else position + 1
+            """The first position after the block (with ``partial``: the unit) holding it."""
+            if blocks and not partial and turns[position] < latest:
+                return next_turn[position]
+            return position + 1
+
+        def need(
+            b: int, k: int = k, latest: int = latest, pins: set[int] = pins, end: int = end
+        ) -> int:
+            """The unpinned tokens of the window from ``b`` on after step ``k``."""
+            out = end - total[b] - _pinned_from(b, pins, tokens)
+            head = _head(b, k, latest, pins, columns) if partial else -1
+            return out if head < 0 else out + tokens[head]
 
         q = _newest_unpinned(k, start, pins, pinned_system)
         failed = pinned_tokens > limit
         if failed or target <= 0:  # no room for any unpinned unit
             cut = start if q < start else after(q)
             continue
-        end = total[k + 1]
-        if end - total[start] - _pinned_from(start, pins, tokens) <= target:
+        if need(start) <= target:
             cut = start  # everything fits: the cut stays
             continue
         low = math.floor(low_water * target)
         b = start
-        while b <= k and end - total[b] - _pinned_from(b, pins, tokens) > low:
+        while b <= k and need(b) > low:
             b = after(b)
-        newest = turn_start[turns[q]] if blocks and turns[q] < latest else q
-        if newest < b and end - total[newest] - _pinned_from(newest, pins, tokens) <= target:
-            # the newest block alone, with the pinned units right before it
+        newest = turn_start[turns[q]] if blocks and not partial and turns[q] < latest else q
+        if newest < b and need(newest) <= target:
+            # the newest block (or unit) alone, with the pinned units right before it
             r = _newest_unpinned(newest - 1, start, pins, pinned_system)
             b = start if r < start else after(r)
         cut = b
     if newest_assistant == size and not failed:  # the newest assistant message is last
-        previous = _window(cut, size - 1, user, last, columns)
-    return StableCut(cut, previous)
+        previous = _window(cut, size - 1, user, last, columns, partial)
+    head = -1
+    if partial and size:
+        pins = set(last)
+        if user >= 0:
+            pins.add(user)
+        head = _head(cut, size - 1, turns[size - 1], pins, columns)
+    return StableCut(cut, previous, None if head < 0 else head)
+
+
+def _head(cut: int, k: int, latest: int, pins: set[int], columns: _Columns) -> int:
+    """With partial blocks, the first unit of the earlier turn a cut at ``cut`` falls inside
+    after step ``k`` (the turn's question or task, kept before the stretch when an unpinned
+    unit of that turn is kept), or ``-1``."""
+    if cut > k:
+        return -1
+    turns = columns.turns
+    if turns[cut] >= latest:
+        return -1
+    head = columns.turn_head.get(turns[cut], cut)
+    if head >= cut or head in pins:
+        return -1
+    # only with a part of the turn to keep: an unpinned unit from the cut to the turn's end
+    stop = min(columns.next_turn[cut], k + 1)
+    if _newest_unpinned(stop - 1, cut, pins, columns.pinned_system) < cut:
+        return -1
+    return head
 
 
 def _newest_unpinned(k: int, start: int, pins: set[int], pinned_system: Sequence[bool]) -> int:
@@ -254,13 +300,23 @@ def _pinned_from(start: int, pins: set[int], tokens: Sequence[int]) -> int:
     return sum(tokens[p] for p in pins if p >= start)
 
 
-def _window(cut: int, end: int, user: int, last: deque[int], columns: _Columns) -> tuple[int, ...]:
-    """The window after the step of ``end``: pinned then, and ``cut``..``end``."""
+def _window(
+    cut: int, end: int, user: int, last: deque[int], columns: _Columns, partial: bool
+) -> tuple[int, ...]:
+    """The window after the step of ``end``: pinned then, the head of the earlier turn
+    the cut falls inside (``partial``), and ``cut``..``end``."""
+    if end < 0:
+        return ()
     pinned_system = columns.pinned_system
     out = [p for p in range(min(cut, end + 1)) if pinned_system[p]]
     extra = {p for p in last if p < cut}
     if 0 <= user < cut:
         extra.add(user)
+    if partial:
+        pins = {*last, user}
+        head = _head(cut, end, columns.turns[end], pins, columns)
+        if head >= 0:
+            extra.add(head)
     out.extend(extra)
     out.extend(range(cut, end + 1))
     out.sort()
@@ -280,6 +336,7 @@ class _Columns:
         "system_role",
         "system_total",
         "total",
+        "turn_head",
         "turn_start",
         "turns",
     )
@@ -312,6 +369,11 @@ class _Columns:
         for p, turn in enumerate(turns):
             turn_start.setdefault(turn, p)
         self.turn_start = turn_start
+        turn_head: dict[int, int] = {}  # each turn's first unit that is not a pinned system one
+        for p, turn in enumerate(turns):
+            if not pinned_system[p]:
+                turn_head.setdefault(turn, p)
+        self.turn_head = turn_head
         next_turn = [size] * size
         following = size
         for p in range(size - 1, -1, -1):

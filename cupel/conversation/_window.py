@@ -12,7 +12,7 @@ from cupel._pipeline.slice import effective_limits
 from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
 from cupel.conversation._plain import plain_pipeline, reads_unit_metadata, split_start
 from cupel.conversation._stable import StableCut, stable_cut
-from cupel.conversation._structure import SYSTEM
+from cupel.conversation._structure import SYSTEM, USER
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
@@ -183,11 +183,18 @@ def select_window(
     slicer = pipeline.slicer
     if isinstance(slicer, RecencyWindowSlice) and slicer.low_water is not None:
         blocks = history.block_key is not None and slicer.block_key == history.block_key
-        stable = stable_cut(history, budget, slicer.low_water, blocks=blocks, earlier=earlier)
+        stable = stable_cut(
+            history,
+            budget,
+            slicer.low_water,
+            blocks=blocks,
+            partial=slicer.partial_blocks,
+            earlier=earlier,
+        )
         flags = history._flags
         offered = []
         for position in range(len(history.units)):
-            if flags[position] or position >= stable.cut:
+            if flags[position] or position >= stable.cut or position == stable.head:
                 offered.append(position)
             else:
                 before_cut.append(position)
@@ -294,9 +301,9 @@ def _plain(
 
 def _cut(history: HistoryColumns, positions: list[int]) -> int:
     """Where the window's stretch starts: the first message of its oldest non-system
-    unit — the pinned latest user message included only when no unit between it and
-    the window's newest unit is left out (no gap after it; units newer than the
-    window, such as those added since it was selected, are not a gap) — or the
+    unit — a user message kept before a gap (the latest: the task; or the question of a
+    partly kept turn) is not part of it: included only when no unit between it and the
+    window's newest unit is left out (units newer than the window are not a gap) — or the
     history's length when no non-system message is kept."""
     conversation = history.conversation
     firsts = conversation._firsts
@@ -306,7 +313,7 @@ def _cut(history: HistoryColumns, positions: list[int]) -> int:
     if not stretch:
         return conversation.n_messages
     head = stretch[0]
-    if units[head] == conversation.latest_user and history.is_pinned(head):
+    if roles[units[head]] == USER:  # a task, or the question of a partly kept turn
         kept = set(stretch)
         after = [p for p in range(head + 1, stretch[-1]) if roles[units[p]] != SYSTEM]
         if any(p not in kept for p in after):  # a gap after the task: not the stretch

@@ -66,7 +66,7 @@ def chat() -> Policy:
         "chat",
         "The newest whole turns that fit, without holes.",
         [(RecencySpec(), 3.0), (KindSpec(), 1.0)],
-        slicer=RecencyWindowSpec(),
+        slicer=RecencyWindowSpec(partial_blocks=True),
     )
 
 
@@ -127,7 +127,7 @@ def tool_use() -> Policy:
         "tool_use",
         "The newest tool rounds that fit, without holes.",
         [(KindSpec(), 2.0), (RecencySpec(), 2.0), (PrioritySpec(), 1.0)],
-        slicer=RecencyWindowSpec(),
+        slicer=RecencyWindowSpec(partial_blocks=True),
     )
 
 
@@ -143,7 +143,7 @@ def long_running() -> Policy:
         "long_running",
         "A recency window plus up to 25% for recurring topics, memories and priorities.",
         [(FrequencySpec(), 2.0), (KindSpec(), 1.0), (PrioritySpec(), 1.0)],
-        slicer=RecencyWindowSpec(scored_share=0.25),
+        slicer=RecencyWindowSpec(scored_share=0.25, partial_blocks=True),
     )
 
 

@@ -23,10 +23,12 @@ from cupel.conversation import Conversation, HistoryItems
 LOW_WATER = 0.6
 
 
-def pipeline(low_water: float | None, block_key: str | None = "cupel:turn") -> Pipeline:
+def pipeline(
+    low_water: float | None, block_key: str | None = "cupel:turn", partial: bool = False
+) -> Pipeline:
     return Pipeline(
         CompositeScorer([(RecencyScorer(), 3.0), (KindScorer(), 1.0)]),
-        RecencyWindowSlice(block_key, low_water=low_water),
+        RecencyWindowSlice(block_key, low_water=low_water, partial_blocks=partial),
         ChronologicalPlacer(),
         deduplication=False,
     )
@@ -69,6 +71,7 @@ def oracle_windows(
     low_water: float,
     keeps: tuple[bool, bool, int] = (True, True, 0),
     blocks: bool = True,
+    partial: bool = False,
 ) -> list[tuple[int, list[int] | None]]:
     """The rule, literally: for every prefix of the history that ends at a unit boundary
     (of the whole history's units), the window selected from the units from the current
@@ -80,7 +83,7 @@ def oracle_windows(
     ``(prefix length, window messages or None when the pinned units alone do not fit)``
     per step."""
     full, _ = _build(roles, calls, answers, tokens, len(roles), keeps)
-    slicer_pipeline = pipeline(low_water, "cupel:turn" if blocks else None)
+    slicer_pipeline = pipeline(low_water, "cupel:turn" if blocks else None, partial)
     ends = sorted({max(full.messages_of(k)) + 1 for k in range(len(full))})
     cut = 0
     out: list[tuple[int, list[int] | None]] = []
@@ -92,11 +95,28 @@ def oracle_windows(
         latest = turns[units[-1]] if units else 0
         start = cut
         holding = [p for p in range(len(units)) if firsts[units[p]] >= cut]
+        head = -1
         if blocks and holding and turns[units[holding[0]]] < latest:
             turn = turns[units[holding[0]]]
-            start = min(firsts[units[p]] for p in range(len(units)) if turns[units[p]] == turn)
+            first = min(p for p in range(len(units)) if turns[units[p]] == turn)
+            if partial:  # the turn's first unit that is not a pinned system message
+                first = min(
+                    (
+                        p
+                        for p in range(len(units))
+                        if turns[units[p]] == turn
+                        and not (keeps[0] and conversation.role(units[p]) == "system")
+                    ),
+                    default=first,
+                )  # the cut stays inside the turn; its first unit is offered with it
+                rest = [p for p in holding if turns[units[p]] == turn and not history.is_pinned(p)]
+                head = first if rest and first != holding[0] else -1  # with a part to keep
+            else:  # an earlier turn is offered whole
+                start = firsts[units[first]]
         offered = [
-            p for p in range(len(units)) if history.is_pinned(p) or firsts[units[p]] >= start
+            p
+            for p in range(len(units))
+            if history.is_pinned(p) or firsts[units[p]] >= start or p == head
         ]
         items = history.items
         need = sum(history.pinned_tokens.values())
@@ -112,7 +132,7 @@ def oracle_windows(
 
             starts = sorted(
                 {
-                    _block_start(p, units, turns, latest, blocks)
+                    _block_start(p, units, turns, latest, blocks and not partial)
                     for p in offered
                     if firsts[units[p]] >= start
                 }
@@ -142,6 +162,7 @@ def replay_windows(
     low_water: float,
     keeps: tuple[bool, bool, int] = (True, True, 0),
     blocks: bool = True,
+    partial: bool = False,
 ) -> list[tuple[int, list[int] | None]]:
     """The windows ``select`` gives for each prefix (one fresh selection per prefix)."""
     full, _ = _build(roles, calls, answers, tokens, len(roles), keeps)
@@ -151,7 +172,7 @@ def replay_windows(
         _, history = _build(roles, calls, answers, tokens, end, keeps)
         try:
             window = history.select(
-                pipeline(low_water, "cupel:turn" if blocks else None),
+                pipeline(low_water, "cupel:turn" if blocks else None, partial),
                 budget(limit),
                 with_report=False,
             )
@@ -209,6 +230,7 @@ def histories(draw: st.DrawFn) -> tuple[list[str], dict, dict, list[int]]:
     low_water=st.sampled_from([0.3, 0.6, 1.0]),
     keeps=st.tuples(st.booleans(), st.booleans(), st.integers(0, 2)),
     blocks=st.booleans(),
+    partial=st.booleans(),
 )
 def test_the_replayed_window_is_the_rule_applied_after_every_unit(
     history: tuple[list[str], dict, dict, list[int]],
@@ -216,10 +238,13 @@ def test_the_replayed_window_is_the_rule_applied_after_every_unit(
     low_water: float,
     keeps: tuple[bool, bool, int],
     blocks: bool,
+    partial: bool,
 ) -> None:
     roles, calls, answers, tokens = history
-    expected = oracle_windows(roles, calls, answers, tokens, limit, low_water, keeps, blocks)
-    got = replay_windows(roles, calls, answers, tokens, limit, low_water, keeps, blocks)
+    expected = oracle_windows(
+        roles, calls, answers, tokens, limit, low_water, keeps, blocks, partial
+    )
+    got = replay_windows(roles, calls, answers, tokens, limit, low_water, keeps, blocks, partial)
     assert got == expected
 
 
