@@ -239,9 +239,7 @@ def stable_cut(
     return StableCut(cut, previous)
 
 
-def _newest_unpinned(
-    k: int, start: int, pins: set[int], pinned_system: Sequence[bool]
-) -> int:
+def _newest_unpinned(k: int, start: int, pins: set[int], pinned_system: Sequence[bool]) -> int:
     """The newest position from ``k`` back to ``start`` that is not pinned (``start - 1``:
     none)."""
     while k >= start and (pinned_system[k] or k in pins):
@@ -254,9 +252,7 @@ def _pinned_from(start: int, pins: set[int], tokens: Sequence[int]) -> int:
     return sum(tokens[p] for p in pins if p >= start)
 
 
-def _window(
-    cut: int, end: int, user: int, last: deque[int], columns: _Columns
-) -> tuple[int, ...]:
+def _window(cut: int, end: int, user: int, last: deque[int], columns: _Columns) -> tuple[int, ...]:
     """The window after the step of ``end``: pinned then, and ``cut``..``end``."""
     pinned_system = columns.pinned_system
     out = [p for p in range(min(cut, end + 1)) if pinned_system[p]]

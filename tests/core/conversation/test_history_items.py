@@ -352,14 +352,12 @@ def test_a_stable_agent_window_takes_the_rounds_added_after_a_window_of_the_task
     tokens = [5, 5]
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}
-    previous: list[int] | None = None
     for step in range(8):
         conversation = Conversation(roles, calls=calls, answers=answers)
         history = HistoryItems.from_conversation(conversation, ["x"] * len(roles), tokens)
         window = history.select(STABLE, budget(200), with_report=False)
         assert window.messages == list(range(len(roles)))  # everything fits: all of it
         assert window.cut_moved == (step == 0)
-        previous = window.messages
         calls[len(roles)] = [f"c{step}"]
         answers[len(roles) + 1] = f"c{step}"
         roles += ["assistant", "tool"]

@@ -130,6 +130,7 @@ def test_the_plain_window_is_the_pipelines_window(
     plain = pipeline(low_water, placer)
     runs = pipeline(low_water, placer, AlwaysRuns)
     conversation, tokens = build(events)
+
     def fresh() -> HistoryItems:
         return HistoryItems.from_conversation(
             conversation,

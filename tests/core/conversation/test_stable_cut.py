@@ -13,13 +13,12 @@ from cupel import (
     CompositeScorer,
     ContextBudget,
     KindScorer,
-    Pipeline,
     PinnedBudgetError,
+    Pipeline,
     RecencyScorer,
     RecencyWindowSlice,
 )
-from cupel.conversation import Conversation, HistoryItems, stable_cut
-from cupel.conversation._columns import HistoryColumns
+from cupel.conversation import Conversation, HistoryItems
 
 LOW_WATER = 0.6
 
@@ -77,8 +76,9 @@ def oracle_windows(
     When it takes everything offered the cut stays (at the start of what was offered); when
     it does not (or the pinned units alone exceed the budget), the cut moves to the oldest
     block start (a unit of the latest turn, or an earlier turn's first unit) from which every
-    unpinned unit is in the window (the prefix's end when there is none). Returns ``(prefix length, window messages or None when the pinned units
-    alone do not fit)`` per step."""
+    unpinned unit is in the window (the prefix's end when there is none). Returns
+    ``(prefix length, window messages or None when the pinned units alone do not fit)`` per
+    step."""
     full, _ = _build(roles, calls, answers, tokens, len(roles), keeps)
     slicer_pipeline = pipeline(low_water, "cupel:turn" if blocks else None)
     ends = sorted({max(full.messages_of(k)) + 1 for k in range(len(full))})
@@ -110,7 +110,9 @@ def oracle_windows(
             # the cut: the oldest block start from which every unpinned unit is selected
             taken = set(chosen)
 
-            def block_start(p: int) -> int:
+            def block_start(
+                p: int, units: list[int] = units, turns: list[int] = turns, latest: int = latest
+            ) -> int:
                 if blocks and turns[units[p]] < latest:
                     return min(q for q in range(len(units)) if turns[units[q]] == turns[units[p]])
                 return p
@@ -118,10 +120,7 @@ def oracle_windows(
             starts = sorted({block_start(p) for p in offered if firsts[units[p]] >= start})
             cut = end
             for b in starts:
-                if all(
-                    q in taken or history.is_pinned(q)
-                    for q in range(b, len(units))
-                ):
+                if all(q in taken or history.is_pinned(q) for q in range(b, len(units))):
                     cut = firsts[units[b]]
                     break
         out.append((end, history.messages_at(chosen) if need <= limit else None))
