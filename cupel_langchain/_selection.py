@@ -459,18 +459,15 @@ class MessageSelection:
         messages: MessagesInput,
         *,
         with_report: bool,
-        listed: bool = False,
         fixed: int = 0,
     ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
         """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
         selected from them (a cache-stable window's cut replayed from the messages
-        themselves). ``listed``: ``messages`` already is the list
-        :func:`~cupel_langchain._messages.as_messages` returned. ``fixed``: tokens every
-        request sends besides the history and the reply (the tool definitions), reserved
-        from the budget. The provider's reported usage calibrates the budget
-        (:func:`observed`, :func:`calibrated`); the report's ``Calibrate`` event says how
-        for this call."""
-        mapping = self._map(messages if listed else as_messages(messages))  # type: ignore[arg-type]
+        themselves). ``fixed``: tokens every request sends besides the history and the
+        reply (the tool definitions), reserved from the budget. The provider's reported
+        usage calibrates the budget (:func:`observed`, :func:`calibrated`); the report's
+        ``Calibrate`` event says how for this call."""
+        mapping = self._map(as_messages(messages))
         budget = self.budget
         options = self.options
         if fixed:
