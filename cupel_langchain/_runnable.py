@@ -8,11 +8,14 @@ The default window (the ``chat`` policy) reads like a conversation:
    or in an agent run the task;
 3. then whole units from the newest backwards, contiguously, until the next one does not
    fit — earlier turns whole (a question with its answer and tool calls), the latest
-   turn's units one by one (an agent's newest tool rounds first).
+   turn's units one by one (an agent's newest tool rounds first); the oldest kept turn,
+   when it does not fit whole, keeps its question (or task) and its newest units — so a
+   follow-up question in the middle of an agent run keeps the task and its latest rounds.
 
 So there are no holes, never a window of one role when a complete exchange fits, and the
-only gap allowed is between the kept task message and the recent tool rounds kept after
-it. Guarantees, with any policy whose overflow strategy is ``Throw`` (every preset's):
+only gap allowed is between a kept turn's first message (the task) and the recent tool
+rounds of that turn kept after it. Guarantees, with any policy whose overflow strategy is
+``Throw`` (every preset's):
 
 - the selected messages fit ``max_tokens`` (``target_tokens`` when set) minus
   ``output_reserve``, counted with the configured counter, each unit once;

@@ -16,8 +16,10 @@ prompt and the latest user message, marking earlier turns as blocks) and selects
 with a pipeline. With the default history policies (:func:`cupel.presets.chat`, ...) the
 window is a :class:`~cupel.RecencyWindowSlice`: system messages, the latest user message,
 then whole units from the newest backwards, contiguously, until the next one does not fit
-(earlier turns whole) — no holes; the only gap allowed is between the kept latest user
-message (an agent's task) and the recent tool rounds kept after it.
+(earlier turns whole; the oldest kept turn, when it does not fit whole, keeps its question
+— or an agent's task — and its newest units) — no holes; the only gap allowed is between a
+kept turn's first message (the latest user message, or the oldest kept turn's question) and
+the newest units of that turn kept after it.
 
 >>> from cupel import ContextBudget, Pipeline
 >>> roles = ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]

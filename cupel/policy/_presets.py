@@ -57,7 +57,8 @@ def _policy(
 
 def chat() -> Policy:
     """Conversations: the newest turns that fit, whole and without holes (a recency window;
-    the scores — Recency 3 + Kind 1 — only explain the report), in chronological order.
+    the oldest kept turn may keep only its question and newest messages; the scores —
+    Recency 3 + Kind 1 — only explain the report), in chronological order.
 
     Use it for chat assistants whose history outgrows the window. The chat adapters pin
     the system prompt and the latest user message on top of it.
