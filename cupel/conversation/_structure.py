@@ -320,12 +320,12 @@ class Conversation:
             if task >= 0 and start == task:
                 rest = window[1:]  # the task, then a stretch after it: the allowed gap
             elif (roles_at.get(start) == USER or start == sendable[0]) and (  # a turn's start
-                (after := [i for i in window if i not in self._unit_messages(start)])
-                and turn_of[after[0]] == turn_of[start]
+                (tail := [i for i in window if i not in self._unit_messages(start)])
+                and turn_of[tail[0]] == turn_of[start]
             ):
                 # the oldest kept turn's question (or task), then a stretch of that turn's
                 # newest messages after it: the same gap, for a turn that did not fit whole
-                rest = after
+                rest = tail
             elif start > task:
                 pass  # a stretch of the latest turn, whose units stand alone
             else:
