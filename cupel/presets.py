@@ -15,9 +15,11 @@ debugging      Priority 3, Kind 2, Recency 1              Greedy           Chron
 
 The history presets (``chat``, ``tool_use``, ``long_running``) keep a *recency window*
 (:class:`~cupel.RecencyWindowSlice`): the newest items that fit, with no holes, chat turns
-kept whole; they do not deduplicate (two equal "ok" turns are two turns, and dropping one
-would open a hole). The others select by score and deduplicate. Every preset uses
-``OverflowStrategy.THROW`` and the Kind scorer's default weights. Each is a plain
+kept whole (the oldest kept turn, when it does not fit whole, keeps its question and its
+newest messages: ``partial_blocks``); they do not deduplicate (two equal "ok" turns are
+two turns, and dropping one would open a hole). The others select by score and
+deduplicate. Every preset uses ``OverflowStrategy.THROW`` and the Kind scorer's default
+weights. Each is a plain
 :class:`~cupel.policy.Policy`, so it can be saved, edited and compared like any other
 (``preset("rag").replace(overflow_strategy="truncate")``).
 

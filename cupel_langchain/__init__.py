@@ -16,7 +16,8 @@ report_from_event               the SelectionReport of a ``"cupel_selection"`` e
 
 Messages: the default window keeps the system prompt and the latest human message, then
 whole units from the newest backwards until the next one does not fit — earlier turns
-whole, an ``AIMessage`` with tool calls always with its ``ToolMessage`` s — so it has no
+whole (the oldest kept turn, when it does not fit whole, keeps its question and its newest
+messages), an ``AIMessage`` with tool calls always with its ``ToolMessage`` s — so it has no
 holes and is always valid for the provider. The output is the same message objects in
 conversation order. Every component can build the :class:`~cupel.SelectionReport` and
 emits it as the LangChain custom event ``"cupel_selection"``, as JSON-ready data
@@ -31,8 +32,10 @@ serialize with ``langchain_core.load``.
 ...            AIMessage("Rainy, 4 °C."), HumanMessage("And tomorrow?")]
 >>> [m.type for m in select_messages(history, max_tokens=150)]
 ['human', 'ai', 'tool', 'ai', 'human']
->>> [m.type for m in select_messages(history, max_tokens=60)]  # turn 1 no longer fits
-['human']
+>>> [m.type for m in select_messages(history, max_tokens=60)]  # turn 1 does not fit whole:
+['human', 'ai', 'human']
+
+Turn 1 no longer fits whole: its question and its answer stay, its tool round is left out.
 >>> tool_call_problems(history[2:])
 ["message 0: tool result for 'c1' answers no call made just before it (unknown_result)"]
 """

@@ -302,10 +302,13 @@ class MessageItems:
     ``items`` are the units that can be sent, in conversation order (what a pipeline
     selects from); :attr:`units` gives the message indices behind each. ``invalid`` pairs
     each unit providers would reject with its :class:`~cupel.InvalidToolCall` reason.
+    ``counts``: each message's tokens, when the counter counts messages one by one
+    (``None`` for a counter of whole units).
     """
 
     messages: Sequence[BaseMessage]
     history: HistoryItems
+    counts: Sequence[int] | None = None
 
     @property
     def items(self) -> list[ContextItem]:
@@ -397,7 +400,7 @@ def map_messages(
         keep_latest_user=keep_last_human,
         keep_last=keep_last,
     )
-    return MessageItems(messages, history)
+    return MessageItems(messages, history, record.tokens)
 
 
 def messages_to_items(

@@ -9,6 +9,11 @@ agents built with ``langchain.agents.create_agent`` (needs the ``langchain`` pac
   selection (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` + the kept messages), so dropped
   messages are gone for good; the model call is still checked as above.
 
+Either way each model call emits one report: the selection the model is sent. The
+middleware keeps nothing between calls: with ``cache_stable`` the window's cut is replayed
+from the history itself, so workers sharing a checkpointer, a restarted process or a
+middleware built per request all send the same window.
+
 The window is the one of :func:`~cupel_langchain.select_messages`: the system prompt, the
 latest human message (the agent's task), then the newest tool rounds that fit, newest
 first, each call with its results — never a tool result without its call, a call
@@ -58,11 +63,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
 from cupel import ConfigurationError, CupelError, SelectionReport
-from cupel.conversation import (
-    StableWindow,
-    StableWindows,
-    check_cache_stable,
-)
+from cupel.conversation import check_cache_stable
 from cupel.counting import MESSAGE_TOKENS
 from cupel_langchain._options import (
     DEFAULTS,
@@ -87,7 +88,12 @@ from cupel_langchain._selection import (
     model_input_tokens,
     settings_key,
 )
-from cupel_langchain._stable import conversation_key, mark_cache_breakpoint, stable_fields
+from cupel_langchain._stable import (
+    check_max_conversations,
+    mark_cache_breakpoint,
+    stable_fields,
+    warn_stateless,
+)
 
 __all__ = ["CupelContextMiddleware"]
 
@@ -107,13 +113,13 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Parameters are those of :func:`~cupel_langchain.select_messages` (the system message
     is always pinned, so there is no ``keep_system``), plus ``persistent`` (rewrite the
-    agent state too) and ``report`` (build and emit the :class:`~cupel.SelectionReport`).
-    With ``cache_stable`` the previous window is kept per LangGraph ``thread_id`` (calls
-    outside a thread share one slot), at most ``max_conversations`` of them;
-    ``cache_breakpoint`` marks a copy of the last message sent (Anthropic ``cache_control``).
-    Invalid settings raise :class:`~cupel.ConfigurationError` here (and at assignment),
-    not at the first model call. ``copy.deepcopy`` and ``pickle`` work (with picklable
-    counters).
+    agent state too) and ``report`` (build and emit the :class:`~cupel.SelectionReport`,
+    once per model call). ``cache_stable`` keeps the window append-only between cuts,
+    replayed from the history (nothing is kept per thread: ``max_conversations`` and
+    :meth:`forget` are deprecated no-ops); ``cache_breakpoint`` marks a copy of the last
+    message sent (Anthropic ``cache_control``). Invalid settings raise
+    :class:`~cupel.ConfigurationError` here (and at assignment), not at the first model
+    call. ``copy.deepcopy`` and ``pickle`` work (with picklable counters).
     """
 
     if TYPE_CHECKING:  # the options are attributes (live: checked at assignment)
@@ -124,16 +130,14 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         super().__init__()
         check_options("CupelContextMiddleware", options, _OPTIONS, _HINTS)
         given: Mapping[str, Any] = options
-        max_conversations = given.get("max_conversations", DEFAULTS["max_conversations"])
         self.tools = []
         self._cache: SettingsCache[MessageSelection] = SettingsCache()
-        # one map for the model calls, one for the persistent rewrites (other histories)
-        self._states = StableWindows(max_conversations if _is_int(max_conversations) else 1)
-        self._rewrites = StableWindows(self._states.max_conversations)
         for name in _OPTIONS:
             value = given[name] if name in given else DEFAULTS[name]
             object.__setattr__(self, name, _checked(name, value))
         self._check()
+        if self.max_conversations is not None:
+            warn_stateless("CupelContextMiddleware: max_conversations is ignored")
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Options are checked at assignment (a bad value leaves the option unchanged)."""
@@ -147,6 +151,8 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except CupelError:
             object.__setattr__(self, name, previous)
             raise
+        if name == "max_conversations" and value is not None:
+            warn_stateless("CupelContextMiddleware: max_conversations is ignored")
 
     def _check(self) -> None:
         """Build the selection now (a fractional budget: once the model is known)."""
@@ -186,43 +192,32 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         messages: Sequence[BaseMessage],
         model: object,
-        states: StableWindows,
         tools: Sequence[Any] = (),
+        *,
+        with_report: bool,
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
         selection = self._selection(model)
-        previous: list[int] | None = None
-        key: Hashable = None
-        if selection.cache_stable:
-            states.max_conversations = self.max_conversations  # evicts at the next put
-            key = conversation_key(ensure_config())
-            state = states.get(key)
-            previous = state.previous_for(messages) if state is not None else None
         history, window = selection.select_window(
             messages,
-            with_report=self.report,
-            previous=previous,
+            with_report=with_report,
             fixed=tool_tokens(tools, selection.count_text) if tools else 0,
         )
-        if selection.cache_stable:
-            states.put(key, StableWindow(tuple(history), tuple(window.messages), window.cut))
         selected = [history[i] for i in window.messages]
-        report = window.report
-        if report is None:
+        built = window.report
+        if built is None:
             return selected, None
-        remember_report(self, report)
+        remember_report(self, built)
         return selected, report_event_data(
             type(self).__name__,
-            report,
+            built,
             selection.budget,
             stable_fields(window, selection.cache_stable),
         )
 
     def forget(self, thread_id: Hashable = None) -> None:
-        """Drop the previous windows of the conversation ``thread_id`` (``None``: calls
-        made outside a thread), so its next model call starts fresh."""
-        key = None if thread_id is None else ("thread_id", thread_id)
-        self._states.forget(key)
-        self._rewrites.forget(key)
+        """Deprecated, does nothing (a :class:`DeprecationWarning`): the middleware keeps
+        no state per conversation. Removed before 1.0."""
+        warn_stateless("CupelContextMiddleware.forget() does nothing")
 
     def _select_request(
         self, request: ModelRequest[Any]
@@ -232,8 +227,8 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         selected, event = self._select(
             messages if system is None else [system, *messages],
             request.model,
-            self._states,
             request.tools,
+            with_report=self.report,
         )
         kept: list[AnyMessage] = [m for m in selected if m is not system]  # type: ignore[misc]
         if not self.cache_breakpoint:
@@ -248,32 +243,25 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _rewrite_state(
         self, state: AgentState[Any], runtime: Runtime[Any]
-    ) -> tuple[dict[str, Any] | None, ReportEventData | None]:
+    ) -> dict[str, Any] | None:
+        """The persistent rewrite: the state's messages selected (without a report: the
+        model call that follows reports what is sent), or ``None`` when all are kept."""
         messages = list(state["messages"])
-        model = getattr(runtime, "model", None)
-        selected, event = self._select(messages, model, self._rewrites)
+        selected, _ = self._select(messages, getattr(runtime, "model", None), with_report=False)
         if len(selected) == len(messages):
-            return None, event
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *selected]}, event
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *selected]}
 
     # -- hooks -------------------------------------------------------------------------------
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Persistent mode: rewrite the state to the selection (no-op when ephemeral)."""
-        if not self.persistent:
-            return None
-        update, event = self._rewrite_state(state, runtime)
-        _emit(event, runtime)
-        return update
+        return self._rewrite_state(state, runtime) if self.persistent else None
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async :meth:`before_model`."""
-        if not self.persistent:
-            return None
-        update, event = self._rewrite_state(state, runtime)
-        await _aemit(event, runtime)
-        return update
+        return self._rewrite_state(state, runtime) if self.persistent else None
 
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: ModelHandler
@@ -333,12 +321,8 @@ def _checked(name: str, value: Any) -> Any:
     if name == "cache_stable":
         check_cache_stable(value, "CupelContextMiddleware")
     if name == "max_conversations":
-        StableWindows(value)  # checked there
+        check_max_conversations("CupelContextMiddleware", value)
     return value
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _emit(event: ReportEventData | None, runtime: object) -> None:

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from typing_extensions import Required
 
 from cupel import ConfigurationError, ContextKind, ItemError, Pipeline
-from cupel.conversation import ASSISTANT, DEFAULT_MAX_CONVERSATIONS, SYSTEM, TOOL, USER
+from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER
 from cupel.counting import ImageTokens
 from cupel.policy import Policy
 from cupel_langchain._tokens import CounterInput, MessageTokenCounter
@@ -219,19 +219,22 @@ class SelectionOptions(HistoryOptions, total=False):
 
 
 class FunctionOptions(SelectionOptions, total=False):
-    """The keywords of :func:`~cupel_langchain.select_messages`."""
+    """The keywords of :func:`~cupel_langchain.select_messages` (``previous`` is deprecated
+    and ignored: cache-stable windows are replayed from the history)."""
 
     previous: Sequence[BaseMessage] | None
     cache_breakpoint: bool
 
 
 class MiddlewareOptions(HistoryOptions, total=False):
-    """The keywords of :class:`~cupel_langchain.CupelContextMiddleware`."""
+    """The keywords of :class:`~cupel_langchain.CupelContextMiddleware`
+    (``max_conversations`` is deprecated and ignored: the middleware keeps no state per
+    conversation)."""
 
     persistent: bool
     report: bool
     cache_breakpoint: bool
-    max_conversations: int
+    max_conversations: int | None
 
 
 DEFAULTS: Mapping[str, Any] = MappingProxyType(
@@ -257,7 +260,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "cache_breakpoint": False,
         "persistent": False,
         "report": True,
-        "max_conversations": DEFAULT_MAX_CONVERSATIONS,
+        "max_conversations": None,
     }
 )
 """The default of every option (``max_tokens`` has none)."""

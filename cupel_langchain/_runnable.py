@@ -8,11 +8,14 @@ The default window (the ``chat`` policy) reads like a conversation:
    or in an agent run the task;
 3. then whole units from the newest backwards, contiguously, until the next one does not
    fit — earlier turns whole (a question with its answer and tool calls), the latest
-   turn's units one by one (an agent's newest tool rounds first).
+   turn's units one by one (an agent's newest tool rounds first); the oldest kept turn,
+   when it does not fit whole, keeps its question (or task) and its newest units — so a
+   follow-up question in the middle of an agent run keeps the task and its latest rounds.
 
 So there are no holes, never a window of one role when a complete exchange fits, and the
-only gap allowed is between the kept task message and the recent tool rounds kept after
-it. Guarantees, with any policy whose overflow strategy is ``Throw`` (every preset's):
+only gap allowed is between a kept turn's first message (the task) and the recent tool
+rounds of that turn kept after it. Guarantees, with any policy whose overflow strategy is
+``Throw`` (every preset's):
 
 - the selected messages fit ``max_tokens`` (``target_tokens`` when set) minus
   ``output_reserve``, counted with the configured counter, each unit once;
@@ -57,15 +60,9 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, PrivateAttr, Strict, ValidationError, field_validator
 from typing_extensions import Unpack
 
-from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
-from cupel.conversation import (
-    DEFAULT_MAX_CONVERSATIONS,
-    HistoryWindow,
-    StableWindow,
-    StableWindows,
-    check_cache_stable,
-)
-from cupel_langchain._messages import MessagesInput, as_messages
+from cupel import CupelError, Pipeline, SelectionReport
+from cupel.conversation import HistoryWindow, check_cache_stable
+from cupel_langchain._messages import MessagesInput
 from cupel_langchain._options import (
     SELECTION_NAMES,
     FunctionOptions,
@@ -93,10 +90,9 @@ from cupel_langchain._selection import (
 )
 from cupel_langchain._stable import (
     check_flag,
-    conversation_key,
     mark_cache_breakpoint,
-    previous_positions,
     stable_fields,
+    warn_stateless,
 )
 from cupel_langchain._tokens import CounterInput
 
@@ -116,39 +112,17 @@ copy of the caller's context, which shares this list)."""
 def _select(
     owner: str, messages: MessagesInput, options: Mapping[str, Any], *, with_report: bool
 ) -> tuple[list[BaseMessage], SelectionReport | None]:
-    """The plain functions' selection: the options checked, ``previous`` (the window a
-    previous call returned) located in the history, then the window, then the optional
-    breakpoint."""
+    """The plain functions' selection: the options checked, the window, then the
+    optional breakpoint (``previous`` is ignored, with a deprecation warning)."""
     check_options(owner, options, _FUNCTION_NAMES, {})
-    previous = options.get("previous")
+    if options.get("previous") is not None:
+        warn_stateless(f"{owner}(previous=...) is ignored", stacklevel=4)
     cache_breakpoint = options.get("cache_breakpoint", False)
     check_flag(owner, "cache_breakpoint", cache_breakpoint)
     selection = _SELECTIONS.get(
         {name: value for name, value in options.items() if name in SELECTION_NAMES}
     )
-    positions: list[int] | None = None
-    listed = as_messages(messages)
-    if previous is not None:
-        if not selection.cache_stable:
-            raise ConfigurationError(
-                f"{owner}: previous= is the previous window of a cache-stable selection; "
-                f"pass cache_stable=True (or a low-water mark) with it",
-                field="previous",
-                value=type(previous).__name__,
-            )
-        if isinstance(previous, (str, BaseMessage)) or not all(
-            isinstance(m, BaseMessage) for m in previous
-        ):
-            raise ConfigurationError(
-                f"{owner}: previous must be the list of messages a previous call returned, "
-                f"got {type(previous).__name__} {previous!r:.80}",
-                field="previous",
-                value=previous,
-            )
-        positions = previous_positions(previous, listed)
-    history, window = selection.select_window(
-        listed, with_report=with_report, previous=positions, listed=True
-    )
+    history, window = selection.select_window(messages, with_report=with_report)
     selected = [history[i] for i in window.messages]
     if cache_breakpoint and selected:
         selected[-1] = mark_cache_breakpoint(selected[-1])
@@ -178,13 +152,13 @@ def select_messages(
       ``tool_group``, ...); ``timestamp_key`` names a timestamp messages may carry in
       ``additional_kwargs`` / ``response_metadata`` (default ``None``: message order
       only; set it when the policy scores time, e.g. with a ``DecayScorer``).
-    - ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) with
-      ``previous`` (the window the previous call returned) keeps the window append-only
-      between cuts, for providers' prompt caches: the previous window plus the new
-      messages while they fit, else a cut by whole units back to ``m`` of the budget. A
-      ``previous`` not found in order in ``messages`` starts fresh.
-      ``cache_breakpoint=True`` returns a copy of the last selected message marked with
-      ``cache_control`` (Anthropic).
+    - ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) keeps the
+      window append-only between cuts, for providers' prompt caches: the previous request's
+      window plus the new messages while they fit, else a cut by whole units back to ``m``
+      of the budget. The cut is replayed from ``messages`` themselves, so every process
+      computes the same window for the same history (``previous`` is deprecated and
+      ignored). ``cache_breakpoint=True`` returns a copy of the last selected message
+      marked with ``cache_control`` (Anthropic).
 
     An unknown option is a :class:`~cupel.ConfigurationError`; ``trim_messages``
     parameters cupel has no option for (``strategy``, ``include_system``,
@@ -286,40 +260,40 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     """Build and emit the SelectionReport of each run."""
     cache_stable: StrictBool | float = False
     """Cache-stable windows: ``True`` (low-water mark 0.6) or a mark ``0 < m <= 1``. The
-    window of a conversation (keyed by ``thread_id`` / ``session_id`` in
-    ``config["configurable"]``) grows by appending until it overflows, then is cut back
-    to ``m`` of the budget once (see :mod:`cupel_langchain._stable`)."""
+    window grows by appending until it overflows, then is cut back to ``m`` of the budget
+    once; the cut is replayed from the history itself, so the selector keeps nothing
+    between calls (see :mod:`cupel_langchain._stable`)."""
     cache_breakpoint: StrictBool = False
     """Return a copy of the last selected message marked as an explicit cache breakpoint
     (``cache_control``, for Anthropic); off by default."""
-    max_conversations: StrictInt = DEFAULT_MAX_CONVERSATIONS
-    """How many conversations' previous windows a cache-stable selector remembers (least
-    recently used out)."""
+    max_conversations: StrictInt | None = None
+    """Deprecated and ignored (a :class:`DeprecationWarning` when set): the selector keeps
+    no state per conversation. Removed before 1.0."""
 
     model_config = ConfigDict(
         arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
     )
 
     _cache: SettingsCache[MessageSelection] = PrivateAttr(default_factory=SettingsCache)
-    _states: StableWindows = PrivateAttr(default_factory=StableWindows)
 
     def __init__(self, **kwargs: Any) -> None:
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
             raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
+        if self.max_conversations is not None:
+            warn_stateless(f"{type(self).__name__}: max_conversations is ignored")
         self._selection()  # every setting checked now, not at the first run
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "max_conversations" and value is not None:
+            warn_stateless(f"{type(self).__name__}: max_conversations is ignored")
 
     @field_validator("cache_stable", mode="before")
     @classmethod
     def _check_cache_stable(cls, value: Any) -> Any:
         check_cache_stable(value, f"{cls.__name__}")
-        return value
-
-    @field_validator("max_conversations", mode="after")
-    @classmethod
-    def _check_max_conversations(cls, value: int) -> int:
-        StableWindows(value)  # the same check, the same message
         return value
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
@@ -374,19 +348,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self, input: MessagesInput, config: RunnableConfig | None, *, with_report: bool
     ) -> tuple[list[BaseMessage], HistoryWindow, MessageSelection]:
         selection = self._selection()
-        if selection.cache_stable:
-            states = self._states
-            states.max_conversations = self.max_conversations  # evicts at the next put
-            key = conversation_key(config)
-            listed = as_messages(input)
-            state = states.get(key)
-            previous = state.previous_for(listed) if state is not None else None
-            history, window = selection.select_window(
-                listed, with_report=with_report, previous=previous
-            )
-            states.put(key, StableWindow(tuple(history), tuple(window.messages), window.cut))
-        else:
-            history, window = selection.select_window(input, with_report=with_report)
+        history, window = selection.select_window(input, with_report=with_report)
         selected = [history[i] for i in window.messages]
         if self.cache_breakpoint and selected:
             selected[-1] = mark_cache_breakpoint(selected[-1])
@@ -418,9 +380,9 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         )
 
     def forget(self, config: RunnableConfig | None = None) -> None:
-        """Drop the previous window of the conversation of ``config`` (its ``thread_id``
-        or ``session_id``; none: the unkeyed slot), so its next call starts fresh."""
-        self._states.forget(conversation_key(config))
+        """Deprecated, does nothing (a :class:`DeprecationWarning`): the selector keeps no
+        state per conversation. Removed before 1.0."""
+        warn_stateless(f"{type(self).__name__}.forget() does nothing", stacklevel=3)
 
     def _run(
         self,

@@ -262,25 +262,55 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
 
 
 def observed(
-    messages: Sequence[BaseMessage], count: Callable[[BaseMessage], int], fixed: int
-) -> Calibration | None:
-    """The calibration the history allows: the provider's reported input tokens in the
-    ``usage_metadata`` of the newest ``AIMessage``, against cupel's count of the messages
-    before it, the reply and ``fixed`` (tool definitions); ``None`` when that message
-    reports no usage or the provider counted no more than cupel
-    (:class:`~cupel.counting.Calibration` only ever tightens)."""
-    for index in range(len(messages) - 1, 0, -1):
-        message = messages[index]
-        if not isinstance(message, AIMessage):
-            continue
-        usage = message.usage_metadata
-        reported = usage.get("input_tokens") if usage else None
-        if isinstance(reported, bool) or not isinstance(reported, int) or reported <= 0:
-            return None
-        counted = sum(map(count, messages[:index])) + REPLY_TOKENS + fixed
-        calibration = Calibration(reported, counted, index)
-        return calibration if calibration.corrects else None
-    return None
+    messages: Sequence[BaseMessage], counts: Sequence[int], fixed: int
+) -> list[Calibration]:
+    """The calibration at every ``AIMessage`` (after the first message) whose
+    ``usage_metadata`` reports the provider's input tokens: those against cupel's count of
+    the messages before it (``counts``: each message's tokens, summed as a running total,
+    so the whole history is read once), the reply and ``fixed`` (tool definitions), in
+    history order. Each is a function of the history up to that message alone.
+
+    >>> from langchain_core.messages import HumanMessage
+    >>> usage = {"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}
+    >>> history = [HumanMessage("Hi"), AIMessage("Hello!", usage_metadata=usage)]
+    >>> observed(history, [17, 10], 0)
+    [Calibration(reported=30, counted=20, messages=1)]
+    """
+    out: list[Calibration] = []
+    counted = 0
+    for index, message in enumerate(messages):
+        if index and isinstance(message, AIMessage):
+            usage = message.usage_metadata
+            reported = usage.get("input_tokens") if usage else None
+            if isinstance(reported, int) and not isinstance(reported, bool) and reported > 0:
+                out.append(Calibration(reported, counted + REPLY_TOKENS + fixed, index))
+        counted += counts[index]
+    return out
+
+
+def calibrated(
+    budget: ContextBudget, calibrations: Sequence[Calibration]
+) -> tuple[ContextBudget, list[tuple[int, ContextBudget]]]:
+    """The budget of the current call and the budgets of the earlier requests, for
+    :meth:`~cupel.conversation.HistoryItems.select`'s ``earlier``: each calibration applies
+    from its ``AIMessage`` on (until the next one), the newest to this call — so the cut a
+    cache-stable window had at an earlier request is replayed with the budget that request
+    had, and never moves. Only the messages where the budget changes are listed.
+
+    >>> from cupel.counting import Calibration
+    >>> base = ContextBudget(max_tokens=1000, target_tokens=1000)
+    >>> now, earlier = calibrated(base, [Calibration(1250, 1000, 4), Calibration(900, 1000, 8)])
+    >>> now == base, [(index, b.output_reserve) for index, b in earlier]
+    (True, [(4, 0), (8, 200)])
+    """
+    current = budget
+    earlier: list[tuple[int, ContextBudget]] = []
+    for calibration in calibrations:
+        following = calibration.budget(budget)
+        if following != current:
+            earlier.append((calibration.messages, current))
+            current = following
+    return current, earlier
 
 
 def reserved_label(max_tokens: int, output_reserve: int, headroom: float) -> str:
@@ -312,8 +342,8 @@ class MessageSelection:
     the budget). ``max_tokens`` may be ``("fraction", f)`` of ``model``'s input window
     (default: the ``token_counter`` chat model's). ``cache_stable`` (``True`` or a
     low-water mark) makes the pipeline's recency window refill to that mark on overflow
-    (:func:`cupel.conversation.cache_stable_pipeline`); the caller passes the previous
-    window to :meth:`select_window`.
+    (:func:`cupel.conversation.cache_stable_pipeline`), which replays the window's cut
+    from the history: a selection keeps nothing between calls.
     """
 
     __slots__ = (
@@ -429,17 +459,15 @@ class MessageSelection:
         messages: MessagesInput,
         *,
         with_report: bool,
-        previous: list[int] | None = None,
-        listed: bool = False,
         fixed: int = 0,
     ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
         """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
-        selected from them; ``previous`` (indices of the previous window in these
-        messages) makes the selection cache-stable. ``listed``: ``messages`` already is
-        the list :func:`~cupel_langchain._messages.as_messages` returned. ``fixed``:
-        tokens the request sends besides the history and the reply (the tool
-        definitions), reserved from the budget."""
-        mapping = self._map(messages if listed else as_messages(messages))  # type: ignore[arg-type]
+        selected from them (a cache-stable window's cut replayed from the messages
+        themselves). ``fixed``: tokens every request sends besides the history and the
+        reply (the tool definitions), reserved from the budget. The provider's reported
+        usage calibrates the budget (:func:`observed`, :func:`calibrated`); the report's
+        ``Calibrate`` event says how for this call."""
+        mapping = self._map(as_messages(messages))
         budget = self.budget
         options = self.options
         if fixed:
@@ -449,11 +477,13 @@ class MessageSelection:
             options = replace(
                 options, budget=f"{self.budget_label} - {fixed} for the tool definitions"
             )
-        calibration = None
-        if self.count.message is not None:
-            calibration = observed(mapping.messages, self.count.message, fixed)
-        if calibration is not None:
-            before, budget = budget, calibration.budget(budget)
+        calibrations = (
+            None if mapping.counts is None else observed(mapping.messages, mapping.counts, fixed)
+        )
+        earlier: list[tuple[int, ContextBudget]] = []
+        before = budget
+        if calibrations:
+            budget, earlier = calibrated(budget, calibrations)
         if self.truncate_oversized:
             mapping = self._fitted(mapping, budget)
         window = mapping.history.select(
@@ -462,10 +492,9 @@ class MessageSelection:
             with_report=with_report,
             start_on=self.start_on,
             options=options,
-            previous=previous,
+            earlier=earlier,
         )
-        if calibration is not None and window.report is not None:
-            window.report = replace(
-                window.report, events=(calibration.event(before, budget), *window.report.events)
-            )
+        if calibrations and window.report is not None and calibrations[-1].corrects:
+            event = calibrations[-1].event(before, budget)
+            window.report = replace(window.report, events=(event, *window.report.events))
         return mapping.messages, window

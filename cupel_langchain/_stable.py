@@ -1,11 +1,12 @@
-"""Cache-stable windows in the LangChain adapter: the conversation key, the previous
-window of the plain functions, the report fields and the optional cache breakpoint.
+"""Cache-stable windows in the LangChain adapter: the report fields, the optional cache
+breakpoint and the deprecation of the options that held state between calls.
 
-With ``cache_stable`` on, a component keeps each conversation's previous window and
-selects the next one from the previous window's cut on (see :mod:`cupel.conversation`):
-the window grows by appending while it fits and, once it overflows, is cut back by whole
-units to the low-water mark, then stays put — so consecutive requests share their prefix
-and the provider's prompt cache keeps hitting.
+With ``cache_stable`` on, the window's cut is replayed from the history itself
+(:func:`cupel.conversation.stable_cut`): the window grows by appending while it fits and,
+once it overflows, is cut back by whole units to the low-water mark, then stays put — so
+consecutive requests share their prefix and the provider's prompt cache keeps hitting. The
+components keep nothing between calls: any process, any restart and any object computes the
+same window for the same history.
 
 >>> from langchain_core.messages import HumanMessage
 >>> marked = mark_cache_breakpoint(HumanMessage("Hello"))
@@ -15,7 +16,8 @@ and the provider's prompt cache keeps hitting.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -25,21 +27,51 @@ from cupel.conversation import HistoryWindow
 
 __all__ = [
     "CACHE_CONTROL",
-    "KEY_FIELDS",
     "check_flag",
-    "conversation_key",
+    "check_max_conversations",
     "mark_cache_breakpoint",
-    "previous_positions",
     "stable_fields",
+    "warn_stateless",
 ]
 
 CACHE_CONTROL: Mapping[str, str] = {"type": "ephemeral"}
 """The marker :func:`mark_cache_breakpoint` puts on a content block (Anthropic's
 ``cache_control``, as ``langchain-anthropic`` passes content blocks through)."""
 
-KEY_FIELDS = ("thread_id", "session_id")
-"""The ``config["configurable"]`` fields naming a conversation, in the order they are
-read: LangGraph's ``thread_id``, then ``RunnableWithMessageHistory``'s ``session_id``."""
+_REPLAYED = (
+    "cache-stable windows are replayed from the history itself and keep no state between calls"
+)
+
+
+def warn_stateless(what: str, stacklevel: int = 3) -> None:
+    """A :class:`DeprecationWarning` that ``what`` (an option or method that held state
+    between calls) does nothing now and goes before 1.0.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_stateless("select_messages(previous=...) is ignored")
+    >>> print(caught[0].message)
+    select_messages(previous=...) is ignored: cache-stable windows are replayed from the \
+history itself and keep no state between calls; it will be removed before 1.0
+    """
+    warnings.warn(
+        f"{what}: {_REPLAYED}; it will be removed before 1.0",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def check_max_conversations(owner: str, value: object) -> None:
+    """The deprecated ``max_conversations`` option (ignored; the caller warns): ``None``
+    (not given) or an int; anything else is a :class:`~cupel.ConfigurationError`."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigurationError(
+            f"{owner}: max_conversations must be an int (and is ignored: {_REPLAYED}), "
+            f"got {value!r}",
+            field="max_conversations",
+            value=value,
+        )
 
 
 def check_flag(owner: str, name: str, value: object) -> bool:
@@ -51,64 +83,13 @@ def check_flag(owner: str, name: str, value: object) -> bool:
     return value
 
 
-def conversation_key(config: Mapping[str, Any] | None) -> Hashable:
-    """The conversation a run belongs to: ``(field, value)`` for the first of
-    :data:`KEY_FIELDS` set in ``config["configurable"]``, else ``None`` (the component's
-    one unkeyed slot).
-
-    >>> conversation_key({"configurable": {"thread_id": "t1"}})
-    ('thread_id', 't1')
-    >>> conversation_key({}) is None
-    True
-    """
-    if not config:
-        return None
-    configurable = config.get("configurable")
-    if not isinstance(configurable, Mapping):
-        return None
-    for field in KEY_FIELDS:
-        value = configurable.get(field)
-        if value is not None:
-            try:
-                hash(value)
-            except TypeError:
-                value = repr(value)
-            return (field, value)
-    return None
-
-
-def previous_positions(
-    previous: Sequence[BaseMessage], history: Sequence[BaseMessage]
-) -> list[int] | None:
-    """Where the messages of a previous window are in ``history``: each found in order,
-    by identity or else by equality, after the one before it. ``None`` when one is
-    missing (the history is not an extension of the one that window came from: the
-    selection starts fresh).
-
-    >>> from langchain_core.messages import AIMessage, HumanMessage
-    >>> history = [HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
-    >>> previous_positions([history[1]], history), previous_positions([HumanMessage("z")], history)
-    ([1], None)
-    """
-    by_id = {id(message): i for i, message in enumerate(history)}
-    out: list[int] = []
-    start = 0
-    for message in previous:
-        index = by_id.get(id(message))
-        if index is None or index < start:
-            index = next((i for i in range(start, len(history)) if history[i] == message), None)
-            if index is None:
-                return None
-        out.append(index)
-        start = index + 1
-    return out
-
-
 def stable_fields(window: HistoryWindow, cache_stable: bool) -> dict[str, Any]:
-    """The report fields of a cache-stable selection: ``stable_prefix`` (how many leading
-    messages equal the previous window's, in the order sent), ``cut_moved`` (the previous
-    window is no longer a prefix: this call moved the cut) and ``cut`` (the history index
-    where the window's stretch starts). Empty when the option is off."""
+    """The report fields of a cache-stable selection, derived from the history (true on
+    every worker): ``stable_prefix`` (how many leading messages equal those of the previous
+    request's window — the window of the history before its newest AI message — in the
+    order sent), ``cut_moved`` (that window is no longer a prefix of this one: the cut moved
+    since) and ``cut`` (the history index where the window's stretch starts). Empty when
+    the option is off."""
     if not cache_stable:
         return {}
     return {

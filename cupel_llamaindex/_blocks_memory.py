@@ -8,8 +8,8 @@ import asyncio
 import copy
 import dataclasses
 import math
-import threading
-from typing import Any
+import warnings
+from typing import Any, cast
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.memory import Memory
@@ -26,16 +26,16 @@ from cupel import (
     GreedySlice,
     Pipeline,
     PriorityScorer,
+    RecencyWindowSlice,
     SelectionReport,
 )
 from cupel.conversation import (
-    DEFAULT_MAX_CONVERSATIONS,
     USER,
     HistoryWindow,
     PinnedOptions,
-    StableWindow,
     cache_stable_pipeline,
     check_cache_stable,
+    stable_cut,
 )
 from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel.policy import Policy
@@ -85,8 +85,13 @@ class CupelMemory(WindowFields, Memory):
     ``insert_method``. ``put()`` flushes to the memory blocks only the messages before
     the window ``get()`` would select once the history passes what ``get()`` may send
     (with blocks: its ``chat_history_token_ratio``) — never a system message (flushed
-    ones are read back, pinned), the current turn or half a tool call. ``cache_stable``
-    keeps the window append-only between cuts (per ``session_id``; :attr:`last_stable`).
+    ones are read back, pinned), the current turn or half a tool call. A memory is a view
+    of its store: the flush, the archived system messages and the window are worked out
+    from the stored session on every call, so any number of objects over one session
+    give the windows one object gives. ``cache_stable`` keeps the window append-only
+    between cuts, the cut replayed from the stored history within the flush budget (the
+    flush archives only whole turns the replay no longer needs, so the windows are those
+    of the whole conversation; :attr:`last_stable`).
 
     **Counting**, as ``CupelChatMemory`` (as providers bill a request): a message costs 3
     tokens, its text parts by ``tokenizer_fn`` (text, each tool call's name, JSON
@@ -147,8 +152,6 @@ class CupelMemory(WindowFields, Memory):
     _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
-    _sessions: dict[str, _Session] = PrivateAttr(default_factory=dict)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -232,10 +235,8 @@ class CupelMemory(WindowFields, Memory):
             truncate_oversized=truncate_oversized,
         )
 
-    def _history_pipeline(self, *, stable: bool = True) -> Pipeline:
+    def _history_pipeline(self) -> Pipeline:
         pipeline = resolve_pipeline(_OWNER, self.policy, self.pipeline)
-        if not stable:
-            return pipeline
         low_water = check_cache_stable(self.cache_stable, f"{_OWNER}.cache_stable")
         return cache_stable_pipeline(pipeline, low_water)
 
@@ -247,16 +248,24 @@ class CupelMemory(WindowFields, Memory):
     @property
     def last_stable(self) -> dict[str, Any] | None:
         """With ``cache_stable`` on, the latest ``get()``'s ``stable_prefix`` (how many
-        leading history messages equal the previous window's), ``cut_moved`` (this call
-        moved the cut) and ``cut`` (where the window's stretch of the history starts);
-        ``None`` otherwise or before the first ``get()``."""
+        leading history messages are those of the previous request's window: the window
+        of the history before its newest assistant message, replayed from the stored
+        history), ``cut_moved`` (that window is no longer a prefix of this one) and
+        ``cut`` (where the window's stretch of the history starts) — derived from the
+        store, so the same on every object; ``None`` otherwise or before the first
+        ``get()``."""
         return stable_fields(self._last_window)
 
     def forget(self) -> None:
-        """Drop what this memory remembers of its sessions' previous windows (and of
-        their flushed system messages, read back from the store at the next ``get()``)."""
-        with self._lock:
-            self._sessions.clear()
+        """Deprecated, does nothing: the memory keeps nothing per session (the windows,
+        the flush and the archived system messages are read from the store on every
+        call); removed in 1.0."""
+        warnings.warn(
+            f"{_OWNER}.forget() is deprecated and does nothing: nothing is kept per "
+            "session, every call reads the store (it will be removed in 1.0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
     # -- the history: counted, flushed and read back the cupel way -----------------------
     def _count(self) -> Counting:
@@ -312,24 +321,15 @@ class CupelMemory(WindowFields, Memory):
         and ``agent_reserve``."""
         return request_reserve(self.token_limit, self.headroom, self.agent_reserve)
 
-    def _session(self) -> _Session:
-        with self._lock:
-            session = self._sessions.get(self.session_id)
-            if session is None:
-                while len(self._sessions) >= DEFAULT_MAX_CONVERSATIONS:
-                    self._sessions.pop(next(iter(self._sessions)))
-                session = self._sessions[self.session_id] = _Session()
-            return session
-
-    async def _flushed_system(self, session: _Session) -> list[ChatMessage]:
-        """The system messages flushed from this session (kept in the window: they are
-        pinned), read from the store's archive once, then kept up to date by the flush."""
-        if session.flushed_system is None:
-            archived = await self.sql_store.get_messages(
-                self.session_id, status=MessageStatus.ARCHIVED
-            )
-            session.flushed_system = [m for m in archived if m.role.value in _SYSTEM_ROLES]
-        return session.flushed_system
+    async def _archived_system(self) -> list[ChatMessage]:
+        """The system messages flushed from this session, read from the store's archive on
+        every call (another memory object, or another process, may have flushed since):
+        they lead the history ``get()`` selects from, pinned. None without ``pin_system``
+        (the flush then hands them to the memory blocks like any other message)."""
+        if not self.pin_system:
+            return []
+        archived = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ARCHIVED)
+        return [m for m in archived if m.role.value in _SYSTEM_ROLES]
 
     def _flush_budget(self) -> int:
         """What the history may hold before ``put()`` flushes: ``token_limit`` less the
@@ -340,13 +340,32 @@ class CupelMemory(WindowFields, Memory):
             limit = math.ceil(limit * self.chat_history_token_ratio)
         return max(0, limit - self._reserve())
 
+    def _history_budget(self) -> ContextBudget:
+        """The flush budget as a budget: what a cache-stable cut is replayed within, by
+        the flush and by ``get()`` alike."""
+        limit = self._flush_budget()
+        return ContextBudget(max_tokens=limit, target_tokens=limit)
+
+    def _fitted(
+        self, mapping: MessageMapping, budget: ContextBudget, counting: Counting
+    ) -> MessageMapping:
+        """``mapping`` with cut copies of the messages too large for any window
+        (``truncate_oversized``), else itself."""
+        if not self.truncate_oversized:
+            return mapping
+        config = (counting, self.pin_system, self.pin_last_user)
+        return fitted_mapping(mapping, budget, config, self._token_cache)
+
     async def _manage_queue(self) -> None:
-        """The flush, by cupel's window: once the stored history passes the flush budget,
-        the messages before the window ``get()`` would select within that budget — which
-        no later window can hold again — are archived and handed to the memory blocks (as
-        ``Memory`` does with its oldest messages). The window's own messages, system
-        messages (pinned: read back from the archive) and the current turn are never
-        flushed; units are never split."""
+        """The flush, by cupel's window, recomputed from the store on every ``put()``:
+        once the active history passes the flush budget, the messages before the window
+        ``get()`` would select within that budget — which no later window can hold again
+        — are archived and handed to the memory blocks (as ``Memory`` does with its
+        oldest messages). Never a system message (pinned: read back from the archive),
+        never the current turn, never half a tool call. Cache-stable, only whole turns
+        before the replayed cut, and only when the replay over what is left finds the same
+        cut and previous window (:meth:`_stable_flush_end`): the windows stay those of the
+        whole history, flushed or not."""
         active = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
         if not active:
             return
@@ -354,39 +373,21 @@ class CupelMemory(WindowFields, Memory):
         counting = self._count()
         if sum(read_counts(read_messages(active), counting, self._token_cache)) <= limit:
             return
-        session = self._session()
-        system = await self._flushed_system(session) if self.pin_system else []
+        system = await self._archived_system()
         history = [*system, *active]
-        mapping = self._mapping(history, counting)
+        budget = self._history_budget()
+        mapping = self._fitted(self._mapping(history, counting), budget, counting)
         if sum(mapping.history.pinned_tokens.values()) > limit:
             return  # the pinned messages alone overflow: get() says so, nothing is flushed
-        # The window get() would select within the flush budget (cache-stable: after the
-        # previous window, refilled to the low-water mark on overflow).
-        stable = self.cache_stable is not False
-        window = mapping.history.select(
-            self._history_pipeline(stable=stable),
-            ContextBudget(max_tokens=limit, target_tokens=limit),
-            with_report=False,
-            start_on=frozenset({USER}) if self.start_on_user else frozenset(),
-            options=_OPTIONS,
-            previous=session.previous_for(history) if stable else None,
-        )
-        first = next(
-            (
-                i
-                for i in window.messages
-                if i >= len(system) and history[i].role.value not in _SYSTEM_ROLES
-            ),
-            None,
-        )
-        count = 0 if first is None else first - len(system)
+        pipeline = self._history_pipeline()
+        if self.cache_stable is False:
+            end = self._flush_end(history, len(system), mapping, pipeline, budget)
+        else:
+            end = self._stable_flush_end(history, len(system), mapping, pipeline, counting)
+        count = end - len(system)
         if count <= 0:
             return
         flushed = await self.sql_store.archive_oldest_messages(self.session_id, n=count)
-        with self._lock:
-            if self.pin_system and session.flushed_system is not None:
-                session.flushed_system.extend(m for m in flushed if m.role.value in _SYSTEM_ROLES)
-            session.flushed.extend(flushed)
         others = [m for m in flushed if m.role.value not in _SYSTEM_ROLES or not self.pin_system]
         if others and self.memory_blocks:
             await asyncio.gather(
@@ -396,16 +397,84 @@ class CupelMemory(WindowFields, Memory):
                 ]
             )
 
+    def _flush_end(
+        self,
+        history: list[ChatMessage],
+        system: int,
+        mapping: MessageMapping,
+        pipeline: Pipeline,
+        budget: ContextBudget,
+    ) -> int:
+        """Where the flush ends: the first non-system message of the window selected
+        within ``budget`` (at the latest, the latest user message: never the current
+        turn); ``system`` (nothing) for a window of system messages only."""
+        window = mapping.history.select(
+            pipeline,
+            budget,
+            with_report=False,
+            start_on=frozenset({USER}) if self.start_on_user else frozenset(),
+            options=_OPTIONS,
+        )
+        first = next(
+            (
+                i
+                for i in window.messages
+                if i >= system and history[i].role.value not in _SYSTEM_ROLES
+            ),
+            system,
+        )
+        latest_user = _latest_user(history, system, len(history) - 1)
+        return first if latest_user is None else min(first, latest_user)
+
+    def _stable_flush_end(
+        self,
+        history: list[ChatMessage],
+        system: int,
+        mapping: MessageMapping,
+        pipeline: Pipeline,
+        counting: Counting,
+    ) -> int:
+        """Where a cache-stable flush ends: at the start (a user message) of the turn the
+        replayed cut is in — whole turns before the cut, which no later window offers
+        again — or else of the turn the previous request's window starts in; the first of
+        the two after which the replay over the history without the turns before it (the
+        flushed system messages moved to the front, as :meth:`aget` reads them back) finds
+        the same cut and the same previous window. Then the replay's state is the same
+        with or without the flushed turns, and so is every later window. ``system``
+        (nothing) when neither does: a later ``put()`` tries again."""
+        budget = self._history_budget()
+        replay = _replayed(history, mapping, pipeline, budget, self.pin_system)
+        cut, previous = replay
+        ends = [_latest_user(history, system, min(cut, len(history) - 1))]
+        first = next(
+            (i for i in previous or () if history[i].role.value not in _SYSTEM_ROLES), None
+        )
+        if first is not None:
+            ends.append(_latest_user(history, system, first))
+        target = _messages(history, replay)
+        for end in sorted({end for end in ends if end is not None and end > system}, reverse=True):
+            kept = [
+                *history[:system],
+                *(
+                    m
+                    for m in history[system:end]
+                    if self.pin_system and m.role.value in _SYSTEM_ROLES
+                ),
+                *history[end:],
+            ]
+            rest = self._fitted(self._mapping(kept, counting), budget, counting)
+            if _messages(kept, _replayed(kept, rest, pipeline, budget, self.pin_system)) == target:
+                return end
+        return system
+
     @dispatcher.span
     async def aget(
         self, input: str | ChatMessage | None = None, **block_kwargs: Any
     ) -> list[ChatMessage]:
         """The history window and the chosen memory blocks, within ``token_limit`` less
         the reply's 3 tokens, ``headroom`` and ``agent_reserve``."""
-        session = self._session()
         active = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
-        system = await self._flushed_system(session) if self.pin_system else []
-        history = [*system, *active]
+        history = [*await self._archived_system(), *active]
         contents = await self._get_memory_blocks_content(active, input=input, **block_kwargs)
         blocks = [b for b in self.memory_blocks if b.name in contents]
         counting = self._count()
@@ -428,21 +497,18 @@ class CupelMemory(WindowFields, Memory):
         pinned_history = sum(mapping.history.pinned_tokens.values())
         room = max(limit - always - max(reserve, 0), min(pinned_history, limit - always))
         budget = ContextBudget(max_tokens=max(room, 0), target_tokens=max(room, 0))
-        if self.truncate_oversized:
-            config = (counting, self.pin_system, self.pin_last_user)
-            mapping = fitted_mapping(mapping, budget, config, self._token_cache)
+        mapping = self._fitted(mapping, budget, counting)
         stable = self.cache_stable is not False
-        previous = session.previous_for(history) if stable else None
         window = mapping.history.select(
             self._history_pipeline(),
             budget,
             with_report=True,
             start_on=frozenset({USER}) if self.start_on_user else frozenset(),
             options=_OPTIONS,
-            previous=previous,
+            # the cut is replayed within the flush budget (as the flush replays it), the
+            # window then selected within what the memory blocks leave
+            earlier=((len(history), self._history_budget()),) if stable else (),
         )
-        with self._lock:
-            session.remember(history, window, len(system))
         self._last_window = window if stable else None
         used = window.tokens
         left = limit - used
@@ -474,55 +540,49 @@ class CupelMemory(WindowFields, Memory):
         return self._insert_memory_content(targets, memory_content, block_messages)
 
 
-class _Session:
-    """What a :class:`CupelMemory` remembers of one session between calls: the system
-    messages flushed to the archive (``None``: not read yet), the messages its flush
-    archived since the last ``get()``, and the previous window (over the history as
-    ``get()`` built it: flushed system messages first, then the stored ones)."""
+def _latest_user(history: list[ChatMessage], start: int, end: int) -> int | None:
+    """The index of the latest user message from ``start`` to ``end`` (inclusive)."""
+    for i in range(end, start - 1, -1):
+        if history[i].role.value == USER:
+            return i
+    return None
 
-    __slots__ = ("flushed", "flushed_system", "state", "system_count")
 
-    def __init__(self) -> None:
-        self.flushed_system: list[ChatMessage] | None = None
-        self.flushed: list[ChatMessage] = []
-        self.state: StableWindow | None = None
-        self.system_count = 0
+def _replayed(
+    history: list[ChatMessage],
+    mapping: MessageMapping,
+    pipeline: Pipeline,
+    budget: ContextBudget,
+    pin_system: bool,
+) -> tuple[int, tuple[int, ...] | None]:
+    """The replayed cut of ``history`` (mapped as ``mapping``) within ``budget``
+    (:func:`~cupel.conversation.stable_cut`): the index of the first message of the
+    window's stretch that is not a pinned system message (``len(history)``: none), and
+    the previous request's window (message indices; ``None``: no assistant message)."""
+    columns = mapping.history
+    slicer = cast(RecencyWindowSlice, pipeline.slicer)  # cache_stable_pipeline's window
+    blocks = columns.block_key is not None and slicer.block_key == columns.block_key
+    replay = stable_cut(columns, budget, cast(float, slicer.low_water), blocks=blocks)
+    cut = len(history)
+    for position in range(replay.cut, len(columns.units)):
+        index = columns.messages_at([position])[0]
+        if not (pin_system and history[index].role.value in _SYSTEM_ROLES):
+            cut = index
+            break
+    previous = None if replay.previous is None else tuple(columns.messages_at(replay.previous))
+    return cut, previous
 
-    def remember(self, history: list[ChatMessage], window: HistoryWindow, system: int) -> None:
-        self.state = StableWindow(tuple(history), tuple(window.messages), window.cut)
-        self.system_count = system
-        self.flushed = []
 
-    def previous_for(self, history: list[ChatMessage]) -> list[int] | None:
-        """The previous window in ``history``, through what the flush moved since: the
-        flushed messages left the front of the stored history (its system messages now
-        lead, read back from the archive)."""
-        state = self.state
-        if state is None:
-            return None
-        flushed = self.flushed
-        if not flushed:
-            return state.previous_for(history)
-        old = state.history
-        before = self.system_count  # flushed system messages leading the old history
-        count = len(flushed)
-        if old[before : before + count] != tuple(flushed):
-            return None  # another flush than ours: start fresh
-        moved = [
-            i
-            for i in range(before, before + count)
-            if flushed[i - before].role.value in _SYSTEM_ROLES
-        ]
-        lead = before + len(moved)
-        where: dict[int, int] = {i: i for i in range(before)}
-        where.update({i: before + rank for rank, i in enumerate(moved)})
-        where.update({i: lead + i - before - count for i in range(before + count, len(old))})
-        # A flush that reached into the previous window moved its cut: the rest of the
-        # window (from its first message still stored) is where the stretch starts.
-        translated = [*old[:before], *(old[i] for i in moved), *old[before + count :]]
-        cut = lead + state.cut - before - count if state.cut >= before + count else lead
-        window = tuple(where[i] for i in state.window if i in where)
-        return StableWindow(tuple(translated), window, cut).previous_for(history)
+def _messages(
+    history: list[ChatMessage], replay: tuple[int, tuple[int, ...] | None]
+) -> tuple[int | None, tuple[int, ...] | None]:
+    """A replay's cut and previous window as the identities of their messages (to compare
+    two replays over different lists of the same message objects)."""
+    cut, previous = replay
+    return (
+        id(history[cut]) if cut < len(history) else None,
+        None if previous is None else tuple(id(history[i]) for i in previous),
+    )
 
 
 def _restore(

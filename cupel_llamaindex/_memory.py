@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from pydantic import (
 )
 
 from cupel import ConfigurationError, Pipeline, SelectionReport
-from cupel.conversation import HistoryWindow, StableWindows
+from cupel.conversation import HistoryWindow
 from cupel.counting import ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
@@ -104,6 +105,13 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       history without tool calls or results under a recency-window preset is selected
       from its roles and counts alone (the units and items are made only for the report).
 
+    **Cache-stable windows** (``cache_stable=True`` or a low-water mark): the window only
+    grows by the new messages until it would overflow, then is cut back to the mark; the
+    cut is replayed from the stored history itself
+    (:func:`~cupel.conversation.stable_cut`), so several memories on one chat store, a
+    memory built per request or a restarted process give the very same windows, and
+    :attr:`last_stable` describes what the previous request actually sent.
+
     :attr:`last_report` holds the last :class:`~cupel.SelectionReport` (built on first
     read); when an instrumentation event handler is listening, every ``get()`` builds it
     and dispatches it as a :class:`~cupel_llamaindex.CupelSelectionEvent`.
@@ -145,7 +153,6 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     )
 
     _caches: Caches = PrivateAttr(default_factory=lambda: Caches())
-    _states: StableWindows = PrivateAttr(default_factory=StableWindows)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: Explains | None = PrivateAttr(default=None)
@@ -157,11 +164,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
-        return state_without_caches(
-            self,
-            CupelChatMemory,
-            ("_caches", "_pending_report", "_states"),
-        )
+        return state_without_caches(self, CupelChatMemory, ("_caches", "_pending_report"))
 
     @classmethod
     def class_name(cls) -> str:
@@ -361,15 +364,25 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     @property
     def last_stable(self) -> dict[str, Any] | None:
         """With ``cache_stable`` on, the latest ``get()``'s ``stable_prefix`` (how many
-        leading messages equal the previous window's), ``cut_moved`` (this call moved
-        the cut) and ``cut`` (the history index the window's stretch starts at);
-        ``None`` otherwise or before the first ``get()``."""
+        leading messages are those of the previous request's window: the window of the
+        history before its newest assistant message, replayed from the history),
+        ``cut_moved`` (that window is no longer a prefix of this one) and ``cut`` (the
+        history index the window's stretch starts at) — derived from the history, so the
+        same on every object and process; ``None`` otherwise or before the first
+        ``get()``."""
         return stable_fields(self._last_window)
 
     def forget(self) -> None:
-        """Drop the previous window of every chat store key: the next ``get()`` starts
-        fresh."""
-        self._states.clear()
+        """Deprecated, does nothing: a cache-stable window is replayed from the history
+        itself, so the memory keeps nothing per chat store key to forget (removed in
+        1.0)."""
+        warnings.warn(
+            f"{_OWNER}.forget() is deprecated and does nothing: cache-stable windows are "
+            "replayed from the history, nothing is kept per chat store key (it will be "
+            "removed in 1.0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
     def _current_pipeline(self) -> Pipeline:
         caches: Caches = self.__pydantic_private__["_caches"]  # type: ignore[index]

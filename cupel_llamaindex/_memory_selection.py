@@ -14,7 +14,6 @@ from cupel.conversation import (
     USER,
     HistoryWindow,
     PinnedOptions,
-    StableWindow,
     cache_stable_pipeline,
     check_cache_stable,
     plain_key,
@@ -233,7 +232,6 @@ class MemorySettings(Protocol):
     cache_stable: bool | float
     policy: str | Policy
     pipeline: Pipeline | None
-    chat_store_key: str
     __pydantic_private__: dict[str, Any] | None
 
 
@@ -347,10 +345,6 @@ def choose(
     budget = caches.budget(limit, reserve)
     if memory.truncate_oversized:
         mapping = fitted_mapping(mapping, budget, config, caches.token_cache)
-    previous: list[int] | None = None
-    if stable:  # per chat store key: the previous window, if this history extends it
-        state = private["_states"].get(memory.chat_store_key)
-        previous = state.previous_for(history) if state is not None else None
     # A report costs about as much as the selection itself: build it now only for an
     # instrumentation handler; otherwise on the first read of last_report.
     window = mapping.history.select(
@@ -359,16 +353,10 @@ def choose(
         with_report=listening,
         start_on=start_on,
         options=PINNED_OPTIONS,
-        previous=previous,
     )
     messages = mapping.messages
     chosen = [messages[i] for i in window.messages]
     caches.last = (recall, key, window, tuple(chosen)) if key is not None and window.plain else None
-    if stable:
-        private["_states"].put(
-            memory.chat_store_key,
-            StableWindow(read.messages, tuple(window.messages), window.cut),
-        )
     private["_last_window"] = window if stable else None
     if window.report is None:
         private["_last_report"] = None

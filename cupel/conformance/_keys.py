@@ -132,10 +132,12 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
                 "expected",
                 "expected_output",
                 "tolerance",
+                "messages",
             }
         ),
         {
             "test": "test",
+            "messages": "message",
             "budget": "budget",
             "items": "item",
             "scored_items": "item",
@@ -171,6 +173,21 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
         {"reserved_slots": "*"},
     ),
     "tolerance": (frozenset({"score_epsilon"}), {}),
+    "message": (frozenset({"role", "content", "tokens", "calls", "answers"}), {}),
+    "history_config": (
+        frozenset(
+            {
+                "low_water",
+                "blocks",
+                "partial_blocks",
+                "keep_system",
+                "keep_latest_user",
+                "keep_last",
+            }
+        ),
+        {},
+    ),
+    "prefix": (frozenset({"messages", "window"}), {}),
     "content_only": (frozenset({"content"}), {}),
     "scored": (frozenset({"content", "score_approx"}), {}),
     "scorer": (
@@ -209,9 +226,11 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
                 "ordered_contents",
                 "diagnostics",
                 "overflow_tokens_over_budget",
+                "window",
+                "prefixes",
             }
         ),
-        {"diagnostics": "diagnostics"},
+        {"diagnostics": "diagnostics", "prefixes": "prefix"},
     ),
     "diagnostics": (
         frozenset({"included", "excluded", "summary"}),
@@ -222,7 +241,12 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "summary": (frozenset({"total_candidates", "total_tokens_considered"}), {}),
 }
 
-_CONFIG_ROLE = {"scoring": "scorer", "slicing": "slicer_config", "pipeline": "pipeline_config"}
+_CONFIG_ROLE = {
+    "scoring": "scorer",
+    "slicing": "slicer_config",
+    "pipeline": "pipeline_config",
+    "history": "history_config",
+}
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from cupel.conformance._builders import (
     build_scorer,
     build_slicer,
 )
+from cupel.conformance._history_vectors import History, run_history
 from cupel.conformance._keys import MAX_VECTOR_DEPTH, check_depth, check_keys
 from cupel.conformance._pipeline_vectors import build_vector_pipeline, run_pipeline
 from cupel.conformance._results import ConformanceResult, VectorResult
@@ -150,6 +151,8 @@ def _construct(stage: str, data: Mapping[str, Any]) -> object:
         return build_slicer(require_str(test, "slicer", "test"), config)
     if stage == "placing":
         return build_placer(require_str(test, "placer", "test"))
+    if stage == "history":
+        return History(data).pipeline
     return build_vector_pipeline(data)[0]
 
 
@@ -260,5 +263,6 @@ STAGES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
     "slicing": run_slicing,
     "placing": run_placing,
     "pipeline": run_pipeline,
+    "history": run_history,
 }
 """The stage runners, by ``test.stage``."""

@@ -16,8 +16,10 @@ prompt and the latest user message, marking earlier turns as blocks) and selects
 with a pipeline. With the default history policies (:func:`cupel.presets.chat`, ...) the
 window is a :class:`~cupel.RecencyWindowSlice`: system messages, the latest user message,
 then whole units from the newest backwards, contiguously, until the next one does not fit
-(earlier turns whole) — no holes; the only gap allowed is between the kept latest user
-message (an agent's task) and the recent tool rounds kept after it.
+(earlier turns whole; the oldest kept turn, when it does not fit whole, keeps its question
+— or an agent's task — and its newest units) — no holes; the only gap allowed is between a
+kept turn's first message (the latest user message, or the oldest kept turn's question) and
+the newest units of that turn kept after it.
 
 >>> from cupel import ContextBudget, Pipeline
 >>> roles = ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
@@ -43,11 +45,10 @@ from cupel.conversation._plain import (
 )
 from cupel.conversation._stable import (
     DEFAULT_LOW_WATER,
-    DEFAULT_MAX_CONVERSATIONS,
-    StableWindow,
-    StableWindows,
+    StableCut,
     cache_stable_pipeline,
     check_cache_stable,
+    stable_cut,
 )
 from cupel.conversation._structure import (
     ASSISTANT,
@@ -64,7 +65,6 @@ from cupel.conversation._window import STABLE_CUT_FILTER, START_ON_FILTER, Histo
 __all__ = [
     "ASSISTANT",
     "DEFAULT_LOW_WATER",
-    "DEFAULT_MAX_CONVERSATIONS",
     "DEFAULT_UNIT_KINDS",
     "ROLES",
     "STABLE_CUT_FILTER",
@@ -77,8 +77,7 @@ __all__ = [
     "HistoryItems",
     "HistoryWindow",
     "PinnedOptions",
-    "StableWindow",
-    "StableWindows",
+    "StableCut",
     "Unit",
     "WindowCheck",
     "cache_stable_pipeline",
@@ -86,6 +85,7 @@ __all__ = [
     "plain_key",
     "plain_pipeline",
     "reads_unit_metadata",
+    "stable_cut",
     "synthetic_timestamps",
     "tool_free_window",
 ]

@@ -90,6 +90,7 @@ class HistoryColumns:
         "block_key",
         "blocks",
         "conversation",
+        "keeps",
         "pinned",
         "pinned_tokens",
         "tokens",
@@ -106,8 +107,11 @@ class HistoryColumns:
         pinned_tokens: Mapping[str, int],
         bad: list[tuple[int, int]],
         source: _Source,
+        keeps: tuple[bool, bool, int] = (True, True, 0),
     ) -> None:
         self.conversation = conversation
+        self.keeps = keeps
+        """What is pinned: ``(keep_system, keep_latest_user, keep_last)``."""
         self.units = units
         """The unit of each position."""
         self.tokens = tokens

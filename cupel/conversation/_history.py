@@ -166,7 +166,17 @@ class HistoryItems(HistoryColumns):
             turn = turns[k]
             blocks.append(turn if blocking and turn < latest_turn else None)
         source = _Source(texts, timestamps, table, metadata, block_key)
-        return cls(conversation, units, unit_counts, blocks, pinned, pinned_tokens, bad, source)
+        return cls(
+            conversation,
+            units,
+            unit_counts,
+            blocks,
+            pinned,
+            pinned_tokens,
+            bad,
+            source,
+            (keep_system, keep_latest_user, keep_last),
+        )
 
     def select(
         self,
@@ -177,7 +187,7 @@ class HistoryItems(HistoryColumns):
         start_on: Collection[str] = (),
         options: PinnedOptions | None = None,
         on_overflow: Callable[[OverflowEvent], Any] | None = None,
-        previous: Collection[int] | None = None,
+        earlier: Sequence[tuple[int, ContextBudget]] = (),
     ) -> HistoryWindow:
         """Run ``pipeline`` on the items within ``budget`` and map the window back.
 
@@ -189,14 +199,15 @@ class HistoryItems(HistoryColumns):
         :meth:`HistoryWindow.explain` builds the same report when first asked.
         ``on_overflow`` is passed to the pipeline's run.
 
-        ``previous``: the message indices of the previous window of the same
-        conversation (the history may only have grown since: the caller checks that). The
-        selection is then *cache-stable*: only units from the previous window's cut on
-        are offered — the cut is where its stretch of the conversation starts — pinned
-        ones always, and whole earlier turns, so none is ever split; the others are
-        reported as ``Filtered("before_stable_cut")``. With a
-        :class:`~cupel.RecencyWindowSlice` that has a ``low_water`` mark, the window then
-        grows by appending until it overflows and is cut back once, to the mark.
+        *Cache-stable* (a :class:`~cupel.RecencyWindowSlice` with a ``low_water`` mark):
+        the window's cut is replayed from the history itself
+        (:func:`~cupel.conversation.stable_cut`) — as if a window were selected after each
+        unit was appended, the cut moving only when the window would overflow, forward by
+        whole units to the mark — so the same history gives the same window in any process,
+        and between cuts each window is the previous one plus the new messages. Only the
+        pinned units and the units from the cut on are offered; the others are reported as
+        ``Filtered("before_stable_cut")``. ``earlier``: budgets of earlier requests, as
+        ``(message index, budget)`` pairs (see :func:`~cupel.conversation.stable_cut`).
 
         A plain recency window (a :class:`~cupel.RecencyWindowSlice` without
         ``scored_share``, no deduplication, cupel's own scorers and placer) selected
@@ -211,7 +222,7 @@ class HistoryItems(HistoryColumns):
             start_on=start_on,
             options=options if options is not None else PinnedOptions(),
             on_overflow=on_overflow,
-            previous=previous,
+            earlier=earlier,
         )
 
 

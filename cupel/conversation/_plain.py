@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Collection, Sequence
-from math import floor
 from typing import cast
 
 from cupel._model import ContextBudget
@@ -39,16 +38,21 @@ def tool_free_window(
     keep_latest_user=...).select(pipeline, budget, with_report=False, start_on=...)``
     selects, from the roles and tokens alone (no structure, items or window object): for
     a history of ``system``, ``user`` and ``assistant`` messages only (each message is
-    its own unit) and a :func:`plain_pipeline` whose pinned messages fit the budget's
-    target. ``None`` otherwise (any other role; another pipeline; pinned messages over
+    its own unit) and a :func:`plain_pipeline` without a ``low_water`` mark whose pinned
+    messages fit the budget's target. ``None`` otherwise (any other role; another pipeline,
+    or a cache-stable one, whose window is replayed from the history; pinned messages over
     the target, when ``select`` raises or runs the pipeline): then select.
 
     >>> tool_free_window(["system", "user", "assistant", "user"], [3, 1, 2, 1],
     ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
     [0, 3]
     """
-    if not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY) or not _TOOL_FREE.issuperset(roles):
-        return None
+    if (
+        not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY)
+        or cast(RecencyWindowSlice, pipeline.slicer).low_water is not None
+        or not _TOOL_FREE.issuperset(roles)
+    ):
+        return None  # cache-stable windows are replayed from the history: select them
     latest_user = len(roles) - 1
     while latest_user >= 0 and roles[latest_user] != USER:
         latest_user -= 1
@@ -66,10 +70,17 @@ def tool_free_window(
     slicer = cast(RecencyWindowSlice, pipeline.slicer)
     chosen: list[int] = []
     if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
-        if slicer.low_water is not None and sum(tokens) - pinned_tokens > target:
-            target = floor(slicer.low_water * target)  # as RecencyWindowSlice._target
         by_turn = slicer.block_key is not None and latest_user >= 0
-        chosen = _recent(roles, tokens, target, latest_user, by_turn, keep_system, keep_latest_user)
+        chosen = _recent(
+            roles,
+            tokens,
+            target,
+            latest_user,
+            by_turn,
+            keep_system,
+            keep_latest_user,
+            slicer.partial_blocks,
+        )
     chosen.extend(pinned)
     chosen.sort()
     if start_on:
@@ -83,25 +94,15 @@ def tool_free_window(
 
 
 _TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
-_TARGETS: dict[tuple[int, int], tuple[ContextBudget, int | None]] = {}
-""":func:`_target` by budget (identity: a budget is immutable) and pinned tokens."""
 
 
 def _target(budget: ContextBudget, pinned_tokens: int) -> int | None:
     """The walk's target (``effective_limits``) with ``pinned_tokens`` pinned, or ``None``
     when they exceed the budget's target or its room for input (then ``select`` raises
-    or runs the pipeline); remembered per budget object and pinned tokens."""
-    key = (id(budget), pinned_tokens)
-    known = _TARGETS.get(key)
-    if known is not None and known[0] is budget:
-        return known[1]
-    target: int | None = None
+    or runs the pipeline)."""
     if pinned_tokens <= min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
-        target = effective_limits(budget, pinned_tokens)[1]
-    if len(_TARGETS) >= 256:
-        _TARGETS.clear()
-    _TARGETS[key] = (budget, target)
-    return target
+        return effective_limits(budget, pinned_tokens)[1]
+    return None
 
 
 def _recent(
@@ -112,13 +113,15 @@ def _recent(
     by_turn: bool,
     keep_system: bool,
     keep_latest_user: bool,
+    partial: bool = False,
 ) -> list[int]:
     """The recency window's walk (``plain_window``'s rule) over the unpinned messages of
     a tool-free history, newest first: the latest turn's messages one by one, then (with
     ``by_turn``: turns kept whole) each earlier turn whole — its unpinned messages from
     its user message on; messages before the first user message are turn 0 — taking each
-    while it fits ``target`` and stopping at the first that does not. Returns the
-    messages taken, newest first."""
+    while it fits ``target`` and stopping at the first that does not (with ``partial``, a
+    turn that does not fit whole keeps its first message and its newest messages that
+    fit, as ``plain_window`` does). Returns the messages taken, newest first."""
     taken: list[int] = []
     remaining = target
     index = len(roles) - 1
@@ -145,6 +148,17 @@ def _recent(
             if role == USER:
                 break
         if need > remaining:
+            if partial and len(turn) > 1:  # its first message and its newest that fit
+                room = remaining - tokens[turn[-1]]
+                tail: list[int] = []
+                for message in turn[:-1]:
+                    if tokens[message] > room:
+                        break
+                    tail.append(message)
+                    room -= tokens[message]
+                if tail:
+                    taken.extend(tail)
+                    taken.append(turn[-1])
             return taken
         taken.extend(turn)
         remaining -= need
@@ -186,6 +200,7 @@ def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
         getattr(slicer, "block_key", None),
         getattr(slicer, "scored_share", None),
         getattr(slicer, "low_water", None),
+        getattr(slicer, "partial_blocks", None),
         pipeline.deduplication,
         pipeline.scorer,
         pipeline.placer,

@@ -1,53 +1,54 @@
-"""Cache-stable windows across calls: the option, the pipeline it implies, and the state a
-component keeps per conversation (thread-safe, bounded).
+"""Cache-stable windows: the option, the pipeline it implies, and the window's cut replayed
+from the history itself.
 
-The selection itself is :meth:`HistoryItems.select` with ``previous=``; this module holds
-what every adapter needs around it:
+A cache-stable window is a pure function of the history: :func:`stable_cut` replays the
+conversation unit by unit (a message, or a tool call with its results), as if a window were
+selected after each unit was appended — the cut stays put while the window fits the budget and,
+when it would overflow, moves forward by whole units to the low-water mark (the newest unit kept
+whenever it fits the budget). Any process, any restart and any object computes the same cut for
+the same history; between cuts each window is the previous one plus the new messages.
 
 - :func:`check_cache_stable`: the ``cache_stable`` option (``False``, ``True`` or a
   low-water mark) as a mark or ``None``;
-- :func:`cache_stable_pipeline`: a pipeline whose recency window refills to that mark;
-- :class:`StableWindow`: what a call remembers (the history it selected from and its
-  window) and :meth:`StableWindow.previous_for`, which decides whether the next history
-  extends it (else the next call starts fresh);
-- :class:`StableWindows`: those records per conversation key, behind a lock, LRU-bounded.
+- :func:`cache_stable_pipeline`: a pipeline whose recency window has that mark (which is
+  what makes :meth:`HistoryItems.select` replay the cut);
+- :func:`stable_cut`: the replay.
 
 >>> from cupel import Pipeline
 >>> cache_stable_pipeline(Pipeline.from_policy("chat"), check_cache_stable(True, "demo")).slicer
-RecencyWindowSlice(low_water=0.6)
->>> state = StableWindow(("system", "hi", "hello"), (0, 1, 2), cut=1)
->>> state.previous_for(["system", "hi", "hello", "how are you?"])
-[0, 1, 2]
->>> state.previous_for(["system", "bye"]) is None  # not an extension: start fresh
-True
+RecencyWindowSlice(low_water=0.6, partial_blocks=True)
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+import math
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cupel._errors import ConfigurationError
+from cupel._model import ContextBudget
 from cupel._pipeline import Pipeline
+from cupel._pipeline.slice import effective_limits
+from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
 from cupel.slicers.recency_window import RecencyWindowSlice
+
+if TYPE_CHECKING:
+    from cupel.conversation._columns import HistoryColumns
 
 __all__ = [
     "DEFAULT_LOW_WATER",
-    "DEFAULT_MAX_CONVERSATIONS",
-    "StableWindow",
-    "StableWindows",
+    "StableCut",
     "cache_stable_pipeline",
     "check_cache_stable",
+    "stable_cut",
 ]
 
 DEFAULT_LOW_WATER = 0.6
 """The low-water mark of ``cache_stable=True``: when the window overflows, it is cut back
 to 60% of the budget, then only appended to until it overflows again."""
-
-DEFAULT_MAX_CONVERSATIONS = 1024
-"""How many conversations a component remembers (least recently used first out)."""
 
 
 def check_cache_stable(value: object, owner: str) -> float | None:
@@ -61,7 +62,12 @@ def check_cache_stable(value: object, owner: str) -> float | None:
         return None
     if value is True:
         return DEFAULT_LOW_WATER
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 < value <= 1
+    ):
         return float(value)
     raise ConfigurationError(
         f"{owner}: cache_stable must be False (off), True (low-water mark "
@@ -93,7 +99,10 @@ def cache_stable_pipeline(pipeline: Pipeline, low_water: float | None) -> Pipeli
     if slicer.low_water == low_water:
         return pipeline
     window = RecencyWindowSlice(
-        slicer.block_key, scored_share=slicer.scored_share, low_water=low_water
+        slicer.block_key,
+        scored_share=slicer.scored_share,
+        low_water=low_water,
+        partial_blocks=slicer.partial_blocks,
     )
     return Pipeline(
         pipeline.scorer,
@@ -105,103 +114,279 @@ def cache_stable_pipeline(pipeline: Pipeline, low_water: float | None) -> Pipeli
     )
 
 
-def _same(a: object, b: object) -> bool:
-    return a is b or a == b
-
-
 @dataclass(frozen=True, slots=True)
-class StableWindow:
-    """What a cache-stable call remembers: the ``history`` it selected from (the message
-    objects), its ``window`` (indices into it, ascending) and the window's ``cut`` (where
-    its stretch of the conversation starts, :attr:`HistoryWindow.cut`)."""
+class StableCut:
+    """The replayed cut of a history (:func:`stable_cut`).
 
-    history: tuple[object, ...]
-    window: tuple[int, ...]
-    cut: int
-
-    def previous_for(self, history: Sequence[object]) -> list[int] | None:
-        """The previous window as indices into ``history``, or ``None`` (start fresh).
-
-        - ``history`` extends the remembered one: at least as long, and the messages of
-          the previous window and of its stretch (from the cut on) are the same objects
-          or equal at the same positions — the previous window's indices;
-        - ``history`` extends the previous *window* (a caller that stored the window
-          back, e.g. a persistent agent state): its leading messages are the window's —
-          the window's positions there;
-        - anything else (another conversation, an edited or shortened history): ``None``.
-        """
-        old = self.history
-        if len(history) >= len(old):
-            positions = set(self.window)
-            positions.update(range(self.cut, len(old)))
-            if all(_same(history[i], old[i]) for i in positions):
-                return list(self.window)
-        kept = [old[i] for i in self.window]
-        if (
-            kept
-            and len(history) >= len(kept)
-            and all(_same(history[i], message) for i, message in enumerate(kept))
-        ):
-            return list(range(len(kept)))
-        return None
-
-
-class StableWindows:
-    """The :class:`StableWindow` of each conversation, by key (a thread id, a session
-    id, ...; ``None`` is the slot of calls without one). Thread-safe (one lock); holds at
-    most ``max_conversations`` keys, dropping the least recently used. Copies and pickles
-    start empty (the state is a cache: losing it costs one fresh window).
+    ``cut``: the position (in :attr:`HistoryColumns.units`) where the window's stretch of
+    the conversation starts — the window is the units pinned at the end of the history and
+    every unit from ``cut`` on (``len(units)``: none but the pinned). ``previous``: the
+    positions of the window of the *previous request* — the history before its newest
+    assistant message, which answered that request — or ``None`` when the history has no
+    assistant message (or that request's pinned messages alone exceeded the budget).
+    ``head``: with partial blocks, the first unit of the earlier turn the cut falls inside
+    (its question or task), kept before the stretch; ``None`` otherwise.
     """
 
-    __slots__ = ("_lock", "_states", "max_conversations")
+    cut: int
+    previous: tuple[int, ...] | None
+    head: int | None = None
 
-    def __init__(self, max_conversations: int = DEFAULT_MAX_CONVERSATIONS) -> None:
-        if (
-            isinstance(max_conversations, bool)
-            or not isinstance(max_conversations, int)
-            or max_conversations < 1
-        ):
-            raise ConfigurationError(
-                f"max_conversations must be an int >= 1, got {max_conversations!r}",
-                field="max_conversations",
-                value=max_conversations,
+
+def stable_cut(
+    history: HistoryColumns,
+    budget: ContextBudget,
+    low_water: float,
+    *,
+    blocks: bool = True,
+    partial: bool = False,
+    earlier: Sequence[tuple[int, ContextBudget]] = (),
+) -> StableCut:
+    """Replay the cache-stable cut of ``history`` (linear in its units).
+
+    After each unit is appended (a *step*), the window is what is pinned then (system
+    messages, the latest user message so far, the latest ``keep_last`` units so far) and
+    every unit from the cut on. While that fits the step's target (the budget less what is
+    pinned, as the pipeline computes it) the cut stays; when it does not, the cut moves
+    forward, by whole blocks, to the oldest block from which the unpinned units fit
+    ``floor(low_water * target)`` — or to the newest unpinned block when that alone exceeds
+    the mark but fits the target (the newest unit is kept whenever it fits). With ``blocks``,
+    each earlier turn than the step's latest is one block: a cut inside a turn that has become
+    an earlier one first widens to the whole turn (an earlier turn is kept whole or not at all);
+    with ``partial`` (:class:`~cupel.RecencyWindowSlice` ``partial_blocks``) a cut may fall
+    inside an earlier turn instead, whose first unit (its question or task) is then kept
+    before the stretch and counted in it.
+    A step whose pinned units alone exceed the budget, or leave no room, keeps nothing else
+    (the cut passes it).
+
+    ``earlier`` gives the budgets of earlier requests: ``(message index, budget)`` pairs,
+    ascending — a step whose newest unit starts before the index uses that budget (the first
+    such pair); later steps use ``budget`` (e.g. a calibration that changed at an assistant
+    message applies from that message on, so earlier cuts never move).
+
+    >>> from cupel.conversation import Conversation, HistoryItems
+    >>> roles = ["system", "user", "assistant", "user", "assistant", "user"]
+    >>> history = HistoryItems.from_conversation(Conversation(roles), ["x"] * 6,
+    ...                                          [10, 30, 30, 30, 30, 30])
+    >>> stable_cut(history, ContextBudget(max_tokens=150, target_tokens=150), 0.6)
+    StableCut(cut=3, previous=(0, 1, 2, 3), head=None)
+    """
+    partial = partial and blocks  # without blocks every unit stands alone
+    columns = _Columns(history, blocks)
+    starts = [index for index, _ in earlier]
+    budgets = [b for _, b in earlier]
+    firsts = history.conversation._firsts
+    units = history.units
+    size = len(units)
+    newest_assistant = columns.newest_assistant
+    keep_last = columns.keep_last
+    tokens = history.tokens
+    turns = columns.turns
+    total = columns.total
+    system_total = columns.system_total
+    turn_start = columns.turn_start
+    next_turn = columns.next_turn
+    is_user = columns.is_user
+    pinned_system = columns.pinned_system
+    keep_latest_user = columns.keep_latest_user
+    system_role = columns.system_role
+
+    cut = 0
+    user = -1  # the latest user position so far (pinned with keep_latest_user)
+    last: deque[int] = deque(maxlen=keep_last or None)
+    previous: tuple[int, ...] | None = None
+    failed = False  # the pinned units of the last step exceeded the budget
+    limits: dict[tuple[int, int], tuple[int, int]] = {}
+    for k in range(size):
+        if k == newest_assistant and not failed:  # (no request when the pinned did not fit)
+            previous = _window(cut, k - 1, user, last, columns, partial)
+        if is_user[k] and keep_latest_user:
+            user = k
+        if keep_last and not system_role[k]:
+            last.append(k)
+        pins = set(last)
+        if user >= 0:
+            pins.add(user)
+        pinned_tokens = system_total[k + 1] + sum(tokens[p] for p in pins)
+        step = bisect_right(starts, firsts[units[k]])
+        step_budget = budgets[step] if step < len(budgets) else budget
+        key = (step, pinned_tokens)
+        known = limits.get(key)
+        if known is None:
+            limit = min(
+                step_budget.target_tokens, step_budget.max_tokens - step_budget.output_reserve
             )
-        self.max_conversations = max_conversations
-        self._lock = threading.Lock()
-        self._states: OrderedDict[Hashable, StableWindow] = OrderedDict()
+            target = effective_limits(step_budget, pinned_tokens)[1]
+            known = limits[key] = (limit, target)
+        limit, target = known
+        latest = turns[k]
+        start = cut
+        if blocks and not partial and start <= k and turns[start] < latest:
+            start = turn_start[turns[start]]  # an earlier turn is offered whole
+        end = total[k + 1]
 
-    def __reduce__(self) -> tuple[type[StableWindows], tuple[int]]:
-        return (type(self), (self.max_conversations,))
+        def after(position: int, latest: int = latest) -> int:
+            """The first position after the block (with ``partial``: the unit) holding it."""
+            if blocks and not partial and turns[position] < latest:
+                return next_turn[position]
+            return position + 1
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._states)
+        def need(
+            b: int, k: int = k, latest: int = latest, pins: set[int] = pins, end: int = end
+        ) -> int:
+            """The unpinned tokens of the window from ``b`` on after step ``k``."""
+            out = end - total[b] - _pinned_from(b, pins, tokens)
+            head = _head(b, k, latest, pins, columns) if partial else -1
+            return out if head < 0 else out + tokens[head]
 
-    def __repr__(self) -> str:
-        return f"StableWindows({len(self)} conversations, max {self.max_conversations})"
+        q = _newest_unpinned(k, start, pins, pinned_system)
+        failed = pinned_tokens > limit
+        if failed or target <= 0:  # no room for any unpinned unit
+            cut = start if q < start else after(q)
+            continue
+        if need(start) <= target:
+            cut = start  # everything fits: the cut stays
+            continue
+        low = math.floor(low_water * target)
+        b = start
+        while b <= k and need(b) > low:
+            b = after(b)
+        newest = turn_start[turns[q]] if blocks and not partial and turns[q] < latest else q
+        if newest < b and need(newest) <= target:
+            # the newest block (or unit) alone, with the pinned units right before it
+            r = _newest_unpinned(newest - 1, start, pins, pinned_system)
+            b = start if r < start else after(r)
+        cut = b
+    if newest_assistant == size and not failed:  # the newest assistant message is last
+        previous = _window(cut, size - 1, user, last, columns, partial)
+    head = -1
+    if partial and size:
+        pins = set(last)
+        if user >= 0:
+            pins.add(user)
+        head = _head(cut, size - 1, turns[size - 1], pins, columns)
+    return StableCut(cut, previous, None if head < 0 else head)
 
-    def get(self, key: Hashable) -> StableWindow | None:
-        """The state of conversation ``key`` (``None``: none yet)."""
-        with self._lock:
-            state = self._states.get(key)
-            if state is not None:
-                self._states.move_to_end(key)
-            return state
 
-    def put(self, key: Hashable, state: StableWindow) -> None:
-        """Remember ``state`` for ``key`` (evicting the least recently used past the cap)."""
-        with self._lock:
-            self._states[key] = state
-            self._states.move_to_end(key)
-            while len(self._states) > self.max_conversations:
-                self._states.popitem(last=False)
+def _head(cut: int, k: int, latest: int, pins: set[int], columns: _Columns) -> int:
+    """With partial blocks, the first unit of the earlier turn a cut at ``cut`` falls inside
+    after step ``k`` (the turn's question or task, kept before the stretch when an unpinned
+    unit of that turn is kept), or ``-1``."""
+    if cut > k:
+        return -1
+    turns = columns.turns
+    if turns[cut] >= latest:
+        return -1
+    head = columns.turn_head.get(turns[cut], cut)
+    if head >= cut or head in pins:
+        return -1
+    # only with a part of the turn to keep: an unpinned unit from the cut to the turn's end
+    stop = min(columns.next_turn[cut], k + 1)
+    if _newest_unpinned(stop - 1, cut, pins, columns.pinned_system) < cut:
+        return -1
+    return head
 
-    def forget(self, key: Hashable) -> None:
-        """Drop the state of ``key`` (its next call starts fresh)."""
-        with self._lock:
-            self._states.pop(key, None)
 
-    def clear(self) -> None:
-        """Drop every state."""
-        with self._lock:
-            self._states.clear()
+def _newest_unpinned(k: int, start: int, pins: set[int], pinned_system: Sequence[bool]) -> int:
+    """The newest position from ``k`` back to ``start`` that is not pinned (``start - 1``:
+    none)."""
+    while k >= start and (pinned_system[k] or k in pins):
+        k -= 1
+    return k
+
+
+def _pinned_from(start: int, pins: set[int], tokens: Sequence[int]) -> int:
+    """The tokens of the pinned positions ``pins`` at or after ``start``."""
+    return sum(tokens[p] for p in pins if p >= start)
+
+
+def _window(
+    cut: int, end: int, user: int, last: deque[int], columns: _Columns, partial: bool
+) -> tuple[int, ...]:
+    """The window after the step of ``end``: pinned then, the head of the earlier turn
+    the cut falls inside (``partial``), and ``cut``..``end``."""
+    if end < 0:
+        return ()
+    pinned_system = columns.pinned_system
+    out = [p for p in range(min(cut, end + 1)) if pinned_system[p]]
+    extra = {p for p in last if p < cut}
+    if 0 <= user < cut:
+        extra.add(user)
+    if partial:
+        pins = {*last, user}
+        head = _head(cut, end, columns.turns[end], pins, columns)
+        if head >= 0:
+            extra.add(head)
+    out.extend(extra)
+    out.extend(range(cut, end + 1))
+    out.sort()
+    return tuple(out)
+
+
+class _Columns:
+    """What the replay reads of a history, per position."""
+
+    __slots__ = (
+        "is_user",
+        "keep_last",
+        "keep_latest_user",
+        "newest_assistant",
+        "next_turn",
+        "pinned_system",
+        "system_role",
+        "system_total",
+        "total",
+        "turn_head",
+        "turn_start",
+        "turns",
+    )
+
+    def __init__(self, history: HistoryColumns, blocks: bool) -> None:
+        conversation = history.conversation
+        roles = conversation._roles
+        unit_turns = conversation._turns
+        keep_system, self.keep_latest_user, self.keep_last = history.keeps
+        units = history.units
+        tokens = history.tokens
+        size = len(units)
+        self.turns = turns = [unit_turns[k] for k in units]
+        unit_roles = [roles[k] for k in units]
+        self.is_user = [role == USER for role in unit_roles]
+        self.system_role = [role == SYSTEM for role in unit_roles]
+        self.pinned_system = pinned_system = [keep_system and role == SYSTEM for role in unit_roles]
+        total = [0] * (size + 1)
+        system_total = [0] * (size + 1)
+        for p in range(size):
+            if pinned_system[p]:
+                total[p + 1] = total[p]
+                system_total[p + 1] = system_total[p] + tokens[p]
+            else:
+                total[p + 1] = total[p] + tokens[p]
+                system_total[p + 1] = system_total[p]
+        self.total = total
+        self.system_total = system_total
+        turn_start: dict[int, int] = {}
+        for p, turn in enumerate(turns):
+            turn_start.setdefault(turn, p)
+        self.turn_start = turn_start
+        turn_head: dict[int, int] = {}  # each turn's first unit that is not a pinned system one
+        for p, turn in enumerate(turns):
+            if not pinned_system[p]:
+                turn_head.setdefault(turn, p)
+        self.turn_head = turn_head
+        next_turn = [size] * size
+        following = size
+        for p in range(size - 1, -1, -1):
+            if p + 1 < size and turns[p + 1] != turns[p]:
+                following = p + 1
+            next_turn[p] = following
+        self.next_turn = next_turn
+        newest = -1
+        for k in range(len(roles) - 1, -1, -1):
+            if roles[k] == ASSISTANT:
+                newest = k
+                break
+        # the first position at or after the newest assistant unit (valid or not)
+        self.newest_assistant = (
+            -1 if newest < 0 else next((p for p, k in enumerate(units) if k >= newest), size)
+        )

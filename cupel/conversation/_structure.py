@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -283,8 +284,10 @@ class Conversation:
         A window has no *holes* when its sendable non-system messages (those of valid
         units) are one stretch ending at the newest sendable message and starting on a
         turn (a user message, or the very first message) or anywhere in the latest turn
-        (whose units stand alone) — the latest user message (the task) may also precede
-        a stretch of its own turn after it: the one gap a window may have. Anything else
+        (whose units stand alone) — the first kept message may also be a turn's start (the
+        latest user message: the task; or the oldest kept turn's question — or the very
+        first message — when that turn did not fit whole) followed by a stretch that starts
+        in its own turn: the one gap a window may have. Anything else
         is a hole: an answer kept without its question, a question without its answer, a
         turn missing in the middle. Invalid units (see :attr:`invalid_units`) must be
         left out and never count as holes.
@@ -313,8 +316,16 @@ class Conversation:
         if window:
             rest = window
             start = window[0]
+            turn_of = self._message_turns()
             if task >= 0 and start == task:
                 rest = window[1:]  # the task, then a stretch after it: the allowed gap
+            elif (roles_at.get(start) == USER or start == sendable[0]) and (  # a turn's start
+                (tail := [i for i in window if i not in self._unit_messages(start)])
+                and turn_of[tail[0]] == turn_of[start]
+            ):
+                # the oldest kept turn's question (or task), then a stretch of that turn's
+                # newest messages after it: the same gap, for a turn that did not fit whole
+                rest = tail
             elif start > task:
                 pass  # a stretch of the latest turn, whose units stand alone
             else:
@@ -350,6 +361,21 @@ class Conversation:
             has_reply=any(roles_at.get(i) == ASSISTANT for i in kept_set),
             empty=not any(roles_at.get(i, SYSTEM) != SYSTEM for i in kept_set),
         )
+
+    def _unit_messages(self, first: int) -> tuple[int, ...]:
+        """The messages of the unit whose first message is ``first``."""
+        k = bisect_left(self._firsts, first)
+        return self.messages_of(k) if k < len(self._firsts) and self._firsts[k] == first else ()
+
+    def _message_turns(self) -> list[int]:
+        """The turn of each message (a unit's messages share its turn)."""
+        out = [0] * self.n_messages
+        for k, first in enumerate(self._firsts):
+            turn = self._turns[k]
+            for index in self.messages_of(k):
+                out[index] = turn
+            out[first] = turn
+        return out
 
     @staticmethod
     def of_window(conversation: Conversation, kept: Sequence[int]) -> Conversation:

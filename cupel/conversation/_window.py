@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
 
 from cupel._errors import CupelError
@@ -11,7 +11,8 @@ from cupel._pipeline import Pipeline
 from cupel._pipeline.slice import effective_limits
 from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
 from cupel.conversation._plain import plain_pipeline, reads_unit_metadata, split_start
-from cupel.conversation._structure import SYSTEM
+from cupel.conversation._stable import StableCut, stable_cut
+from cupel.conversation._structure import SYSTEM, USER
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
@@ -37,12 +38,13 @@ class HistoryWindow:
     their ``tokens``, and the ``report`` when the selection built one (else
     :meth:`explain` builds it on demand).
 
-    For a cache-stable selection (``previous`` given): ``stable_prefix`` is how many of
-    its leading messages are those of the previous window, in the same order — the prefix a
-    provider's prompt cache can reuse — and ``cut_moved`` says whether the previous window
-    is no longer a prefix of this one (always ``True`` without a previous window). ``cut``
-    is where the window's stretch of the conversation starts (see ``HistoryColumns.select``;
-    found when first read). ``plain``: the window was computed from the columns alone
+    For a cache-stable selection (a recency window with a ``low_water`` mark): ``stable_prefix``
+    is how many of its leading messages are those of the previous request's window — the
+    window of the history before its newest assistant message, replayed from the history —
+    in the same order: the prefix a provider's prompt cache can reuse; ``cut_moved`` says
+    whether that window is no longer a prefix of this one (always ``True`` without one).
+    ``cut`` is where the window's stretch of the conversation starts (a message index; for
+    other windows found when first read). ``plain``: the window was computed from the columns alone
     (a plain recency window without a report, see :func:`plain_key`).
     """
 
@@ -125,7 +127,7 @@ class HistoryWindow:
                 start_on=rerun.start_on,
                 options=rerun.options,
                 on_overflow=_ignore,
-                previous=rerun.previous,
+                earlier=rerun.earlier,
             )
             if again.messages != self.messages or again.report is None:
                 raise CupelError(
@@ -140,7 +142,7 @@ class HistoryWindow:
 class _Rerun:
     """A report-less selection's arguments, to make it again with a trace."""
 
-    __slots__ = ("budget", "options", "pipeline", "previous", "report", "start_on")
+    __slots__ = ("budget", "earlier", "options", "pipeline", "report", "start_on")
 
     def __init__(
         self,
@@ -148,13 +150,13 @@ class _Rerun:
         budget: ContextBudget,
         start_on: Collection[str],
         options: PinnedOptions,
-        previous: Collection[int] | None,
+        earlier: Sequence[tuple[int, ContextBudget]],
     ) -> None:
         self.pipeline = pipeline
         self.budget = budget
         self.start_on = start_on
         self.options = options
-        self.previous = previous
+        self.earlier = earlier
         self.report: SelectionReport | None = None
 
 
@@ -171,14 +173,31 @@ def select_window(
     start_on: Collection[str],
     options: PinnedOptions,
     on_overflow: Callable[[OverflowEvent], Any] | None,
-    previous: Collection[int] | None,
+    earlier: Sequence[tuple[int, ContextBudget]] = (),
 ) -> HistoryWindow:
     """:meth:`HistoryColumns.select` (see there)."""
     history.check_pinned(budget, options)
     offered: list[int] | None = None  # positions offered to the pipeline (None: all)
     before_cut: list[int] = []
-    if previous is not None:
-        offered, before_cut = _since(history, _cut(history, _unit_positions(history, previous)))
+    stable: StableCut | None = None
+    slicer = pipeline.slicer
+    if isinstance(slicer, RecencyWindowSlice) and slicer.low_water is not None:
+        blocks = history.block_key is not None and slicer.block_key == history.block_key
+        stable = stable_cut(
+            history,
+            budget,
+            slicer.low_water,
+            blocks=blocks,
+            partial=slicer.partial_blocks,
+            earlier=earlier,
+        )
+        flags = history._flags
+        offered = []
+        for position in range(len(history.units)):
+            if flags[position] or position >= stable.cut or position == stable.head:
+                offered.append(position)
+            else:
+                before_cut.append(position)
     positions = None if with_report else _plain(history, pipeline, budget, offered)
     plain = positions is not None
     report: SelectionReport | None = None
@@ -213,22 +232,36 @@ def select_window(
         )
     messages = history.messages_at(positions)
     prefix = 0
-    if previous is not None:
-        for before, now in zip(sorted(previous), messages, strict=False):
-            if before != now:
-                break
-            prefix += 1
+    cut_moved = True
+    cut: int | None = None
+    if stable is not None:
+        conversation = history.conversation
+        cut = (
+            conversation._firsts[history.units[stable.cut]]
+            if stable.cut < len(history.units)
+            else conversation.n_messages
+        )
+        if stable.previous is not None:
+            before = list(stable.previous)
+            if start_on:
+                before = _start_on(history, before, start_on)[0]
+            earlier_messages = history.messages_at(before)
+            for then, now in zip(earlier_messages, messages, strict=False):
+                if then != now:
+                    break
+                prefix += 1
+            cut_moved = prefix < len(earlier_messages)
     tokens = history.tokens
     return HistoryWindow(
         messages,
         positions,
         sum(tokens[p] for p in positions),
         report,
-        None,
+        cut,
         prefix,
-        previous is None or prefix < len(previous),
+        cut_moved,
         history,
-        None if report is not None else _Rerun(pipeline, budget, start_on, options, previous),
+        None if report is not None else _Rerun(pipeline, budget, start_on, options, earlier),
         plain,
     )
 
@@ -266,48 +299,11 @@ def _plain(
     return chosen
 
 
-def _unit_positions(history: HistoryColumns, messages: Collection[int]) -> list[int]:
-    """The positions of the valid units holding any of ``messages``."""
-    conversation = history.conversation
-    unit_of: dict[int, int] = {}
-    for position, k in enumerate(history.units):
-        for index in conversation.messages_of(k):
-            unit_of[index] = position
-    return sorted({unit_of[m] for m in messages if m in unit_of})
-
-
-def _since(history: HistoryColumns, since: int) -> tuple[list[int], list[int]]:
-    """The positions offered after a previous cut, and those left before it.
-
-    Offered: pinned units, units starting at or after ``since``, and — so that no
-    earlier turn is ever split — every unit of an earlier turn than the latest from
-    the turn holding ``since`` on."""
-    conversation = history.conversation
-    firsts = conversation._firsts
-    turns = conversation._turns
-    latest = conversation.latest_user
-    latest_turn = turns[latest] if latest >= 0 else 0
-    cut_turn = next((turns[k] for k, first in enumerate(firsts) if first >= since), None)
-    flags = history._flags
-    offered: list[int] = []
-    before: list[int] = []
-    for position, k in enumerate(history.units):
-        if (
-            flags[position]
-            or firsts[k] >= since
-            or (cut_turn is not None and cut_turn <= turns[k] < latest_turn)
-        ):
-            offered.append(position)
-        else:
-            before.append(position)
-    return offered, before
-
-
 def _cut(history: HistoryColumns, positions: list[int]) -> int:
     """Where the window's stretch starts: the first message of its oldest non-system
-    unit — the pinned latest user message included only when no unit between it and
-    the window's newest unit is left out (no gap after it; units newer than the
-    window, such as those added since it was selected, are not a gap) — or the
+    unit — a user message kept before a gap (the latest: the task; or the question of a
+    partly kept turn) is not part of it: included only when no unit between it and the
+    window's newest unit is left out (units newer than the window are not a gap) — or the
     history's length when no non-system message is kept."""
     conversation = history.conversation
     firsts = conversation._firsts
@@ -317,7 +313,7 @@ def _cut(history: HistoryColumns, positions: list[int]) -> int:
     if not stretch:
         return conversation.n_messages
     head = stretch[0]
-    if units[head] == conversation.latest_user and history.is_pinned(head):
+    if roles[units[head]] == USER:  # a task, or the question of a partly kept turn
         kept = set(stretch)
         after = [p for p in range(head + 1, stretch[-1]) if roles[units[p]] != SYSTEM]
         if any(p not in kept for p in after):  # a gap after the task: not the stretch

@@ -57,7 +57,8 @@ def _policy(
 
 def chat() -> Policy:
     """Conversations: the newest turns that fit, whole and without holes (a recency window;
-    the scores — Recency 3 + Kind 1 — only explain the report), in chronological order.
+    the oldest kept turn may keep only its question and newest messages; the scores —
+    Recency 3 + Kind 1 — only explain the report), in chronological order.
 
     Use it for chat assistants whose history outgrows the window. The chat adapters pin
     the system prompt and the latest user message on top of it.
@@ -66,7 +67,7 @@ def chat() -> Policy:
         "chat",
         "The newest whole turns that fit, without holes.",
         [(RecencySpec(), 3.0), (KindSpec(), 1.0)],
-        slicer=RecencyWindowSpec(),
+        slicer=RecencyWindowSpec(partial_blocks=True),
     )
 
 
@@ -127,7 +128,7 @@ def tool_use() -> Policy:
         "tool_use",
         "The newest tool rounds that fit, without holes.",
         [(KindSpec(), 2.0), (RecencySpec(), 2.0), (PrioritySpec(), 1.0)],
-        slicer=RecencyWindowSpec(),
+        slicer=RecencyWindowSpec(partial_blocks=True),
     )
 
 
@@ -143,7 +144,7 @@ def long_running() -> Policy:
         "long_running",
         "A recency window plus up to 25% for recurring topics, memories and priorities.",
         [(FrequencySpec(), 2.0), (KindSpec(), 1.0), (PrioritySpec(), 1.0)],
-        slicer=RecencyWindowSpec(scored_share=0.25),
+        slicer=RecencyWindowSpec(scored_share=0.25, partial_blocks=True),
     )
 
 

@@ -15,6 +15,12 @@ whose ``metadata[block_key]`` holds the same value form a *block*, taken whole o
 all — a chat turn (the question with its answer and tool calls) is never split. Items
 without the key are blocks of their own. Block values must be strings or integers.
 
+Partial blocks (opt-in, ``partial_blocks=True``; the history presets use it): the first
+block that does not fit whole keeps its oldest item — its *head*: a turn's question, or an
+agent's task — and its newest items that fit with it, contiguously, when at least one does;
+the walk stops there. A long agent turn interrupted by a follow-up question keeps its task
+and its latest tool rounds instead of disappearing whole.
+
 Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first fills
 ``(1 - s)`` of the target; then the best items *older than that window* by score per token
 (as :class:`~cupel.GreedySlice` picks them) get up to ``floor(s * target)`` tokens; then
@@ -23,9 +29,11 @@ the only holes the window can have.
 
 Cache-stable refills (opt-in): with ``low_water`` = *L*, when every candidate fits the target
 all are taken; when they do not, the rule above runs with the target lowered to
-``floor(L * target)``. A caller that offers only the items from its previous cut onward (as
-:mod:`cupel.conversation` does for cache-stable history) then gets a window that grows by
-appending until it overflows, and is cut back to the low-water mark once — so the prompt's
+``floor(L * target)`` — except that the newest block is kept whenever it fits the target:
+when it alone exceeds the lowered target, the window is that block (with ``partial_blocks``:
+its newest item and its head; without ``scored_share``). :mod:`cupel.conversation`
+replays this rule over a history, unit by unit, so that a cache-stable window grows by
+appending until it overflows and is then cut back to the low-water mark — the prompt's
 prefix stays byte-identical between cuts, and providers' prompt caches keep hitting.
 
 Zero-token items are taken when the walk reaches them (they always fit) and left out
@@ -84,11 +92,13 @@ class RecencyWindowSlice(BaseSlicer):
             best-scored items older than the window (default 0: a pure window).
         low_water: ``0 < low_water <= 1``, or ``None`` (default): when the candidates do
             not all fit, refill only to this share of the target (cache-stable windows).
+        partial_blocks: the first block that does not fit whole keeps its oldest item and
+            its newest items that fit (default ``False``: blocks whole or not at all).
 
     See the module documentation for the walk order and the exact rule.
     """
 
-    __slots__ = ("block_key", "low_water", "scored_share")
+    __slots__ = ("block_key", "low_water", "partial_blocks", "scored_share")
 
     def __init__(
         self,
@@ -96,6 +106,7 @@ class RecencyWindowSlice(BaseSlicer):
         *,
         scored_share: float = 0.0,
         low_water: float | None = None,
+        partial_blocks: bool = False,
     ) -> None:
         if block_key is not None and (not isinstance(block_key, str) or not block_key):
             raise SlicerConfigError(
@@ -126,9 +137,16 @@ class RecencyWindowSlice(BaseSlicer):
                 field="low_water",
                 value=low_water,
             )
+        if not isinstance(partial_blocks, bool):
+            raise SlicerConfigError(
+                f"RecencyWindowSlice: partial_blocks must be a bool, got {partial_blocks!r}",
+                field="partial_blocks",
+                value=partial_blocks,
+            )
         self.block_key = block_key
         self.scored_share = float(scored_share)
         self.low_water = None if low_water is None else float(low_water)
+        self.partial_blocks = partial_blocks
 
     def __repr__(self) -> str:
         parts = []
@@ -138,10 +156,12 @@ class RecencyWindowSlice(BaseSlicer):
             parts.append(f"scored_share={self.scored_share!r}")
         if self.low_water is not None:
             parts.append(f"low_water={self.low_water!r}")
+        if self.partial_blocks:
+            parts.append("partial_blocks=True")
         return f"RecencyWindowSlice({', '.join(parts)})"
 
-    def _key(self) -> tuple[str | None, float, float | None]:
-        return (self.block_key, self.scored_share, self.low_water)
+    def _key(self) -> tuple[str | None, float, float | None, bool]:
+        return (self.block_key, self.scored_share, self.low_water, self.partial_blocks)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RecencyWindowSlice) or type(other) is not type(self):
@@ -234,18 +254,23 @@ class RecencyWindowSlice(BaseSlicer):
     ) -> list[int]:
         """Positions (into ``items``) of the window, in walk order; then any older items
         chosen by score (``scored_share``), then the rest of the walk."""
+        full = target
         target = self._target(tokens, target)
         blocks = _Blocks(self.block_key, items)
         share = self.scored_share
+        partial = self.partial_blocks
         if not share:
-            chosen, _, _ = _walk(order, 0, target, tokens, blocks, frozenset())
-            return chosen
+            return _walk_newest(order, target, full, tokens, blocks, partial)[0]
         reserve = math.floor(share * target)
-        window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
+        window, cut, used = _walk(
+            order, 0, target - reserve, tokens, blocks, frozenset(), partial=partial
+        )
         older = sorted(order[cut:])  # in the Sort stage's order, as GreedySlice expects
         picked: list[int] = greedy(older, reserve) if older and reserve > 0 else []
         spent = used + sum(tokens[p] for p in picked)
-        more, _, _ = _walk(order, cut, target - spent, tokens, blocks, frozenset(picked))
+        more, _, _ = _walk(
+            order, cut, target - spent, tokens, blocks, frozenset(picked), partial=partial
+        )
         return [*window, *picked, *more]
 
     def _target(self, tokens: Sequence[int], target: int) -> int:
@@ -282,10 +307,14 @@ def plain_window(
         return []
     key = _NO_BLOCK if slicer.block_key is None else None
     values = [_NO_BLOCK if key is _NO_BLOCK or b is None else (type(b), b) for b in blocks]
-    chosen, _, _ = _walk(
-        range(len(tokens)), 0, slicer._target(tokens, target), tokens, _Given(values), frozenset()
-    )
-    return chosen
+    return _walk_newest(
+        range(len(tokens)),
+        slicer._target(tokens, target),
+        target,
+        tokens,
+        _Given(values),
+        slicer.partial_blocks,
+    )[0]
 
 
 class _Given:
@@ -301,9 +330,14 @@ class _Given:
 
 
 def _rebuild(
-    block_key: str | None, scored_share: float, low_water: float | None = None
+    block_key: str | None,
+    scored_share: float,
+    low_water: float | None = None,
+    partial_blocks: bool = False,
 ) -> RecencyWindowSlice:
-    return RecencyWindowSlice(block_key, scored_share=scored_share, low_water=low_water)
+    return RecencyWindowSlice(
+        block_key, scored_share=scored_share, low_water=low_water, partial_blocks=partial_blocks
+    )
 
 
 class _Blocks:
@@ -346,11 +380,15 @@ def _walk(
     tokens: Sequence[int],
     blocks: _Blocks | _Given,
     skip: frozenset[int],
+    *,
+    partial: bool = False,
 ) -> tuple[list[int], int, int]:
     """Walk ``order`` from ``start``, taking each block while it fits ``budget`` (items in
-    ``skip`` are already taken and cost nothing here). Returns the taken positions, the
-    walk index of the cut (``len(order)`` when nothing stopped the walk) and the tokens
-    used."""
+    ``skip`` are already taken and cost nothing here). With ``partial``, the first block
+    that does not fit whole keeps its oldest item (its *head*: a turn's question or task)
+    and its newest items that fit with it, when at least one does. Returns the taken
+    positions, the walk index of the cut (``len(order)`` when nothing stopped the walk;
+    after a partly taken block) and the tokens used."""
     taken: list[int] = []
     used = 0
     remaining = budget
@@ -368,12 +406,63 @@ def _walk(
         members = [p for p in members if p not in skip]
         need = sum(tokens[p] for p in members)
         if need > remaining:
+            if partial and len(members) > 1:
+                head = members[-1]  # walk order is newest first: the block's oldest item
+                room = remaining - tokens[head]
+                tail: list[int] = []
+                for p in members[:-1]:
+                    if tokens[p] > room:
+                        break
+                    tail.append(p)
+                    room -= tokens[p]
+                if tail:
+                    tail.append(head)
+                    taken.extend(tail)
+                    used += remaining - room
+                    return taken, following, used
             return taken, index, used
         taken.extend(members)
         used += need
         remaining -= need
         index = following
     return taken, end, used
+
+
+def _walk_newest(
+    order: Sequence[int],
+    budget: int,
+    full: int,
+    tokens: Sequence[int],
+    blocks: _Blocks | _Given,
+    partial: bool = False,
+) -> tuple[list[int], int, int]:
+    """:func:`_walk` from the newest item with ``budget`` — and when that takes nothing
+    (a low-water refill whose newest block exceeds the mark), the newest block alone (with
+    ``partial``: its newest item and its head) if it fits ``full``, the target before the
+    low-water mark: the newest item is kept whenever it fits."""
+    taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)
+    if taken or budget >= full or not order:
+        return taken, cut, used
+    newest, end, need = _walk_block(order, tokens, blocks)
+    if partial and len(newest) > 2:
+        newest = [newest[0], newest[-1]]
+        need = tokens[newest[0]] + tokens[newest[1]]
+    return (newest, end, need) if need <= full else (taken, cut, used)
+
+
+def _walk_block(
+    order: Sequence[int], tokens: Sequence[int], blocks: _Blocks | _Given
+) -> tuple[list[int], int, int]:
+    """The first block of the walk: its positions, the walk index after it, its tokens."""
+    position = order[0]
+    block = blocks.of(position)
+    members = [position]
+    following = 1
+    if block is not _NO_BLOCK:
+        while following < len(order) and blocks.of(order[following]) == block:
+            members.append(order[following])
+            following += 1
+    return members, following, sum(tokens[p] for p in members)
 
 
 def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:

@@ -1,18 +1,28 @@
-"""Cache-stable windows in the LangChain adapter (issue 16): between cuts every window is an
-append-only extension of the previous one, each keeps the window rule, state is per
-conversation (thread_id / session_id), bounded and thread-safe, and the optional cache
-breakpoint marks a copy."""
+"""Cache-stable windows in the LangChain adapter (issues 16 and 27): between cuts every window
+is an append-only extension of the previous one and keeps the window rule; the cut is replayed
+from the history, so the components keep nothing between calls (copies, pickles, configurable
+fields, several workers and a component per call all give one object's windows); the report's
+stable prefix is derived from the history; the optional cache breakpoint marks a copy."""
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import gc
+import itertools
 import json
+import pickle
+import sys
 import threading
+import warnings
+import weakref
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -21,6 +31,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import ConfigurableField
 from langgraph.checkpoint.memory import InMemorySaver
 
 from cupel import ConfigurationError
@@ -34,7 +45,7 @@ from cupel_langchain import (
     select_messages_with_report,
 )
 from cupel_langchain._messages import read_messages
-from cupel_langchain._stable import conversation_key, mark_cache_breakpoint
+from cupel_langchain._stable import mark_cache_breakpoint
 
 BUDGET = 400
 
@@ -78,7 +89,7 @@ def _tokens(messages: Sequence[BaseMessage]) -> int:
 
 
 def _stable_run(select: Any, history: Sequence[BaseMessage]) -> tuple[int, int]:
-    """Replay ``select(prefix, previous)``: every window keeps the rule; a window that
+    """Call ``select(prefix)`` on every prefix: every window keeps the rule; a window that
     does not start with the previous one (a cut) only comes when the previous window plus
     the new messages no longer fit. Returns (calls, cuts)."""
     previous: list[BaseMessage] | None = None
@@ -86,11 +97,12 @@ def _stable_run(select: Any, history: Sequence[BaseMessage]) -> tuple[int, int]:
     cuts = 0
     calls = 0
     for prefix in _prefixes(history):
-        window = list(select(prefix, previous))
+        window = list(select(prefix))
         _check(window, prefix)
         if previous is not None:
             if window[: len(previous)] == previous:
                 assert all(a is b for a, b in zip(window, previous, strict=False))
+                assert window == [*previous, *prefix[seen:]]  # the new messages appended
             else:
                 cuts += 1
                 # the previous window and the new messages would not fit with the reply
@@ -101,14 +113,13 @@ def _stable_run(select: Any, history: Sequence[BaseMessage]) -> tuple[int, int]:
     return calls, cuts
 
 
+def _stable(prefix: list[BaseMessage], mark: bool | float = True) -> list[BaseMessage]:
+    return select_messages(prefix, max_tokens=BUDGET, cache_stable=mark)
+
+
 def test_select_messages_cache_stable_only_appends_between_cuts() -> None:
-    history = _chat(40)
-    calls, cuts = _stable_run(
-        lambda prefix, previous: select_messages(
-            prefix, max_tokens=BUDGET, cache_stable=True, previous=previous
-        ),
-        history,
-    )
+    """The plain function, called on each prefix with nothing carried between calls."""
+    calls, cuts = _stable_run(_stable, _chat(40))
     assert calls > 40 and 2 <= cuts < calls // 3  # it overflowed, and mostly appended
 
 
@@ -123,12 +134,7 @@ def test_the_default_window_moves_its_cut_on_nearly_every_call_at_the_budget() -
         if previous is not None and window[: len(previous)] != previous:
             moved += 1
         previous = window
-    _, cuts = _stable_run(
-        lambda prefix, previous: select_messages(
-            prefix, max_tokens=BUDGET, cache_stable=True, previous=previous
-        ),
-        history,
-    )
+    _, cuts = _stable_run(_stable, history)
     assert moved > 2 * cuts
 
 
@@ -136,23 +142,33 @@ def test_a_lower_low_water_mark_cuts_less_often_and_deeper() -> None:
     history = _chat(40)
 
     def run(mark: float) -> tuple[int, int]:
-        return _stable_run(
-            lambda prefix, previous: select_messages(
-                prefix, max_tokens=BUDGET, cache_stable=mark, previous=previous
-            ),
-            history,
-        )
+        return _stable_run(lambda prefix: _stable(prefix, mark), history)
 
     assert run(0.3)[1] < run(0.9)[1]
 
 
-def test_previous_not_from_this_history_starts_fresh() -> None:
+def test_previous_is_ignored_with_a_deprecation_warning() -> None:
+    """``previous=`` held the window between calls; the window is now replayed from the
+    history, so any ``previous`` (even one from another conversation) changes nothing."""
     history = _chat(20)
-    stranger = [HumanMessage("a message from another conversation")]
-    fresh = select_messages(history, max_tokens=BUDGET, cache_stable=True)
-    assert (
-        select_messages(history, max_tokens=BUDGET, cache_stable=True, previous=stranger) == fresh
-    )
+    expected = _stable(history)
+    for previous in ([HumanMessage("another conversation")], expected[:3], "anything"):
+        with pytest.warns(DeprecationWarning, match="removed before 1.0") as caught:
+            got = select_messages(history, max_tokens=BUDGET, cache_stable=True, previous=previous)  # type: ignore[arg-type]
+        assert got == expected
+        assert caught[0].filename == __file__  # it points at the caller
+        assert "replayed from the history" in str(caught[0].message)
+        with pytest.warns(DeprecationWarning, match=r"select_messages_with_report\(previous"):
+            kept, _ = select_messages_with_report(
+                history,
+                max_tokens=BUDGET,
+                cache_stable=True,
+                previous=previous,  # type: ignore[arg-type]
+            )
+        assert kept == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert select_messages(history, max_tokens=BUDGET, cache_stable=True, previous=None)
 
 
 @pytest.mark.parametrize(
@@ -161,8 +177,6 @@ def test_previous_not_from_this_history_starts_fresh() -> None:
         ({"cache_stable": 1.5}, "cache_stable"),
         ({"cache_stable": 0}, "cache_stable"),
         ({"cache_stable": "yes"}, "cache_stable"),
-        ({"previous": []}, "previous"),  # without cache_stable
-        ({"cache_stable": True, "previous": "hi"}, "previous"),
         ({"cache_stable": True, "policy": "code_review"}, "cache_stable"),  # no window
         ({"cache_breakpoint": 1}, "cache_breakpoint"),
     ],
@@ -175,90 +189,128 @@ def test_bad_options_are_named(kwargs: dict[str, Any], field: str) -> None:
         select_messages_with_report(_chat(3), max_tokens=BUDGET, **kwargs)
 
 
-def test_selector_keeps_one_state_per_thread_id_and_reports_it() -> None:
+class Events(BaseCallbackHandler):
+    """The ``cupel_selection`` events of a run."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == "cupel_selection":
+            self.events.append(data)
+
+
+def _previous_request(history: list[BaseMessage]) -> list[BaseMessage] | None:
+    """The window of the request the newest AI message answered (the history before it)."""
+    answered = [i for i, m in enumerate(history) if isinstance(m, AIMessage)]
+    if not answered:
+        return None
+    return _stable(history[: answered[-1]])
+
+
+def test_the_reported_stable_prefix_is_derived_from_the_history_on_every_worker() -> None:
+    """One selector, or two workers in turn: the same events, whose ``stable_prefix`` is the
+    prefix shared with the window of the request the newest AI message answered — what the
+    provider saw, whichever worker served it (defect 4)."""
+    prefixes = _prefixes(_chat(30, seed=1))
+    one = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True)
+    workers = [CupelMessageSelector(max_tokens=BUDGET, cache_stable=True) for _ in range(2)]
+    reported: list[list[dict[str, Any]]] = []
+    for selectors in ([one], workers):
+        events = Events()
+        for step, prefix in enumerate(prefixes):
+            config: Any = {"configurable": {"thread_id": "a"}, "callbacks": [events]}
+            selectors[step % len(selectors)].invoke(prefix, config=config)
+        reported.append(
+            [{k: e[k] for k in ("stable_prefix", "cut_moved", "cut")} for e in events.events]
+        )
+        for prefix, data in zip(prefixes, events.events, strict=True):
+            window = _stable(prefix)
+            before = _previous_request(prefix)
+            if before is None:
+                assert (data["stable_prefix"], data["cut_moved"]) == (0, True)
+                continue
+            shared = next(
+                (i for i, (a, b) in enumerate(zip(before, window, strict=False)) if a is not b),
+                min(len(before), len(window)),
+            )
+            assert data["stable_prefix"] == shared
+            assert data["cut_moved"] is (window[: len(before)] != before)
+    assert reported[0] == reported[1]
+    assert sum(not e["cut_moved"] for e in reported[0]) > len(prefixes) * 0.6
+    json.dumps(reported)
+
+
+def test_copies_pickles_and_configurable_fields_give_one_objects_windows() -> None:
+    """``model_copy``, ``deepcopy``, a pickle round trip (a restart) and a selector rebuilt by
+    ``configurable_fields`` on every call select what one object selects, append-only between
+    cuts (defect 3: a copy shared the state map, configurable fields lost it)."""
     selector = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True)
-    chats = {"a": _chat(30, seed=1), "b": _chat(30, seed=2)}
-    calls = {name: _prefixes(history) for name, history in chats.items()}
-    previous: dict[str, list[BaseMessage]] = {}
-    events: list[dict[str, Any]] = []
-    appended = 0
-    for step in range(min(len(c) for c in calls.values())):
-        for name in ("a", "b"):  # interleaved: the states never mix
-            prefix = calls[name][step]
-            config = {"configurable": {"thread_id": name}, "callbacks": []}
-            window = selector.invoke(prefix, config=config)  # type: ignore[arg-type]
-            _check(window, prefix)
-            before = previous.get(name)
-            if before is not None and window[: len(before)] == before:
-                appended += 1
-            previous[name] = window
-            assert selector.last_report is not None
-            events.append(dict(_event(selector, prefix, name, len(window))))
-    assert appended > len(events) * 0.6
-    assert all({"stable_prefix", "cut_moved", "cut"} <= set(e) for e in events)
-    assert not any(e["cut_moved"] for e in events)  # repeating a call moves nothing
-    json.dumps(events)  # JSON-ready
+    configurable = CupelMessageSelector(max_tokens=100, cache_stable=True).configurable_fields(
+        max_tokens=ConfigurableField(id="budget")
+    )
+    variants: list[Any] = [
+        selector,
+        selector.model_copy(),
+        copy.deepcopy(selector),
+        pickle.loads(pickle.dumps(selector)),
+    ]
+    history = _chat(30, seed=2)
+    calls = itertools.count()
+
+    def select(prefix: list[BaseMessage]) -> list[BaseMessage]:
+        step = next(calls)
+        if step % 5 == 4:
+            config: Any = {"configurable": {"budget": BUDGET, "thread_id": "t"}}
+            window = configurable.invoke(prefix, config=config)
+        else:
+            window = variants[step % 4].invoke(prefix)
+        assert window == _stable(prefix)
+        return window
+
+    calls_made, cuts = _stable_run(select, history)
+    assert 2 <= cuts < calls_made // 3
+    restored = pickle.loads(pickle.dumps(selector))
+    assert restored.invoke(history) == selector.invoke(history)
 
 
-def _event(selector: CupelMessageSelector, prefix: list[BaseMessage], name: str, sent: int) -> Any:
-    """The report event of one more (identical) call, via astream_events-like callbacks."""
-    from langchain_core.callbacks import BaseCallbackHandler
-
-    seen: list[Any] = []
-
-    class Handler(BaseCallbackHandler):
-        def on_custom_event(self, event: str, data: Any, **kwargs: Any) -> None:
-            seen.append(data)
-
-    selector.invoke(prefix, config={"configurable": {"thread_id": name}, "callbacks": [Handler()]})
-    (data,) = seen
-    assert data["cut_moved"] is False  # the same history again: nothing moves
-    assert data["stable_prefix"] == sent  # all of the window it sent before
-    return data
-
-
-def test_without_a_key_alternating_conversations_start_fresh_and_never_mix() -> None:
-    selector = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True)
-    a, b = _chat(25, seed=3), _chat(25, seed=4)
-    for history in (a, b, a, b):
-        window = selector.invoke(history)
-        _check(window, history)
-        fresh = select_messages(history, max_tokens=BUDGET, cache_stable=True)
-        assert window == fresh  # the other conversation's state was not used
-
-
-def test_the_state_map_is_bounded_least_recently_used_out() -> None:
-    selector = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True, max_conversations=2)
+def test_the_deprecated_state_options_warn_and_do_nothing() -> None:
+    with pytest.warns(DeprecationWarning, match="max_conversations is ignored") as caught:
+        selector = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True, max_conversations=2)
+    assert caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match="max_conversations is ignored"):
+        selector.max_conversations = 5
+    with pytest.warns(DeprecationWarning, match=r"forget\(\) does nothing") as caught:
+        selector.forget({"configurable": {"thread_id": "t"}})
+    assert caught[0].filename == __file__
     history = _chat(25, seed=5)
-    grown = [*history, AIMessage("answer " * 60), HumanMessage("more?")]
-    for thread in ("t1", "t2", "t3"):
-        selector.invoke(history, config={"configurable": {"thread_id": thread}})
-    assert len(selector._states) == 2
-    first = select_messages(history, max_tokens=BUDGET, cache_stable=True)
-    kept = selector.invoke(grown, config={"configurable": {"thread_id": "t3"}})
-    evicted = selector.invoke(grown, config={"configurable": {"thread_id": "t1"}})
-    assert kept == select_messages(grown, max_tokens=BUDGET, cache_stable=True, previous=first)
-    assert evicted == select_messages(grown, max_tokens=BUDGET, cache_stable=True)
-    assert kept != evicted  # the remembered cut holds; the evicted thread starts fresh
+    assert selector.invoke(history) == _stable(history)
     with pytest.raises(ConfigurationError, match="max_conversations"):
-        CupelMessageSelector(max_tokens=BUDGET, max_conversations=0)
+        CupelMessageSelector(max_tokens=BUDGET, max_conversations="many")
+    with pytest.warns(DeprecationWarning, match="max_conversations is ignored") as caught:
+        middleware = CupelContextMiddleware(max_tokens=BUDGET, max_conversations=2)
+    assert caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match="max_conversations is ignored"):
+        middleware.max_conversations = 3
+    with pytest.warns(DeprecationWarning, match=r"forget\(\) does nothing"):
+        middleware.forget("t")
+    with pytest.raises(ConfigurationError, match="max_conversations must be an int"):
+        CupelContextMiddleware(max_tokens=BUDGET, max_conversations=True)
+    with warnings.catch_warnings():  # not given: no warning
+        warnings.simplefilter("error")
+        CupelMessageSelector(max_tokens=BUDGET, cache_stable=True).invoke(history)
+        CupelContextMiddleware(max_tokens=BUDGET, cache_stable=True)
 
 
-def test_concurrent_threads_each_stay_append_only() -> None:
+def test_concurrent_threads_each_get_the_window_of_their_history() -> None:
     selector = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True)
     failures: list[str] = []
 
     def worker(seed: int) -> None:
-        previous: list[BaseMessage] | None = None
-        cuts = 0
-        prefixes = _prefixes(_chat(30, seed=seed))
-        for prefix in prefixes:
+        for prefix in _prefixes(_chat(30, seed=seed)):
             window = selector.invoke(prefix, config={"configurable": {"thread_id": seed}})
-            if previous is not None and window[: len(previous)] != previous:
-                cuts += 1
-            previous = window
-        if cuts > len(prefixes) // 3:
-            failures.append(f"thread {seed}: {cuts} cuts in {len(prefixes)} calls")
+            if window != _stable(prefix):
+                failures.append(f"thread {seed}: a window that is not its history's")
 
     threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(6)]
     for t in threads:
@@ -266,15 +318,6 @@ def test_concurrent_threads_each_stay_append_only() -> None:
     for t in threads:
         t.join()
     assert failures == []
-
-
-def test_session_id_is_a_key_too() -> None:
-    assert conversation_key({"configurable": {"session_id": "s"}}) == ("session_id", "s")
-    assert conversation_key({"configurable": {"thread_id": "t", "session_id": "s"}}) == (
-        "thread_id",
-        "t",
-    )
-    assert conversation_key({"configurable": {}}) is None
 
 
 def test_cache_breakpoint_marks_a_copy_of_the_last_message_only() -> None:
@@ -301,35 +344,112 @@ def test_cache_breakpoint_marks_a_copy_of_the_last_message_only() -> None:
     assert blocks.content[-1] == "b"
 
 
-def test_middleware_in_an_agent_keeps_each_threads_window_stable() -> None:
-    """A real agent (create_agent, a checkpointer, two threads): each model call's window
-    is reported on the custom stream with its stable prefix; between cuts it appends."""
-    replies = iter([AIMessage("ok " * 30) for _ in range(200)])
-    model = GenericFakeChatModel(messages=replies)
-    middleware = CupelContextMiddleware(max_tokens=300, cache_stable=True, cache_breakpoint=True)
-    agent = create_agent(
-        model, system_prompt="Be brief.", middleware=[middleware], checkpointer=InMemorySaver()
+def test_cache_breakpoint_composes_with_the_replayed_window() -> None:
+    """With ``cache_breakpoint`` the windows of a session are those without it, apart from
+    the marked copy of the last message, and the reported stable prefix is the same: the
+    replay reads the history, never the marked copy sent before (defect 3)."""
+    marked = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True, cache_breakpoint=True)
+    plain = CupelMessageSelector(max_tokens=BUDGET, cache_stable=True)
+    for prefix in _prefixes(_chat(30, seed=6)):
+        with_mark, without = Events(), Events()
+        sent = marked.invoke(prefix, config={"callbacks": [with_mark]})
+        expected = plain.invoke(prefix, config={"callbacks": [without]})
+        assert sent[:-1] == expected[:-1]
+        assert sent[-1] == mark_cache_breakpoint(expected[-1])
+        assert sent[-1] is not expected[-1]
+        (a,), (b,) = with_mark.events, without.events
+        assert {k: a[k] for k in ("stable_prefix", "cut_moved", "cut")} == {
+            k: b[k] for k in ("stable_prefix", "cut_moved", "cut")
+        }
+
+
+class Sent(Events):
+    """The events and what each model call was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        self.inputs.extend(messages)
+
+
+def _replies() -> GenericFakeChatModel:
+    return GenericFakeChatModel(
+        messages=(AIMessage(f"reply {i} " + "ok " * (i % 4 * 8 + 5)) for i in itertools.count())
     )
-    reports: dict[str, list[dict[str, Any]]] = {"x": [], "y": []}
-    for turn in range(14):
-        for thread in ("x", "y"):
-            config = {"configurable": {"thread_id": thread}}
+
+
+def _agent_session(middleware: CupelContextMiddleware, turns: int, threads: Sequence[str]) -> Sent:
+    """A real agent with a checkpointer; ``turns`` questions in each thread, interleaved."""
+    agent = create_agent(
+        _replies(), system_prompt="Be brief.", middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    sent = Sent()
+    for turn in range(turns):
+        for thread in threads:
             question = HumanMessage(f"{thread} question {turn} " + "w " * (turn % 5 * 10 + 5))
-            for chunk in agent.stream(
-                {"messages": [question]},
-                config,  # type: ignore[arg-type]
-                stream_mode="custom",
-            ):
-                if chunk.get("type") == "cupel_selection":
-                    reports[thread].append(chunk)
-    for thread, chunks in reports.items():
-        assert len(chunks) == 14
+            config: Any = {"configurable": {"thread_id": thread}, "callbacks": [sent]}
+            agent.invoke({"messages": [question]}, config)
+    return sent
+
+
+def test_middleware_in_an_agent_keeps_each_threads_window_stable() -> None:
+    """A real agent (create_agent, a checkpointer, two threads, a breakpoint): each model
+    call's window is reported with its stable prefix; between cuts it appends; the windows
+    are those without the breakpoint apart from the marked copy."""
+    options: dict[str, Any] = {"max_tokens": 300, "cache_stable": True}
+    marked = _agent_session(CupelContextMiddleware(**options, cache_breakpoint=True), 14, "xy")
+    plain = _agent_session(CupelContextMiddleware(**options), 14, "xy")
+    assert len(marked.events) == len(marked.inputs) == 28
+    for a, b in zip(marked.inputs, plain.inputs, strict=True):
+        assert [m.content for m in a[:-1]] == [m.content for m in b[:-1]]
+        assert a[-1].content == mark_cache_breakpoint(b[-1]).content
+    fields = ("stable_prefix", "cut_moved", "cut", "included_tokens")
+    assert [{k: e[k] for k in fields} for e in marked.events] == [
+        {k: e[k] for k in fields} for e in plain.events
+    ]
+    for thread in (0, 1):
+        chunks = plain.events[thread::2]
         assert all(c["included_tokens"] + REPLY_TOKENS <= 300 for c in chunks)
         kept = [not c["cut_moved"] for c in chunks[1:]]
-        assert sum(kept) >= 7, (thread, [c["stable_prefix"] for c in chunks])
+        assert sum(kept) >= 7, [c["stable_prefix"] for c in chunks]
         for before, after in pairwise(chunks):
             if not after["cut_moved"]:  # the whole previous window leads this one
                 assert after["stable_prefix"] == before["included"]
+
+
+def test_persistent_mode_emits_one_event_per_model_call_and_stays_append_only() -> None:
+    """``persistent=True`` rewrites the state to the window; the next call's replay over the
+    rewritten history appends to the window sent, so the window sent only changes its prefix
+    at a call that rewrote the state or moved the cut; one event per model call (defect 7)."""
+    middleware = CupelContextMiddleware(max_tokens=300, cache_stable=True, persistent=True)
+    agent = create_agent(
+        _replies(), system_prompt="Be brief.", middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    sent = Sent()
+    config: Any = {"configurable": {"thread_id": "p"}, "callbacks": [sent]}
+    states: list[list[str | None]] = []
+    for turn in range(30):
+        question = HumanMessage(f"question {turn} " + "w " * (turn % 5 * 10 + 5))
+        agent.invoke({"messages": [question]}, config)
+        states.append([m.id for m in agent.get_state(config).values["messages"]])
+    assert len(sent.events) == len(sent.inputs) == 30
+    appended = rewrites = 0
+    for turn in range(1, 30):
+        before, after = sent.inputs[turn - 1], sent.inputs[turn]
+        rewritten = states[turn][: len(states[turn - 1])] != states[turn - 1]
+        rewrites += rewritten
+        if [m.id for m in after[: len(before)]] == [m.id for m in before]:
+            appended += 1
+        else:
+            assert rewritten or sent.events[turn]["cut_moved"]
+        # the state (before the reply) is a window itself: within the budget, and it holds
+        # every message sent
+        assert set(states[turn][:-1]) >= {m.id for m in after[1:]}
+    assert appended >= 20 and rewrites >= 3
 
 
 def test_middleware_options_are_checked() -> None:
@@ -341,3 +461,80 @@ def test_middleware_options_are_checked() -> None:
     with pytest.raises(ConfigurationError, match="cache_stable"):
         middleware.cache_stable = -1
     assert middleware.cache_stable is False
+
+
+# -- nothing is kept per conversation --------------------------------------------------------
+WORDS = [f"topic{k} " + "word " * (k % 13 * 3 + 2) for k in range(40)]
+"""The texts of the 1,000 conversations: shared, so the text counter's memo (keyed by text,
+bounded) is filled by the first few and only message objects are new per conversation."""
+
+
+def _conversation(n: int) -> list[BaseMessage]:
+    out: list[BaseMessage] = [SystemMessage(WORDS[0])]
+    for t in range(6):
+        out.append(HumanMessage(WORDS[(n + t) % 40]))
+        out.append(AIMessage(WORDS[(n * 7 + t) % 40]))
+    out.append(HumanMessage(WORDS[n % 39 + 1]))
+    return out
+
+
+def _footprint(component: Any) -> dict[str, int]:
+    """The component's own attributes, with their sizes where they are containers."""
+    attrs = dict(vars(component))
+    attrs.update(getattr(component, "__pydantic_private__", None) or {})
+    return {k: len(v) if hasattr(v, "__len__") else -1 for k, v in attrs.items()}
+
+
+def _retained(run: Any, conversations: range) -> tuple[int, int]:
+    """Run every conversation (each a new thread_id with new message objects) and return how
+    many of their messages are still alive afterwards, and how many memory blocks the run
+    left allocated (after a garbage collection)."""
+    alive: list[weakref.ref[BaseMessage]] = []
+    gc.collect()
+    blocks = sys.getallocatedblocks()
+    for n in conversations:
+        messages = _conversation(n)
+        alive.extend(weakref.ref(m) for m in messages)
+        run(n, messages)
+        del messages
+    gc.collect()
+    living = sum(ref() is not None for ref in alive)
+    del alive  # the weak references themselves are not the components'
+    gc.collect()
+    return living, sys.getallocatedblocks() - blocks
+
+
+def test_a_thousand_conversations_leave_nothing_behind() -> None:
+    """One selector and one middleware (in a real agent) serve 1,000 conversations, each its
+    own thread_id: afterwards none of their messages is alive, the components' attributes
+    have not grown, and the memory blocks left allocated after the first 100 (the warm-up)
+    stay flat over the next 900 (``sys.getallocatedblocks``: exact, and no tracing cost)."""
+    selector = CupelMessageSelector(max_tokens=300, cache_stable=True)
+    middleware = CupelContextMiddleware(max_tokens=300, cache_stable=True)
+    agent = create_agent(
+        GenericFakeChatModel(messages=itertools.repeat(AIMessage("ok"))),
+        system_prompt=WORDS[0],
+        middleware=[middleware],
+    )
+
+    loop = asyncio.new_event_loop()
+
+    def through_selector(n: int, messages: list[BaseMessage]) -> None:
+        config: Any = {"configurable": {"thread_id": f"s{n}"}}
+        if n % 2:
+            loop.run_until_complete(selector.ainvoke(messages, config=config))
+        else:
+            selector.invoke(messages, config=config)
+
+    def through_agent(n: int, messages: list[BaseMessage]) -> None:
+        agent.invoke({"messages": messages[1:]}, {"configurable": {"thread_id": f"m{n}"}})
+
+    for run, component in ((through_selector, selector), (through_agent, middleware)):
+        _retained(run, range(100))  # warm-up: caches of settings, counters and the graph
+        footprint = _footprint(component)
+        alive, blocks = _retained(run, range(100, 1000))
+        assert _footprint(component) == footprint
+        assert alive == 0
+        # one conversation's messages alone take over 100 blocks: 900 kept would be 90,000
+        assert blocks < 5_000, blocks
+    loop.close()

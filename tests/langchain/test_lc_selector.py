@@ -111,9 +111,15 @@ class Recorder(BaseCallbackHandler):
 # -- the function ------------------------------------------------------------------------
 def test_the_window_is_the_system_prompt_the_question_and_the_newest_whole_turns() -> None:
     messages = conversation()
-    # the system prompt and the question, then turn 2 (with its tool round), then turn 1
+    # the system prompt and the question, then turn 2 (with its tool round), then turn 1;
+    # a turn that does not fit whole keeps its question and its newest messages that fit
     with_turn_2 = request_tokens([messages[0], *messages[3:]])
-    assert [m.id for m in select_messages(messages, max_tokens=with_turn_2 - 1)] == ["sys", "h3"]
+    assert [m.id for m in select_messages(messages, max_tokens=with_turn_2 - 1)] == [
+        "sys",
+        "h2",
+        "a3",
+        "h3",
+    ]
     turn_2 = select_messages(messages, max_tokens=with_turn_2)
     assert [m.id for m in turn_2] == ["sys", "h2", "a2", "t1", "a3", "h3"]
     assert request_tokens(turn_2) == with_turn_2
@@ -139,12 +145,17 @@ def test_every_budget_gives_a_window_without_holes_and_with_valid_tool_calls() -
         selected = [m.id for m in select_messages(messages, max_tokens=budget)]
         assert tool_call_problems(select_messages(messages, max_tokens=budget)) == [], budget
         assert selected[0] == "sys" and selected[-1] == "h3", budget
-        # the rest is one contiguous stretch ending just before the question
+        # the rest is a turn's question, then one contiguous stretch of that turn and the
+        # newer ones ending just before the question (the whole turn, when it fits)
         middle = selected[1:-1]
         if middle:
-            start = ids.index(middle[0])
-            assert middle == ids[start : start + len(middle)] and start + len(middle) == 7
-            assert messages[start].type == "human", budget  # a turn starts with its question
+            head = ids.index(middle[0])
+            assert messages[head].type == "human", budget  # a turn starts with its question
+            rest = middle[1:]
+            if rest:
+                start = ids.index(rest[0])
+                assert rest == ids[start : start + len(rest)] and start + len(rest) == 7
+                assert not any(m.type == "human" for m in messages[head + 1 : start]), budget
         assert request_tokens(select_messages(messages, max_tokens=budget)) <= budget
 
 
@@ -167,6 +178,8 @@ def test_output_reserve_and_target_tokens_shrink_the_room() -> None:
     ]
     assert ids(select_messages(messages, max_tokens=300, output_reserve=reserve + 1)) == [
         "sys",
+        "h2",
+        "a3",
         "h3",
     ]
 

@@ -31,13 +31,16 @@ def example() -> ModuleType:
     return module
 
 
-def test_on_a_plain_chat_both_keep_the_newest_whole_turns() -> None:
+def test_on_a_plain_chat_cupel_keeps_the_older_question_with_its_answer() -> None:
     module = example()
-    selections = module.compare(module.chat(), 120)
+    history = module.chat()
+    selections = module.compare(history, 120)
     recommended = selections["trim_messages (recommended)"]
     cupel = selections["cupel select_messages"]
-    assert [m.type for m in cupel] == ["system", "human", "ai", "human"]
-    assert cupel == recommended  # the same objects: the same window here
+    # both keep the newest whole turn; the first turn (question, plan with a tool round,
+    # answer) does not fit whole: trim drops it, cupel keeps its question and its answer
+    assert recommended == [history[0], *history[5:]]
+    assert cupel == [history[0], history[1], history[4], *history[5:]]
     assert tool_call_problems(cupel) == []
 
 

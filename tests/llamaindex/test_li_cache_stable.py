@@ -106,12 +106,26 @@ def test_cupel_chat_memory_cache_stable_only_appends_between_cuts(
     memory = CupelChatMemory.from_defaults(
         token_limit=BUDGET, tokenizer_fn=_split, cache_stable=True
     )
-    calls, cuts, _ = _replay(memory, 60)
+    calls, cuts, windows = _replay(memory, 60)
     assert 2 <= cuts < calls // 3
     events = recorder.events
     assert len(events) == calls
     assert all(e.stable_prefix is not None and e.cut is not None for e in events)
-    assert sum(e.cut_moved is True for e in events) == cuts + 1  # the first call too
+    assert events[0].cut_moved is True  # no previous request: nothing to share
+    # The report describes the previous request — the history before the newest
+    # assistant message — and so the previous get() whenever the call added no tool
+    # round (a tool round's assistant message would make the "previous request" the
+    # history up to the question, which was never sent).
+    for t in range(1, calls):
+        if t % 4 == 3:
+            continue
+        before, now = windows[t - 1], windows[t]
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(before, now, strict=False)) if a != b),
+            min(len(before), len(now)),
+        )
+        assert events[t].stable_prefix == shared, t
+        assert events[t].cut_moved is (shared < len(before)), t
     assert memory.last_stable == {
         "stable_prefix": events[-1].stable_prefix,
         "cut_moved": events[-1].cut_moved,
@@ -130,7 +144,9 @@ def test_cupel_chat_memory_default_is_unchanged_and_reports_no_stable_fields(
     assert all(e.stable_prefix is None and e.cut_moved is None for e in recorder.events)
 
 
-def test_cupel_chat_memory_keeps_one_state_per_chat_store_key() -> None:
+def test_cupel_chat_memory_windows_follow_the_chat_store_key_not_the_object() -> None:
+    """Two keys on one store, each with its own memory, and one memory switching keys:
+    the windows are those of each key's history, whichever object selects them."""
     store = SimpleChatStore()
     memories = {
         key: CupelChatMemory.from_defaults(
@@ -152,7 +168,7 @@ def test_cupel_chat_memory_keeps_one_state_per_chat_store_key() -> None:
         for key, memory in memories.items():
             for message in next(streams[key]):
                 memory.put(message)
-            # one memory object switching keys: its states stay apart too
+            # one memory object switching keys: the same windows
             shared.chat_store_key = key
             window = _texts(shared.get())
             assert window == _texts(memory.get())
@@ -171,6 +187,11 @@ def test_cupel_memory_cache_stable_only_appends_between_cuts_through_its_flushes
     memory = CupelMemory.from_defaults(token_limit=BUDGET, tokenizer_fn=_split, cache_stable=True)
     calls, cuts, windows = _replay(memory, 60)
     assert 2 <= cuts < calls // 3
+    # the flushes change nothing: the windows of the whole history, never flushed
+    whole = CupelChatMemory.from_defaults(
+        token_limit=BUDGET, tokenizer_fn=_split, cache_stable=True
+    )
+    assert _replay(whole, 60)[2] == windows
     archived = memory.sql_store
     flushed = _run(archived.get_messages(memory.session_id, status=MessageStatus.ARCHIVED))
     assert len(flushed) > 20  # put() flushed along the way, yet the windows held
@@ -287,3 +308,15 @@ def test_cupel_memory_with_static_block_and_stable_window() -> None:
         assert "likes tea" in (window[0].content or "")
         report = memory.last_report
         assert report is not None and report.included_tokens + REPLY <= BUDGET
+
+
+@pytest.mark.parametrize("owner", [CupelChatMemory, CupelMemory])
+def test_forget_is_a_deprecated_no_op(owner: Any) -> None:
+    """Nothing is kept per conversation, so there is nothing to forget: the next window
+    is the one the history gives anyway."""
+    memory = owner.from_defaults(token_limit=BUDGET, tokenizer_fn=_split, cache_stable=True)
+    _replay(memory, 20)
+    window = _texts(memory.get())
+    with pytest.warns(DeprecationWarning, match=r"forget\(\) is deprecated and does nothing"):
+        memory.forget()
+    assert _texts(memory.get()) == window

@@ -94,6 +94,21 @@ def mutations(data: Vector) -> Iterator[tuple[str, Mutation]]:
                 "a missing selected item",
                 _set(("expected", "selected_contents"), lambda v: v[1:]),
             )
+    if stage == "history":
+        window = expected.get("window")
+        if window is not None:
+            yield "an extra window message", _set(("expected", "window"), lambda v: [*v, GHOST])
+            if window:
+                yield "a missing window message", _set(("expected", "window"), lambda v: v[:-1])
+            other_window = _reordered(window)
+            if other_window is not None:
+                yield "another window order", _set(("expected", "window"), lambda v: other_window)
+        for i in range(len(expected.get("prefixes", []))):
+            yield (
+                f"prefixes[{i}] window",
+                _set(("expected", "prefixes", i, "window"), lambda v: v[:-1] or [GHOST]),
+            )
+        return
     if stage == "placing":
         order = expected["ordered_contents"]
         yield "an extra placed item", _set(("expected", "ordered_contents"), lambda v: [*v, GHOST])

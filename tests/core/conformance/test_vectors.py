@@ -46,7 +46,9 @@ def test_extension_vectors_use_only_extension_components_and_spec_ones_none() ->
     conformance/extensions only; the spec tiers never use them."""
     for path in VECTORS:
         text = path.read_text("utf-8")
-        uses_extension = "recency_window" in text or "OutsideWindow" in text
+        uses_extension = (
+            "recency_window" in text or "OutsideWindow" in text or 'stage = "history"' in text
+        )
         tier = path.relative_to(ROOT).parts[0]
         assert uses_extension == (tier == "extensions"), path.name
 
@@ -56,6 +58,15 @@ def test_the_recency_window_has_slicing_and_pipeline_vectors() -> None:
     slicing = {n for n in names if n.startswith("extensions/slicing/recency-window")}
     pipeline = {n for n in names if n.startswith("extensions/pipeline/recency-window")}
     assert len(slicing) >= 10 and len(pipeline) >= 3
+
+
+def test_the_cache_stable_history_rule_has_vectors() -> None:
+    """The replayed cut: appending between cuts, the newest unit kept, a pinned-only window
+    that grows again, an earlier turn widened whole."""
+    history = [p for p in VECTORS if p.relative_to(ROOT).parts[:2] == ("extensions", "history")]
+    assert len(history) >= 4
+    for path in history:
+        assert _load(path)["test"]["stage"] == "history", path.name
 
 
 def test_every_scorer_slicer_and_placer_has_vectors() -> None:

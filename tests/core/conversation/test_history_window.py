@@ -106,7 +106,6 @@ def same_window(fast: HistoryWindow, slow: HistoryWindow) -> None:
     low_water=st.sampled_from([None, 0.3, 0.6]),
     placer=st.sampled_from(["chronological", "u-shaped"]),
     start_on=st.sampled_from([(), ("user",)]),
-    grow=st.integers(0, 6),
 )
 def test_the_plain_window_is_the_pipelines_window(
     events: list[tuple[str, int]],
@@ -119,11 +118,10 @@ def test_the_plain_window_is_the_pipelines_window(
     low_water: float | None,
     placer: str,
     start_on: tuple[str, ...],
-    grow: int,
 ) -> None:
     """Fast path, report route and a pipeline that always runs select the same window
     (messages, positions, tokens, cut, stable prefix, cut moved), also for cache-stable
-    selections after a previous window; and the lazy report is the eager one."""
+    selections (the cut replayed from the history); and the lazy report is the eager one."""
     budget = ContextBudget(
         max_tokens=limit + reserve,
         target_tokens=int((limit + reserve) * target_share),
@@ -132,22 +130,6 @@ def test_the_plain_window_is_the_pipelines_window(
     plain = pipeline(low_water, placer)
     runs = pipeline(low_water, placer, AlwaysRuns)
     conversation, tokens = build(events)
-    # an earlier, shorter history's window as the previous one (cache-stable route)
-    previous: list[int] | None = None
-    if grow and len(events) > grow:
-        earlier, earlier_tokens = build(events[:-grow])
-        history = HistoryItems.from_conversation(
-            earlier,
-            ["x"] * earlier.n_messages,
-            earlier_tokens,
-            keep_system=keep_system,
-            keep_latest_user=keep_latest_user,
-            keep_last=keep_last,
-        )
-        try:
-            previous = history.select(plain, budget, with_report=False).messages
-        except (PinnedBudgetError, OverflowBudgetError):
-            previous = None
 
     def fresh() -> HistoryItems:
         return HistoryItems.from_conversation(
@@ -160,9 +142,7 @@ def test_the_plain_window_is_the_pipelines_window(
         )
 
     def select(p: Pipeline, history: HistoryItems, with_report: bool) -> HistoryWindow:
-        return history.select(
-            p, budget, with_report=with_report, start_on=start_on, previous=previous
-        )
+        return history.select(p, budget, with_report=with_report, start_on=start_on)
 
     try:
         slow = select(plain, fresh(), True)

@@ -24,7 +24,7 @@ from cupel import presets as presets_module
 from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES, preset
 
-WINDOW = RecencyWindowSlice()
+WINDOW = RecencyWindowSlice(partial_blocks=True)
 # name -> ([(scorer class, raw weight)], slicer (None: greedy, int/"auto": knapsack bucket),
 # placer)
 SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
@@ -47,7 +47,7 @@ SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
     ),
     "long_running": (
         [(FrequencyScorer, 2), (KindScorer, 1), (PriorityScorer, 1)],
-        RecencyWindowSlice(scored_share=0.25),
+        RecencyWindowSlice(scored_share=0.25, partial_blocks=True),
         ChronologicalPlacer,
     ),
     "debugging": (

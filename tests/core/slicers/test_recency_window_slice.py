@@ -35,11 +35,13 @@ def reference(
     block_key: str | None = "cupel:turn",
     scored_share: float = 0.0,
     low_water: float | None = None,
+    partial_blocks: bool = False,
 ) -> list[ContextItem]:
     """The rule as the module documentation states it, step by step."""
     if not scored or target <= 0:
         return []
     n = len(scored)
+    full = target
     if low_water is not None and sum(s.item.tokens for s in scored) > target:
         target = math.floor(low_water * target)
     dated = [i for i in range(n) if scored[i].item.timestamp is not None]
@@ -66,14 +68,39 @@ def reference(
             members = [m for m in members if m not in taken]
             need = sum(scored[m].item.tokens for m in members)
             if need > budget:
+                if partial_blocks and len(members) > 1:  # the head and the newest that fit
+                    head, room, tail = members[-1], budget - scored[members[-1]].item.tokens, []
+                    for m in members[:-1]:
+                        if scored[m].item.tokens > room:
+                            break
+                        tail.append(m)
+                        room -= scored[m].item.tokens
+                    if tail:
+                        return out + tail + [head], following
                 return out, index
             out += members
             budget -= need
             index = following
         return out, len(order)
 
+    def newest_first(budget: int) -> tuple[list[int], int]:
+        """The walk; after a low-water refill that takes nothing, the newest block alone
+        when it fits the full target."""
+        out, cut = walk(0, budget, set())
+        if out or target == full:
+            return out, cut
+        members = [order[0]]
+        while len(members) < len(order) and block(order[len(members)]) == block(order[0]):
+            members.append(order[len(members)])
+        following = len(members)
+        if partial_blocks and len(members) > 2:  # the newest item and the head
+            members = [members[0], members[-1]]
+        if sum(scored[m].item.tokens for m in members) <= full:
+            return members, following
+        return out, cut
+
     if not scored_share:
-        window, _ = walk(0, target, set())
+        window, _ = newest_first(target)
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
     window, cut = walk(0, target - reserve, set())
@@ -124,14 +151,29 @@ def ids(items: list[ContextItem]) -> list[int]:
     blocks=st.booleans(),
     share=st.sampled_from([0.0, 0.0, 0.25, 0.5]),
     low=st.sampled_from([None, None, 0.5, 1.0]),
+    partial=st.booleans(),
 )
 def test_both_routes_select_what_the_documented_rule_selects(
-    scored: list[ScoredItem], target: int, blocks: bool, share: float, low: float | None
+    scored: list[ScoredItem],
+    target: int,
+    blocks: bool,
+    share: float,
+    low: float | None,
+    partial: bool,
 ) -> None:
     key = "cupel:turn" if blocks else None
-    slicer = RecencyWindowSlice(key, scored_share=share, low_water=low)
+    slicer = RecencyWindowSlice(key, scored_share=share, low_water=low, partial_blocks=partial)
     budget = ContextBudget(max_tokens=max(target, 1), target_tokens=target)
-    expected = ids(reference(scored, target, block_key=key, scored_share=share, low_water=low))
+    expected = ids(
+        reference(
+            scored,
+            target,
+            block_key=key,
+            scored_share=share,
+            low_water=low,
+            partial_blocks=partial,
+        )
+    )
     assert ids(slicer.slice(scored, budget)) == expected
     candidates = candidates_of(scored)
     assert candidates is not None
