@@ -6,7 +6,6 @@ one process, round-robin workers, restarts, a component built per call)."""
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,17 +68,10 @@ def select_messages_call(low_water: bool | float) -> Callable[[int], Call]:
     def start(budget: int) -> Call:
         from cupel_langchain import select_messages
 
-        previous: list[Any] | None = None
-
         def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-            nonlocal previous
             if low_water is False:
                 return select_messages(history, max_tokens=budget)
-            window = select_messages(
-                history, max_tokens=budget, cache_stable=low_water, previous=previous
-            )
-            previous = window
-            return window
+            return select_messages(history, max_tokens=budget, cache_stable=low_water)
 
         return call
 
@@ -193,7 +185,7 @@ SELECTORS: tuple[Selector, ...] = (
         True,
         True,
         select_messages_call(True),
-        "select_messages(history, max_tokens=B, cache_stable=True, previous=window)",
+        "select_messages(history, max_tokens=B, cache_stable=True)",
     ),
     Selector(
         "CupelMessageSelector cache_stable",
@@ -328,31 +320,10 @@ def _nothing(budget: int) -> None:
 
 
 def _select_messages_worker(budget: int, shared: None) -> Call:
-    """A worker calling ``select_messages`` knows only the window *it* last returned: it
-    passes it as ``previous=`` (a deprecation warning silenced) while the function takes
-    the option, and stops once it is refused."""
-    from cupel import ConfigurationError
+    """A worker calling ``select_messages``: it knows nothing but the history."""
     from cupel_langchain import select_messages
 
-    previous: list[Any] | None = None
-    takes_previous = True
-
     def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
-        nonlocal previous, takes_previous
-        if takes_previous:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    window = select_messages(
-                        history, max_tokens=budget, cache_stable=True, previous=previous
-                    )
-            except ConfigurationError as exc:
-                if "previous" not in str(exc):
-                    raise
-                takes_previous = False
-            else:
-                previous = window
-                return window
         return select_messages(history, max_tokens=budget, cache_stable=True)
 
     return call
@@ -450,8 +421,7 @@ COMPONENTS: tuple[Component, ...] = (
         "langchain",
         _nothing,
         _select_messages_worker,
-        "select_messages(history, max_tokens=B, cache_stable=True, previous=<this worker's "
-        "last window>)",
+        "select_messages(history, max_tokens=B, cache_stable=True)",
     ),
     Component(
         "CupelMessageSelector",

@@ -562,7 +562,13 @@ def _replayed(
     columns = mapping.history
     slicer = cast(RecencyWindowSlice, pipeline.slicer)  # cache_stable_pipeline's window
     blocks = columns.block_key is not None and slicer.block_key == columns.block_key
-    replay = stable_cut(columns, budget, cast(float, slicer.low_water), blocks=blocks)
+    replay = stable_cut(
+        columns,
+        budget,
+        cast(float, slicer.low_water),
+        blocks=blocks,
+        partial=slicer.partial_blocks,
+    )
     cut = len(history)
     for position in range(replay.cut, len(columns.units)):
         index = columns.messages_at([position])[0]

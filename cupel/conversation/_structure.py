@@ -322,6 +322,7 @@ class Conversation:
             elif (roles_at.get(start) == USER or start == sendable[0]) and (  # a turn's start
                 (tail := [i for i in window if i not in self._unit_messages(start)])
                 and turn_of[tail[0]] == turn_of[start]
+                and self._unit_messages(tail[0])  # the stretch starts on a whole unit
             ):
                 # the oldest kept turn's question (or task), then a stretch of that turn's
                 # newest messages after it: the same gap, for a turn that did not fit whole
