@@ -47,6 +47,8 @@ _REASON_NOTES = {
     "BudgetExceeded": "Did not fit in what was left of the budget when its turn came.",
     "PinnedOverride": "Would have fitted, but pinned items took the room.",
     "CountCapExceeded": "Its kind had already reached the count quota's cap.",
+    "PackingChoice": "Fits the tokens left, but scores under 0.0001, which adds nothing to "
+    "the knapsack's total: its best-scoring packing leaves it out.",
     "OutsideWindow": "Older than the recency window, which keeps the newest units that fit "
     "without holes.",
     "InvalidToolCall": "A tool call or result a chat-model provider would reject; left out "

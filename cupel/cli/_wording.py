@@ -42,15 +42,16 @@ class ReasonWording:
     :meth:`~cupel.diagnostics.ExclusionReason.describe`, plus why a
     ``BudgetExceeded`` item that would fit in the tokens left was still left out — by
     knapsack bucket rounding (item sizes round up, the budget down, to whole buckets),
-    by a quota share, or by the slicer's choice.
+    by a quota share, or by the slicer's choice. (A knapsack's packing choice has a
+    reason of its own, :class:`~cupel.diagnostics.PackingChoice`.)
 
     ``bucket_flag`` names the bucket size where the user set it (``--bucket-size`` from
     the command line, ``bucket_size`` in a policy).
 
-    >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer, KnapsackSlice
-    >>> items = [ContextItem(content="a", tokens=100, timestamp="2025-01-02T00:00:00Z"),
-    ...          ContextItem(content="b", tokens=52, timestamp="2025-01-01T00:00:00Z")]
-    >>> pipeline = Pipeline(RecencyScorer(), KnapsackSlice(bucket_size=100))
+    >>> from cupel import ContextItem, ContextBudget, Pipeline, ReflexiveScorer, KnapsackSlice
+    >>> items = [ContextItem(content="a", tokens=100, future_relevance_hint=0.9),
+    ...          ContextItem(content="b", tokens=52, future_relevance_hint=0.5)]
+    >>> pipeline = Pipeline(ReflexiveScorer(), KnapsackSlice(bucket_size=100))
     >>> report = pipeline.dry_run(items, ContextBudget(max_tokens=199, target_tokens=199)).report
     >>> wording = ReasonWording(report, pipeline)
     >>> print(wording(report.excluded[0]))  # doctest: +NORMALIZE_WHITESPACE
@@ -107,7 +108,6 @@ class ReasonWording:
                     f"{size} it takes {count(needs, 'bucket')} and {left:,} of "
                     f"{capacity:,} are left"
                 )
-            return "it fits, but the knapsack's best-scoring packing leaves it out"
         if self._quota:
             return f"it fits the tokens left, but not its kind's share under {self._slicer_name}"
         return f"it fits the tokens left, but {self._slicer_name} left it out"
