@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from html import escape
 
 from cupel._model import ContextBudget, ContextItem
+from cupel.cli._wording import considered
 from cupel.diagnostics import (
     ExcludedItem,
     IncludedItem,
@@ -219,7 +220,7 @@ def render_html(
         f'<p class="sub">{escape(subtitle)}</p>' if subtitle else "",
         '<dl class="stats">',
         _stat("included", f"{len(included):,}", f"of {report.total_candidates:,} items"),
-        _stat("tokens used", f"{used:,}", f"of {report.total_tokens_considered:,} considered"),
+        _stat("tokens used", f"{used:,}", f"of {considered(report)}"),
         _stat("of target", f"{target_pct:.1f}%", f"target {budget.target_tokens:,}"),
         _stat("of max", f"{max_pct:.1f}%", f"max {budget.max_tokens:,}"),
         "</dl>",

@@ -15,12 +15,13 @@ from cupel.diagnostics import (
     ExcludedItem,
     IncludedItem,
     InclusionReason,
+    NegativeTokens,
     SelectionReport,
 )
 from cupel.placers import ChronologicalPlacer
 from cupel.slicers import KnapsackSlice, QuotaSlice
 
-__all__ = ["ReasonWording", "clip", "count", "reason_detail", "undated_note"]
+__all__ = ["ReasonWording", "clip", "considered", "count", "reason_detail", "undated_note"]
 
 _INCLUSION_DETAIL = {
     InclusionReason.PINNED: "Pinned: bypasses scoring and slicing",
@@ -138,6 +139,26 @@ def reason_detail(entry: IncludedItem | ExcludedItem) -> str:
     if isinstance(entry, IncludedItem):
         return _INCLUSION_DETAIL.get(entry.reason, entry.reason.value)
     return terminal_safe(entry.reason.describe())
+
+
+def considered(report: SelectionReport) -> str:
+    """The tokens the candidates hold, ``1,234 tokens``: negative counts (left out at
+    Classify) are not added in, as the report's ``total_tokens_considered`` adds them (a
+    spec ruling), which reads as ``2 of -1 tokens``; they are named instead.
+
+    >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
+    >>> items = [ContextItem(content="a", tokens=2), ContextItem(content="b", tokens=-3)]
+    >>> report = Pipeline(RecencyScorer()).dry_run(items, ContextBudget(max_tokens=9,
+    ...                                            target_tokens=9)).report
+    >>> report.total_tokens_considered, considered(report)
+    (-1, '2 tokens, 1 item with a negative token count left out')
+    """
+    negative = [e.item.tokens for e in report.excluded if isinstance(e.reason, NegativeTokens)]
+    total = f"{report.total_tokens_considered - sum(negative):,} tokens"
+    if not negative:
+        return total
+    noun = "item" if len(negative) == 1 else "items"
+    return f"{total}, {len(negative):,} {noun} with a negative token count left out"
 
 
 def count(n: int, noun: str) -> str:

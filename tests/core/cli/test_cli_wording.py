@@ -175,3 +175,32 @@ def test_budget_errors_name_the_flags(tmp_path: Path) -> None:
     assert proc.stderr == (
         "cupel: error: invalid budget: --target-tokens: must be <= --max-tokens (100), got 200\n"
     )
+
+
+def test_an_unknown_flag_is_named_with_the_missing_one(tmp_path: Path) -> None:
+    path = write_items(tmp_path, ROUNDING)
+    budget = cupel("select", str(path), "--budget", "100")
+    assert budget.returncode == 2
+    assert budget.stderr == (
+        "cupel: error: unrecognized arguments: --budget; the following arguments are "
+        "required: --max-tokens (see 'cupel select --help')\n"
+    )
+    typo = cupel("select", str(path), "--max-token", "100")
+    assert "unrecognized arguments: --max-token (did you mean --max-tokens?)" in typo.stderr
+
+
+def test_negative_token_counts_are_not_added_to_the_tokens_considered(tmp_path: Path) -> None:
+    rows = [{"content": "a", "tokens": 1}, {"content": "b", "tokens": -2}]
+    path = write_items(tmp_path, rows)
+    select = cupel("select", str(path), "--max-tokens", "100", "--html", str(tmp_path / "p.html"))
+    assert select.returncode == 0, select.stderr
+    assert (
+        "1 of 2 items selected, 1 of 1 tokens, 1 item with a negative token count left out "
+        in select.stderr
+    )
+    assert "-1 tokens" not in select.stderr
+    explain = cupel("explain", str(path), "--max-tokens", "100")
+    assert explain.stdout.splitlines()[0].startswith(
+        "cupel explain: 2 candidates (1 tokens, 1 item with a negative token count left out)"
+    )
+    assert "of -1" not in (tmp_path / "p.html").read_text(encoding="utf-8")
