@@ -52,20 +52,25 @@ class ContextBudget(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     max_tokens: int = Field(validation_alias=AliasChoices("max_tokens", "maxTokens"))
+    """The model's context window (>= 0)."""
     target_tokens: int = Field(validation_alias=AliasChoices("target_tokens", "targetTokens"))
+    """The tokens the selection aims for (0 to ``max_tokens``)."""
     output_reserve: int = Field(
         default=0, validation_alias=AliasChoices("output_reserve", "outputReserve")
     )
+    """Tokens kept free for the model's answer (0 to ``max_tokens``)."""
     reserved_slots: Annotated[dict[ContextKind, int], AfterValidator(_kind_map)] = Field(
         default_factory=KindMap,
         validation_alias=AliasChoices("reserved_slots", "reservedSlots"),
     )
+    """Tokens set aside per kind (each >= 0), taken off the effective target."""
     estimation_safety_margin_percent: Number = Field(
         default=0.0,
         validation_alias=AliasChoices(
             "estimation_safety_margin_percent", "estimationSafetyMarginPercent"
         ),
     )
+    """A margin in percent (0 to 100) taken off the effective budget for counting error."""
 
     def __init__(self, **data: Any) -> None:
         try:

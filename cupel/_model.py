@@ -97,23 +97,36 @@ class ContextItem(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
 
     content: str = Field(min_length=1)
+    """The text (non-empty)."""
     tokens: StrictInt
+    """Its token count, as the caller counted it (negative: excluded at Classify)."""
     kind: ContextKind = ContextKind.MESSAGE
+    """What it is: ``Message``, ``Document``, ``ToolOutput``, ``Memory``, ``SystemPrompt``
+    or any other name (compared ASCII case-insensitively)."""
     source: ContextSource = ContextSource.CHAT
+    """Where it came from: ``Chat``, ``Tool``, ``Rag`` or any other name."""
     priority: StrictInt | None = None
+    """A caller-given rank (higher is more important), read by ``PriorityScorer``."""
     tags: tuple[str, ...] = ()
+    """Labels, read by ``TagScorer`` and ``FrequencyScorer``."""
     metadata: Annotated[dict[str, Any], PlainValidator(_metadata)] = Field(
         default_factory=lambda: _EMPTY
     )
+    """String keys to JSON values, kept read-only; only the metadata scorers read it."""
     timestamp: datetime | None = None
+    """When it was written (UTC), read by ``RecencyScorer``, ``DecayScorer`` and the
+    chronological placer."""
     future_relevance_hint: Number | None = Field(
         default=None,
         validation_alias=AliasChoices("future_relevance_hint", "futureRelevanceHint"),
     )
+    """The caller's own relevance estimate in [0, 1], read by ``ReflexiveScorer``."""
     pinned: StrictBool = False
+    """Always in the window: bypasses scoring and slicing."""
     original_tokens: StrictInt | None = Field(
         default=None, validation_alias=AliasChoices("original_tokens", "originalTokens")
     )
+    """The token count before the caller shortened the content (informational)."""
 
     def __init__(self, **data: Any) -> None:
         try:

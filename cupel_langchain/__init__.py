@@ -8,8 +8,8 @@ select_messages                 the same selection as a function (``..._with_rep
 CupelDocumentCompressor         ``BaseDocumentCompressor`` (``ContextualCompressionRetriever``)
 CupelRetriever                  wraps any retriever: retrieve, then select (optional ``k``)
 CupelContextMiddleware          ``langchain.agents`` middleware (needs ``langchain``)
-messages_to_items / documents_  the mapping to :class:`~cupel.ContextItem` and back
-to_items
+messages_to_items               the mapping of messages to :class:`~cupel.ContextItem` and back
+documents_to_items              the same for documents
 tool_call_problems              why a provider would reject a message list's tool calls
 report_from_event               the SelectionReport of a ``"cupel_selection"`` event
 ==============================  =========================================================

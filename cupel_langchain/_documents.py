@@ -136,12 +136,19 @@ def _relevance(document: Document, index: int, count: int, key: str | None) -> f
             if not math.isfinite(score):
                 raise ItemError(
                     f"documents[{index}].metadata[{key!r}] must be a finite number (the "
-                    f"relevance score), got {value!r}",
+                    f"relevance score), got {_shown(value)}",
                     field=f"documents[{index}].metadata[{key!r}]",
                     value=value,
                 )
             return score
     return 1.0 - index / count
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, or for an int of more than 18 digits its size (one short line)."""
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return f"an int of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    return repr(value)
 
 
 def _map_documents(

@@ -104,7 +104,7 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             texts.append(call["name"])
-            texts.append(json.dumps(call["args"], ensure_ascii=False, default=str))
+            texts.append(_arguments_json(call))
             texts.append(call.get("id") or "")
         for bad in message.invalid_tool_calls:
             texts.append(bad.get("name") or "")
@@ -116,6 +116,20 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
             texts.append(str(function_call.get("arguments") or ""))
     elif isinstance(message, ToolMessage):
         texts.append(message.tool_call_id)
+
+
+def _arguments_json(call: Any) -> str:
+    """A tool call's arguments as the provider gets them (JSON), or a one-line
+    ConfigurationError when they nest too deep for any JSON encoder."""
+    try:
+        return json.dumps(call["args"], ensure_ascii=False, default=str)
+    except RecursionError:
+        raise ConfigurationError(
+            f"tool call {call.get('name')!r} (id {call.get('id')!r}): args nest too deep to "
+            "encode as JSON (keep them under a few hundred levels)",
+            field="tool_calls.args",
+            value=call.get("id"),
+        ) from None
 
 
 def message_parts(message: BaseMessage) -> tuple[list[str], list[Any]]:

@@ -16,7 +16,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from cupel import (
     ChronologicalPlacer,
@@ -40,8 +40,11 @@ from cupel.conversation import (
 from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
+    MAX_TOKEN_LIMIT,
     WindowFields,
     built_report,
+    check_fraction,
+    check_int,
     dispatcher,
     emit_selection,
     raise_configuration_error,
@@ -179,6 +182,23 @@ class CupelMemory(WindowFields, Memory):
         """Serialization id."""
         return "CupelMemory"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _check_limits(cls, data: Any) -> Any:
+        """``token_limit`` and ``chat_history_token_ratio``, before ``Memory``'s own
+        check compares them (a TypeError, or a message holding every field)."""
+        if isinstance(data, dict):
+            cls._check_limit_values(data, required=True)
+        return data
+
+    @staticmethod
+    def _check_limit_values(data: dict[str, Any], *, required: bool) -> None:
+        if required or "token_limit" in data:
+            limit = data.get("token_limit")
+            check_int(_OWNER, "token_limit", limit, minimum=1, maximum=MAX_TOKEN_LIMIT)
+        if "chat_history_token_ratio" in data:
+            check_fraction(_OWNER, "chat_history_token_ratio", data["chat_history_token_ratio"])
+
     def __reduce__(self) -> tuple[Any, ...]:
         """``pickle`` and ``copy.deepcopy``: the configuration plus the chat store as
         ``SQLAlchemyChatStore.dump_store()`` gives it — the same database for a database
@@ -218,6 +238,7 @@ class CupelMemory(WindowFields, Memory):
         """``Memory.from_defaults`` (session, chat store, blocks, limits) plus cupel's
         options."""
         tokenizer_fn = kwargs.pop("tokenizer_fn", None)
+        cls._check_limit_values(kwargs, required=False)  # before Memory.from_defaults reads them
         memory = super().from_defaults(*args, **kwargs)
         fields = {name: getattr(memory, name) for name in Memory.model_fields}
         fields["tokenizer_fn"] = tokenizer_fn  # any counter form (Memory takes callables)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -41,6 +43,7 @@ from cupel.policy import Policy, PolicyError
 from cupel.presets import PRESET_NAMES
 
 __all__ = [
+    "MAX_TOKEN_LIMIT",
     "CupelFields",
     "CupelSelectionEvent",
     "PolicyLike",
@@ -48,6 +51,7 @@ __all__ = [
     "built_report",
     "check_cache_stable_field",
     "check_callable",
+    "check_fraction",
     "check_int",
     "check_policy",
     "checked_message",
@@ -85,7 +89,8 @@ class CupelSelectionEvent(BaseEvent):
     any); for a memory with ``cache_stable`` on, ``stable_prefix`` (how many leading
     history messages equal the previous window's), ``cut_moved`` (this call moved the
     cut) and ``cut`` (where the window's stretch of the history starts), else ``None``.
-    ``model_dump()`` renders the report in cupel's JSON wire form.
+    ``model_dump()`` is JSON-ready: the report in cupel's JSON wire form, the event's
+    ``timestamp`` as an ISO 8601 string.
     """
 
     component: str
@@ -108,6 +113,10 @@ class CupelSelectionEvent(BaseEvent):
     @field_serializer("report")
     def _report_wire(self, report: SelectionReport) -> dict[str, Any]:
         return report.to_dict()
+
+    @field_serializer("timestamp")
+    def _timestamp_text(self, timestamp: datetime) -> str:
+        return timestamp.isoformat()
 
 
 def handlers_reached() -> tuple[bool, bool]:
@@ -430,15 +439,48 @@ def _policy_error(owner: str, value: object) -> ConfigurationError:
 _T = TypeVar("_T")
 
 
-def check_int(owner: str, field: str, value: Any, *, minimum: int) -> int:
-    """An ``int`` (not ``bool``) of at least ``minimum``, or a ConfigurationError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+MAX_TOKEN_LIMIT = 2**53
+"""The largest ``token_limit`` the memories take: beyond it token arithmetic in floats
+(ratios, headroom) is no longer exact."""
+
+
+def check_int(
+    owner: str, field: str, value: Any, *, minimum: int, maximum: int | None = None
+) -> int:
+    """An ``int`` (not ``bool``) of at least ``minimum`` (and at most ``maximum``), or a
+    ConfigurationError."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        allowed = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum:,}"
         raise ConfigurationError(
-            f"{owner}.{field}: must be an int >= {minimum}, got {value!r}",
+            f"{owner}.{field}: must be an int {allowed}, got {_short(value)}",
             field=field,
             value=value,
         )
     return value
+
+
+def check_fraction(owner: str, field: str, value: Any) -> float:
+    """A real number from 0 to 1 (not ``bool``, not NaN), or a ConfigurationError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigurationError(
+            f"{owner}.{field}: must be a number from 0 to 1, got {_short(value)}",
+            field=field,
+            value=value,
+        )
+    return float(value)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` on one short line (a 400-digit int shows as its size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return f"an int of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def check_callable(owner: str, field: str, value: _T | None, *, optional: bool) -> _T | None:
@@ -481,8 +523,22 @@ def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]
     copy matters twice: that method deletes the fields it cannot pickle (a lambda as
     ``tokenizer_fn``, say) from the ``__dict__`` it is given, which for the component
     itself would be its live fields; and another thread using the component while it
-    is pickled still finds its caches in place.
+    is pickled still finds its caches in place. A ``tokenizer_fn`` that cannot be
+    pickled (a lambda, a local function) is refused with a ConfigurationError: LlamaIndex
+    would leave it out with a logged warning, and the copy would count with another
+    tokenizer.
     """
+    counter = getattr(component, "tokenizer_fn", None)
+    try:
+        pickle.dumps(counter)
+    except Exception:  # LlamaIndex would drop it with a warning: the copy would count otherwise
+        raise ConfigurationError(
+            f"{owner.__name__}.tokenizer_fn: cannot be pickled ({_short(counter)}); to pickle "
+            "the component, pass a module-level function, a tiktoken Encoding or a "
+            "HuggingFace tokenizer",
+            field="tokenizer_fn",
+            value=counter,
+        ) from None
     clone = copy.copy(component)  # BaseModel.__copy__: its own __dict__ and private dict
     private = clone.__pydantic_private__
     if private:

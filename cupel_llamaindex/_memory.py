@@ -27,6 +27,7 @@ from cupel.conversation import HistoryWindow
 from cupel.counting import ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
+    MAX_TOKEN_LIMIT,
     WindowFields,
     check_int,
     checked_message,
@@ -174,7 +175,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     @field_validator("token_limit", mode="before")
     @classmethod
     def _check_limit(cls, value: Any) -> int:
-        return check_int(_OWNER, "token_limit", value, minimum=1)
+        return check_int(_OWNER, "token_limit", value, minimum=1, maximum=MAX_TOKEN_LIMIT)
 
     @model_validator(mode="after")
     def _build(self) -> CupelChatMemory:

@@ -114,7 +114,15 @@ def _json(value: Any) -> str:
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump()
-    return json.dumps(value, default=str, ensure_ascii=False)
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except RecursionError:
+        raise ConfigurationError(
+            "tool call arguments nest too deep to encode as JSON (keep them under a few "
+            "hundred levels)",
+            field="tool_kwargs",
+            value=None,
+        ) from None
 
 
 def _field(value: Any, name: str) -> Any:

@@ -6,12 +6,17 @@ blocks, tables are reST simple tables and cross-references are reST roles
 ``['b', 'a']`` would read as a broken link and a table as one paragraph. This extension
 fences every doctest block as ``pycon`` code, turns simple tables into Markdown tables
 and roles into inline code (``~`` keeps the last name only); the docstrings themselves
-stay as they are.
+stay as they are. :class:`ModelFields` gives the pydantic models their fields'
+signature.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+import types
+import typing
+from collections.abc import Mapping
 from typing import Any
 
 import griffe
@@ -114,3 +119,66 @@ def _convert(obj: griffe.Object) -> None:
     if docstring is not None and not getattr(docstring, "_cupel_fenced", False):
         docstring.value = fence_doctests(docstring.value)
         docstring._cupel_fenced = True  # type: ignore[attr-defined]
+
+
+class ModelFields(griffe.Extension):
+    """Pydantic models whose ``__init__`` takes ``**data`` (``ContextItem``,
+    ``ContextBudget``: they re-raise validation errors as cupel errors) get the signature
+    their fields define, keyword-only with types and defaults, and each documented field
+    shows its type and default instead of the ``Field(...)`` call of the source."""
+
+    def on_class(self, *, cls: griffe.Class, **kwargs: Any) -> None:
+        init = cls.members.get("__init__")
+        if not isinstance(init, griffe.Function) or [p.name for p in init.parameters] != [
+            "self",
+            "data",
+        ]:
+            return
+        model = getattr(importlib.import_module(cls.module.path), cls.name, None)
+        fields = getattr(model, "model_fields", None)
+        if not fields:
+            return
+        params = [init.parameters["self"]]
+        for name, info in fields.items():
+            annotation = _type_name(info.annotation)
+            default = None if info.is_required() else _default(info)
+            params.append(
+                griffe.Parameter(
+                    name,
+                    annotation=annotation,
+                    kind=griffe.ParameterKind.keyword_only,
+                    default=default,
+                )
+            )
+            member = cls.members.get(name)
+            if isinstance(member, griffe.Attribute):
+                member.annotation = annotation
+                member.value = default
+        init.parameters = griffe.Parameters(*params)
+
+
+def _type_name(annotation: Any) -> str:
+    """The annotation as a reader writes it: ``int | None`` for
+    ``Optional[Annotated[int, Strict()]]``, ``datetime`` for ``datetime.datetime``."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(arg) for arg in args)
+    if annotation is type(None):
+        return "None"
+    if annotation is Ellipsis:
+        return "..."
+    if annotation is Any:
+        return "Any"
+    if origin is not None:
+        return f"{_type_name(origin)}[{', '.join(_type_name(arg) for arg in args)}]"
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
+
+
+def _default(info: Any) -> str:
+    factory = info.default_factory
+    value = info.default if factory is None else factory()
+    if isinstance(value, Mapping) and not value:
+        return "{}"
+    return repr(value)

@@ -16,7 +16,7 @@ from cupel._pipeline import ContextResult, Pipeline
 from cupel.cli._config import DEMO_DATA, PROG
 from cupel.cli._explain import CompareRow, Decision, Explanation
 from cupel.cli._io import terminal_safe
-from cupel.cli._wording import ReasonWording, clip, count, undated_note
+from cupel.cli._wording import ReasonWording, clip, considered, count, undated_note
 from cupel.diagnostics import (
     ExcludedItem,
     InclusionReason,
@@ -71,7 +71,7 @@ def format_explanation(explanation: Explanation, header: Sequence[str], width: i
         "",
         "Summary:",
         f"  included {s['included']} of {s['candidates']} items, "
-        f"{s['included_tokens']:,} of {s['tokens_considered']:,} tokens",
+        f"{s['included_tokens']:,} of {considered(explanation.report)}",
         f"  budget use: {target_pct} of target {budget.target_tokens:,}, "
         f"{max_pct} of max {budget.max_tokens:,}"
         + (f" (output reserve {budget.output_reserve:,})" if budget.output_reserve else ""),
@@ -107,7 +107,7 @@ def explain_header(
     configuration."""
     return [
         f"{PROG} explain: {report.total_candidates} candidates "
-        f"({report.total_tokens_considered:,} tokens) from {source}",
+        f"({considered(report)}) from {source}",
         f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}"
         + (f" / output reserve {budget.output_reserve:,}" if budget.output_reserve else "")
         + f"; {config}",
@@ -203,7 +203,7 @@ def totals(report: SelectionReport, result: ContextResult, budget: ContextBudget
     max_pct = 100.0 * used / budget.max_tokens if budget.max_tokens else math.nan
     return (
         f"{len(report.included)} of {report.total_candidates} items selected, "
-        f"{used:,} of {report.total_tokens_considered:,} tokens "
+        f"{used:,} of {considered(report)} "
         f"({target_pct:.1f}% of target {budget.target_tokens:,}, "
         f"{max_pct:.1f}% of max {budget.max_tokens:,})"
     )
@@ -317,7 +317,7 @@ def format_demo(
         )
         sent = f", {messages[0]} messages"
     lines = [
-        f"cupel demo: {what}, {report.total_tokens_considered:,} tokens, from {DEMO_DATA}",
+        f"cupel demo: {what}, {considered(report)}, from {DEMO_DATA}",
         f"  budget max {budget.max_tokens:,} / target {budget.target_tokens:,}",
         f"  chosen by: {config}",
         "",

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from html import escape
 
 from cupel._model import ContextBudget, ContextItem
+from cupel.cli._wording import considered
 from cupel.diagnostics import (
     ExcludedItem,
     IncludedItem,
@@ -47,6 +48,8 @@ _REASON_NOTES = {
     "BudgetExceeded": "Did not fit in what was left of the budget when its turn came.",
     "PinnedOverride": "Would have fitted, but pinned items took the room.",
     "CountCapExceeded": "Its kind had already reached the count quota's cap.",
+    "PackingChoice": "Fits the tokens left, but scores under 0.0001, which adds nothing to "
+    "the knapsack's total: its best-scoring packing leaves it out.",
     "OutsideWindow": "Older than the recency window, which keeps the newest units that fit "
     "without holes.",
     "InvalidToolCall": "A tool call or result a chat-model provider would reject; left out "
@@ -217,7 +220,7 @@ def render_html(
         f'<p class="sub">{escape(subtitle)}</p>' if subtitle else "",
         '<dl class="stats">',
         _stat("included", f"{len(included):,}", f"of {report.total_candidates:,} items"),
-        _stat("tokens used", f"{used:,}", f"of {report.total_tokens_considered:,} considered"),
+        _stat("tokens used", f"{used:,}", f"of {considered(report)}"),
         _stat("of target", f"{target_pct:.1f}%", f"target {budget.target_tokens:,}"),
         _stat("of max", f"{max_pct:.1f}%", f"max {budget.max_tokens:,}"),
         "</dl>",

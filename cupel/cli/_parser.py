@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from cupel import __version__
@@ -30,6 +32,35 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        """A required flag missing next to an unknown ``--flag`` (perhaps the misspelt
+        one) is reported with it, and a close match, not alone."""
+        if args is not None and not self._subparsers:
+            self._unknown_with_missing(list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _unknown_with_missing(self, args: list[str]) -> None:
+        given = {arg.split("=", 1)[0] for arg in args[: args.index("--") if "--" in args else None]}
+        missing = [
+            action.option_strings[0]
+            for action in self._actions
+            if action.required
+            and action.option_strings
+            and not given.intersection(action.option_strings)
+        ]
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        unknown = sorted(f for f in given if f.startswith("--") and f not in known)
+        if not missing or not unknown:
+            return
+        close = difflib.get_close_matches(unknown[0], known, 1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        self.error(
+            f"unrecognized arguments: {' '.join(unknown)}{hint}; the following arguments "
+            f"are required: {', '.join(missing)}"
+        )
 
 
 def _config_flags(*, policy: bool = True) -> _Parser:

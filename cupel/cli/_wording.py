@@ -15,12 +15,13 @@ from cupel.diagnostics import (
     ExcludedItem,
     IncludedItem,
     InclusionReason,
+    NegativeTokens,
     SelectionReport,
 )
 from cupel.placers import ChronologicalPlacer
 from cupel.slicers import KnapsackSlice, QuotaSlice
 
-__all__ = ["ReasonWording", "clip", "count", "reason_detail", "undated_note"]
+__all__ = ["ReasonWording", "clip", "considered", "count", "reason_detail", "undated_note"]
 
 _INCLUSION_DETAIL = {
     InclusionReason.PINNED: "Pinned: bypasses scoring and slicing",
@@ -42,15 +43,16 @@ class ReasonWording:
     :meth:`~cupel.diagnostics.ExclusionReason.describe`, plus why a
     ``BudgetExceeded`` item that would fit in the tokens left was still left out — by
     knapsack bucket rounding (item sizes round up, the budget down, to whole buckets),
-    by a quota share, or by the slicer's choice.
+    by a quota share, or by the slicer's choice. (A knapsack's packing choice has a
+    reason of its own, :class:`~cupel.diagnostics.PackingChoice`.)
 
     ``bucket_flag`` names the bucket size where the user set it (``--bucket-size`` from
     the command line, ``bucket_size`` in a policy).
 
-    >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer, KnapsackSlice
-    >>> items = [ContextItem(content="a", tokens=100, timestamp="2025-01-02T00:00:00Z"),
-    ...          ContextItem(content="b", tokens=52, timestamp="2025-01-01T00:00:00Z")]
-    >>> pipeline = Pipeline(RecencyScorer(), KnapsackSlice(bucket_size=100))
+    >>> from cupel import ContextItem, ContextBudget, Pipeline, ReflexiveScorer, KnapsackSlice
+    >>> items = [ContextItem(content="a", tokens=100, future_relevance_hint=0.9),
+    ...          ContextItem(content="b", tokens=52, future_relevance_hint=0.5)]
+    >>> pipeline = Pipeline(ReflexiveScorer(), KnapsackSlice(bucket_size=100))
     >>> report = pipeline.dry_run(items, ContextBudget(max_tokens=199, target_tokens=199)).report
     >>> wording = ReasonWording(report, pipeline)
     >>> print(wording(report.excluded[0]))  # doctest: +NORMALIZE_WHITESPACE
@@ -107,7 +109,6 @@ class ReasonWording:
                     f"{size} it takes {count(needs, 'bucket')} and {left:,} of "
                     f"{capacity:,} are left"
                 )
-            return "it fits, but the knapsack's best-scoring packing leaves it out"
         if self._quota:
             return f"it fits the tokens left, but not its kind's share under {self._slicer_name}"
         return f"it fits the tokens left, but {self._slicer_name} left it out"
@@ -138,6 +139,26 @@ def reason_detail(entry: IncludedItem | ExcludedItem) -> str:
     if isinstance(entry, IncludedItem):
         return _INCLUSION_DETAIL.get(entry.reason, entry.reason.value)
     return terminal_safe(entry.reason.describe())
+
+
+def considered(report: SelectionReport) -> str:
+    """The tokens the candidates hold, ``1,234 tokens``: negative counts (left out at
+    Classify) are not added in, as the report's ``total_tokens_considered`` adds them (a
+    spec ruling), which reads as ``2 of -1 tokens``; they are named instead.
+
+    >>> from cupel import ContextBudget, ContextItem, Pipeline, RecencyScorer
+    >>> items = [ContextItem(content="a", tokens=2), ContextItem(content="b", tokens=-3)]
+    >>> report = Pipeline(RecencyScorer()).dry_run(items, ContextBudget(max_tokens=9,
+    ...                                            target_tokens=9)).report
+    >>> report.total_tokens_considered, considered(report)
+    (-1, '2 tokens, 1 item with a negative token count left out')
+    """
+    negative = [e.item.tokens for e in report.excluded if isinstance(e.reason, NegativeTokens)]
+    total = f"{report.total_tokens_considered - sum(negative):,} tokens"
+    if not negative:
+        return total
+    noun = "item" if len(negative) == 1 else "items"
+    return f"{total}, {len(negative):,} {noun} with a negative token count left out"
 
 
 def count(n: int, noun: str) -> str:

@@ -15,6 +15,7 @@ runner reports as a failure, never a skip.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time, timezone
 from typing import Annotated, Any, get_args, get_origin
@@ -154,6 +155,8 @@ def build_item(table: Table, *, where: str = "item") -> ContextItem:
 def build_scored_item(table: Table, *, where: str = "scored_item") -> ScoredItem:
     """A :class:`ScoredItem` from a table holding item keys plus ``score``."""
     score = _number(_require(table, "score", where), f"{where}.score")
+    if math.isnan(score):  # a vector would pass on it untested: stages rank NaN as 0 or last
+        raise VectorError(f"{where}.score must be a number, not NaN")
     return ScoredItem(build_item(table, where=where), score)
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "InvalidToolCall",
     "NegativeTokens",
     "OutsideWindow",
+    "PackingChoice",
     "PinnedOverride",
     "QuotaCapExceeded",
     "QuotaRequireDisplaced",
@@ -201,6 +202,27 @@ class OutsideWindow(ExclusionReason):
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PackingChoice(ExclusionReason):
+    """The item fits the ``available_tokens`` left (it needs ``item_tokens``), but the
+    knapsack's best-scoring packing leaves it out: its score adds nothing to the total the
+    knapsack maximizes (scores count in steps of 0.0001; zero, negative and smaller ones
+    count as 0), so nothing was chosen in its place and the room stays unused. Emitted by
+    :class:`~cupel.KnapsackSlice`; give the item a score, pin it, or use
+    :class:`~cupel.GreedySlice`, which also takes items scoring 0."""
+
+    name: ClassVar[str] = "PackingChoice"
+    item_tokens: int
+    available_tokens: int
+
+    def describe(self) -> str:
+        return (
+            f"PackingChoice: needs {self.item_tokens} tokens, {self.available_tokens} "
+            "available, but its score adds nothing to the knapsack's total (under 0.0001 "
+            "counts as 0), so the best-scoring packing leaves it out"
+        )
+
+
 INVALID_TOOL_CALL_PROBLEMS: dict[str, str] = {
     "unanswered_calls": "an assistant message whose tool calls were not answered",
     "partial_answers": "an assistant message only some of whose tool calls were answered",
@@ -268,6 +290,7 @@ _VARIANTS: dict[str, type[ExclusionReason]] = {
         CountRequireCandidatesExhausted,
         OutsideWindow,
         InvalidToolCall,
+        PackingChoice,
     )
 }
 

@@ -14,6 +14,7 @@ from cupel._errors import SlicerConfigError, TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._params import BucketSize, PositiveInt
 from cupel.diagnostics._outcomes import BucketRounding
+from cupel.diagnostics._reasons import ExclusionReason, PackingChoice
 from cupel.slicers._base import BaseSlicer
 
 __all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "MAX_CELLS_LIMIT", "KnapsackSlice"]
@@ -51,7 +52,9 @@ class KnapsackSlice(BaseSlicer):
     the default, means :attr:`DEFAULT_MAX_CELLS`) is
     refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
     ``bucket_size`` to shrink it. When rounding left out an item that fits the tokens left,
-    the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`).
+    the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`); an item
+    that fits the tokens left but scores under 0.0001 (so adds nothing to the total) is
+    reported as :class:`~cupel.PackingChoice`.
     ``max_cells`` itself is at most
     :data:`MAX_CELLS_LIMIT`.
 
@@ -142,6 +145,33 @@ class KnapsackSlice(BaseSlicer):
                 remaining -= weights[i]
         return result
 
+    def exclusion_reasons(
+        self,
+        scored: Sequence[ScoredItem],
+        selected: Sequence[ContextItem],
+        budget: ContextBudget,
+    ) -> dict[int, ExclusionReason]:
+        """Why candidates that fit the tokens left were left out, keyed by ``id(item)``:
+        :class:`~cupel.PackingChoice` for each whose score adds nothing to the packing's
+        total. (Used by the pipeline's report; the others keep its ``BudgetExceeded``.)"""
+        available = budget.target_tokens - sum(item.tokens for item in selected)
+        chosen = set(map(id, selected))
+        reasons: dict[int, ExclusionReason] = {}
+        shared: dict[int, PackingChoice] = {}
+        for entry in scored:
+            item = entry.item
+            tokens = item.tokens
+            if (
+                0 < tokens <= available
+                and _scaled_value(entry.score) == 0
+                and id(item) not in chosen
+            ):
+                reason = shared.get(tokens)
+                if reason is None:
+                    reason = shared[tokens] = PackingChoice(tokens, available)
+                reasons[id(item)] = reason
+        return reasons
+
     def bucket_rounding(
         self,
         scored: Sequence[ScoredItem],
@@ -166,6 +196,7 @@ class KnapsackSlice(BaseSlicer):
             if id(entry.item) not in chosen
             and 0 < entry.item.tokens <= unused
             and -(-entry.item.tokens // bucket) > left
+            and _scaled_value(entry.score) > 0  # else PackingChoice: left out at any bucket
         )
         if not missed:
             return None

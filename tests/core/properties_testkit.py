@@ -265,6 +265,11 @@ class PerItemSlicer:
     def slice_detailed(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> SliceOutcome:
         return slice_detailed(self.inner, self._slow(scored), budget)
 
+    def __getattr__(self, name: str) -> Any:
+        if name == "exclusion_reasons":  # the reasons the slicer gives itself (PackingChoice)
+            return getattr(self.inner, name)
+        raise AttributeError(name)
+
 
 class PerItemPlacer:
     def __init__(self, inner: Any) -> None:

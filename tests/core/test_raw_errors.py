@@ -53,3 +53,18 @@ def test_policy_load_of_a_directory_or_non_utf8_file(tmp_path: Path) -> None:
     with pytest.raises(PolicyError) as caught:
         Policy.load(tmp_path / "bad.json")
     assert one_line(caught.value).endswith("is not UTF-8 text (invalid start byte at byte 12)")
+
+
+def test_a_conformance_vector_with_a_nan_score_fails(tmp_path: Path) -> None:
+    from cupel.conformance import run_vector
+
+    vector = tmp_path / "nan.toml"
+    vector.write_text(
+        '[test]\nname = "nan"\nstage = "placing"\nplacer = "chronological"\n\n'
+        '[[items]]\ncontent = "a"\ntokens = 1\nscore = nan\ntimestamp = 2024-01-01T00:00Z\n\n'
+        '[expected]\nordered_contents = ["a"]\n',
+        encoding="utf-8",
+    )
+    assert run_vector(vector).messages == (
+        "vector error: items[0].score must be a number, not NaN",
+    )

@@ -4,6 +4,7 @@ quick-start commands are what CI runs."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -41,6 +42,38 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     assert (tmp_path / "conformance" / "index.html").exists()
     assert (tmp_path / "changelog" / "index.html").exists()
     assert (tmp_path / "images" / "report.png").exists()
+    _assert_reference_pages(tmp_path)
+
+
+def _page_text(path: Path) -> str:
+    body = re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8"))
+    return html.unescape(re.sub(r"\s+", " ", body))
+
+
+def _assert_reference_pages(site: Path) -> None:
+    """The models' fields with types and defaults, the version on every page, the
+    adapters' component tables one row per component."""
+    core = _page_text(site / "reference" / "core" / "index.html")
+    assert "ContextItem(**data" not in core and "ContextBudget(**data" not in core
+    for field in (
+        "content: str",
+        "tokens: int",
+        "priority: int | None = None",
+        "pinned: bool = False",
+        "future_relevance_hint: float | None = None",
+        "original_tokens: int | None = None",
+        "metadata: dict[str, Any] = {}",
+        "reserved_slots: dict[ContextKind, int] = {}",
+        "estimation_safety_margin_percent: float = 0.0",
+    ):
+        assert field in core, field
+    assert "Optional[" not in core and "Annotated[" not in core
+    version = re.search(r'^version = "([^"]+)"', text(ROOT / "pyproject.toml"), re.MULTILINE)
+    assert version is not None and f"cupel-context {version.group(1)}" in core
+    langchain = (site / "reference" / "langchain" / "index.html").read_text(encoding="utf-8")
+    rows = re.findall(r"<tr>\s*<td>(.*?)</td>", langchain, re.DOTALL)
+    assert any("messages_to_items" in row for row in rows)
+    assert not any(re.sub(r"<[^>]+>", "", row).strip() == "to_items" for row in rows)
 
 
 @pytest.mark.parametrize("path", USER_FILES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -336,7 +336,10 @@ def test_policy_is_configurable_and_errors_name_the_field() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"token_limit": 0}, r"CupelChatMemory.token_limit: must be an int >= 1, got 0"),
+        (
+            {"token_limit": 0},
+            r"CupelChatMemory.token_limit: must be an int from 1 to 9,007,199,254,740,992, got 0",
+        ),
         (
             {"token_limit": 10, "tokenizer_fn": "split"},
             r"^CupelChatMemory.tokenizer_fn: unknown counter name 'split'; pass 'approximate', "
@@ -425,7 +428,7 @@ def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], mess
         ),
         (
             lambda: CupelChatMemory.from_defaults(token_limit=-5),
-            r"CupelChatMemory.token_limit: must be an int >= 1, got -5",
+            r"CupelChatMemory.token_limit: must be an int from 1 to 9,007,199,254,740,992, got -5",
         ),
     ],
 )

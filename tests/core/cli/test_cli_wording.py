@@ -92,6 +92,28 @@ def test_knapsack_exclusion_explained_only_by_bucket_rounding_says_so(tmp_path: 
     assert "Which key?" in [i["content"] for i in json.loads(finer.stdout)]
 
 
+def test_knapsack_packing_choice_has_a_reason_of_its_own(tmp_path: Path) -> None:
+    rows = [
+        {"content": "What region is the outage in?", "tokens": 7},  # reflexive: score 0
+        {"content": "Runbook", "tokens": 100, "kind": "Document", "future_relevance_hint": 0.9},
+    ]
+    path = write_items(tmp_path, rows)
+    flags = ["--max-tokens", "4000", "--slicer", "knapsack", "--scorer", "reflexive"]
+    select = cupel("select", str(path), *flags, "--html", str(tmp_path / "p.html"))
+    assert select.returncode == 0, select.stderr
+    (line,) = [ln for ln in select.stderr.splitlines() if "outage" in ln]
+    assert line.endswith(
+        "PackingChoice: needs 7 tokens, 3900 available, but its score adds nothing to the "
+        "knapsack's total (under 0.0001 counts as 0), so the best-scoring packing leaves it out"
+    )
+    assert "BudgetExceeded" not in select.stderr
+    _, page = parse(tmp_path / "p.html")
+    (row,) = [r for r in page.excluded() if r.group == "PackingChoice"]
+    assert "needs 7 tokens, 3900 available" in "".join(row.text)
+    greedy = cupel("select", str(path), *flags[:2], "--slicer", "greedy", "--scorer", "reflexive")
+    assert len(json.loads(greedy.stdout)) == 2
+
+
 def test_bucket_rounding_from_a_policy_names_the_policy_setting(tmp_path: Path) -> None:
     path = write_items(tmp_path, ROUNDING)
     policy = tmp_path / "packed.json"
@@ -153,3 +175,32 @@ def test_budget_errors_name_the_flags(tmp_path: Path) -> None:
     assert proc.stderr == (
         "cupel: error: invalid budget: --target-tokens: must be <= --max-tokens (100), got 200\n"
     )
+
+
+def test_an_unknown_flag_is_named_with_the_missing_one(tmp_path: Path) -> None:
+    path = write_items(tmp_path, ROUNDING)
+    budget = cupel("select", str(path), "--budget", "100")
+    assert budget.returncode == 2
+    assert budget.stderr == (
+        "cupel: error: unrecognized arguments: --budget; the following arguments are "
+        "required: --max-tokens (see 'cupel select --help')\n"
+    )
+    typo = cupel("select", str(path), "--max-token", "100")
+    assert "unrecognized arguments: --max-token (did you mean --max-tokens?)" in typo.stderr
+
+
+def test_negative_token_counts_are_not_added_to_the_tokens_considered(tmp_path: Path) -> None:
+    rows = [{"content": "a", "tokens": 1}, {"content": "b", "tokens": -2}]
+    path = write_items(tmp_path, rows)
+    select = cupel("select", str(path), "--max-tokens", "100", "--html", str(tmp_path / "p.html"))
+    assert select.returncode == 0, select.stderr
+    assert (
+        "1 of 2 items selected, 1 of 1 tokens, 1 item with a negative token count left out "
+        in select.stderr
+    )
+    assert "-1 tokens" not in select.stderr
+    explain = cupel("explain", str(path), "--max-tokens", "100")
+    assert explain.stdout.splitlines()[0].startswith(
+        "cupel explain: 2 candidates (1 tokens, 1 item with a negative token count left out)"
+    )
+    assert "of -1" not in (tmp_path / "p.html").read_text(encoding="utf-8")
