@@ -185,8 +185,20 @@ class ContextItem(BaseModel):
         return out
 
     def to_json(self) -> str:
-        """The wire form as a JSON string."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        """The wire form as a JSON string. Metadata that JSON cannot carry (a set, bytes, a
+        datetime, ...) is an :class:`~cupel.ItemError` naming the key."""
+        data = self.to_dict()
+        try:
+            return json.dumps(data, ensure_ascii=False)
+        except (TypeError, ValueError):
+            where, value = _unjsonable(data.get("metadata", {}), "metadata")
+            raise ItemError(
+                f"ContextItem.to_json: {where} is {type(value).__name__} {value!r:.60}, which "
+                f"JSON cannot carry; metadata values must be str, int, float, bool, None, or "
+                f"lists and objects of those (convert it before serialising)",
+                field=where,
+                value=value,
+            ) from None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ContextItem:
@@ -204,3 +216,22 @@ class ContextItem(BaseModel):
         """Parse one item from a JSON object string (metadata may nest up to
         :data:`MAX_METADATA_DEPTH` levels)."""
         return cls.from_dict(_json_object(text, "ContextItem", ItemError))
+
+
+def _unjsonable(value: Any, where: str) -> tuple[str, Any]:
+    """The path and value of the first part of ``value`` JSON cannot carry (iterative: deep
+    metadata cannot exhaust the stack); ``(where, value)`` when none is found."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                if not isinstance(key, str):
+                    return path, key
+                stack.append((inner, f"{path}[{key!r}]"))
+        elif isinstance(item, list):
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((item[index], f"{path}[{index}]"))
+        elif item is not None and not isinstance(item, (str, int, float, bool)):
+            return path, item
+    return where, value

@@ -68,3 +68,17 @@ def test_a_conformance_vector_with_a_nan_score_fails(tmp_path: Path) -> None:
     assert run_vector(vector).messages == (
         "vector error: items[0].score must be a number, not NaN",
     )
+
+
+def test_metadata_json_cannot_carry_is_named_when_serialised() -> None:
+    """Metadata may hold any copyable value (sets, datetimes, ... from framework objects);
+    serialising one JSON cannot carry names the key instead of raising json's TypeError."""
+    item = ContextItem(content="a", tokens=1, metadata={"ok": [1, {"z": 2}], "x": {1, 2}})
+    with pytest.raises(ItemError) as caught:
+        item.to_json()
+    message = one_line(caught.value)
+    assert message.startswith("ContextItem.to_json: metadata['x'] is frozenset")
+    assert "metadata values must be str, int, float, bool, None" in message
+    assert caught.value.field == "metadata['x']"
+    fine = ContextItem(content="a", tokens=1, metadata={"ok": [1, {"z": 2}]})
+    assert ContextItem.from_json(fine.to_json()) == fine

@@ -74,8 +74,8 @@ def test_demo_report_renders_without_errors(browser_path: str, tmp_path: Path) -
         layout = browser.evaluate(session, LAYOUT)
         shot = browser.screenshot(session)
     assert layout["title"] == "cupel demo: demo_chat.jsonl"
-    assert layout["rows"] == 273  # every candidate unit: 48 in the window, 225 excluded
-    assert (layout["windowRows"], layout["excludedRows"]) == (48, 225)
+    assert layout["rows"] == 273  # every candidate unit: 57 in the window, 216 excluded
+    assert (layout["windowRows"], layout["excludedRows"]) == (57, 216)
     assert layout["invisible"] == 0 and layout["zeroTokenBars"] == 0
     assert layout["overflowX"] <= 0, "the page scrolls sideways"
     assert layout["statsOnOneLine"]
