@@ -226,6 +226,8 @@ class MessageRecord:
     calls: dict[int, list[str | None]]
     answers: dict[int, str | None]
     types: list[str]
+    reporting: list[int]
+    """The ``AIMessage`` s that carry ``usage_metadata`` (for calibration)."""
 
 
 def read_messages(
@@ -245,6 +247,7 @@ def read_messages(
     calls: dict[int, list[str | None]] = {}
     answers: dict[int, str | None] = {}
     role_of: dict[type, str] = {}
+    reporting: list[int] = []
     add_role = roles.append
     add_text = texts.append
     add_type = types.append
@@ -266,6 +269,8 @@ def read_messages(
             add_role(plain[0])
             add_type(plain[2])
             add_text(content)
+            if plain[1] and message.usage_metadata:  # type: ignore[attr-defined]
+                reporting.append(index)
             if tokens is not None:
                 if plain_count is not None and not message.name:
                     value = known(content)
@@ -286,13 +291,15 @@ def read_messages(
         if tokens is not None:
             tokens.append(count(message))  # type: ignore[misc]
         if role == ASSISTANT and isinstance(message, AIMessage):
+            if message.usage_metadata:
+                reporting.append(index)
             if message.tool_calls or message.invalid_tool_calls or message.additional_kwargs:
                 made = _calls(message)
                 if made:
                     calls[index] = made
         elif role == TOOL:
             answers[index] = message.tool_call_id if isinstance(message, ToolMessage) else None
-    return MessageRecord(messages, roles, texts, tokens, calls, answers, types)
+    return MessageRecord(messages, roles, texts, tokens, calls, answers, types, reporting)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -303,12 +310,15 @@ class MessageItems:
     selects from); :attr:`units` gives the message indices behind each. ``invalid`` pairs
     each unit providers would reject with its :class:`~cupel.InvalidToolCall` reason.
     ``counts``: each message's tokens, when the counter counts messages one by one
-    (``None`` for a counter of whole units).
+    (``None`` for a counter of whole units); ``reporting``: the ``AIMessage`` s carrying
+    ``usage_metadata``.
     """
 
     messages: Sequence[BaseMessage]
     history: HistoryItems
     counts: Sequence[int] | None = None
+    reporting: Sequence[int] = ()
+    """The indices of the ``AIMessage`` s that carry ``usage_metadata``."""
 
     @property
     def items(self) -> list[ContextItem]:
@@ -400,7 +410,7 @@ def map_messages(
         keep_latest_user=keep_last_human,
         keep_last=keep_last,
     )
-    return MessageItems(messages, history, record.tokens)
+    return MessageItems(messages, history, record.tokens, record.reporting)
 
 
 def messages_to_items(

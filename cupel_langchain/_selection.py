@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -262,13 +263,17 @@ def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
 
 
 def observed(
-    messages: Sequence[BaseMessage], counts: Sequence[int], fixed: int
+    messages: Sequence[BaseMessage],
+    counts: Sequence[int],
+    fixed: int,
+    reporting: Sequence[int] | None = None,
 ) -> list[Calibration]:
     """The calibration at every ``AIMessage`` (after the first message) whose
     ``usage_metadata`` reports the provider's input tokens: those against cupel's count of
-    the messages before it (``counts``: each message's tokens, summed as a running total,
-    so the whole history is read once), the reply and ``fixed`` (tool definitions), in
-    history order. Each is a function of the history up to that message alone.
+    the messages before it (``counts``: each message's tokens, as a running total), the
+    reply and ``fixed`` (tool definitions), in history order. Each is a function of the
+    history up to that message alone. ``reporting``: the indices of the ``AIMessage`` s
+    carrying usage, when the caller already knows them (else they are looked for).
 
     >>> from langchain_core.messages import HumanMessage
     >>> usage = {"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}
@@ -276,15 +281,22 @@ def observed(
     >>> observed(history, [17, 10], 0)
     [Calibration(reported=30, counted=20, messages=1)]
     """
+    if reporting is None:
+        reporting = [
+            i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.usage_metadata
+        ]
+    if not reporting:
+        return []
+    totals = [0, *accumulate(counts)]
     out: list[Calibration] = []
-    counted = 0
-    for index, message in enumerate(messages):
-        if index and isinstance(message, AIMessage):
-            usage = message.usage_metadata
-            reported = usage.get("input_tokens") if usage else None
-            if isinstance(reported, int) and not isinstance(reported, bool) and reported > 0:
-                out.append(Calibration(reported, counted + REPLY_TOKENS + fixed, index))
-        counted += counts[index]
+    for index in reporting:
+        message = messages[index]
+        if not index or not isinstance(message, AIMessage):
+            continue
+        usage = message.usage_metadata
+        reported = usage.get("input_tokens") if usage else None
+        if isinstance(reported, int) and not isinstance(reported, bool) and reported > 0:
+            out.append(Calibration(reported, totals[index] + REPLY_TOKENS + fixed, index))
     return out
 
 
@@ -478,7 +490,9 @@ class MessageSelection:
                 options, budget=f"{self.budget_label} - {fixed} for the tool definitions"
             )
         calibrations = (
-            None if mapping.counts is None else observed(mapping.messages, mapping.counts, fixed)
+            None
+            if mapping.counts is None
+            else observed(mapping.messages, mapping.counts, fixed, mapping.reporting)
         )
         earlier: list[tuple[int, ContextBudget]] = []
         before = budget
