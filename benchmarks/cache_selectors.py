@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.window_components import model_call
+
 __all__ = [
     "COMPONENTS",
     "DEPLOYMENTS",
@@ -94,26 +96,7 @@ def _middleware(budget: int) -> Call:
 
     middleware = CupelContextMiddleware(max_tokens=budget, cache_stable=True)
     model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
-    return lambda history, new: _model_call(middleware, model, history[0], history[1:])
-
-
-def _model_call(middleware: Any, model: Any, system: Any, messages: list[Any]) -> list[Any]:
-    """What ``middleware.wrap_model_call`` sends the model for a request of ``messages``
-    after the ``system`` prompt: the system message first, then the messages."""
-    from langchain.agents.middleware import ModelRequest, ModelResponse
-    from langchain_core.messages import AIMessage
-
-    request = ModelRequest(model=model, messages=messages, system_message=system)
-    seen: list[ModelRequest[Any]] = []
-
-    def handler(selected: ModelRequest[Any]) -> ModelResponse[Any]:
-        seen.append(selected)
-        return ModelResponse(result=[AIMessage("ok")])
-
-    middleware.wrap_model_call(request, handler)
-    (sent,) = seen
-    head = [sent.system_message] if sent.system_message is not None else []
-    return [*head, *sent.messages]
+    return lambda history, new: model_call(middleware, history[0], history[1:], model)
 
 
 def _memory_call(memory: Any) -> Call:
@@ -362,7 +345,7 @@ def _middleware_worker(persistent: bool) -> Callable[[int, Any], Call]:
         def call(history: list[Any], new: list[Any]) -> Sequence[Any]:
             system = history[0]
             if state is None:  # ephemeral: the state holds the whole history
-                return _model_call(middleware, model, system, history[1:])
+                return model_call(middleware, system, history[1:], model)
             # the tool node and the caller append to the shared state, then the model
             # node's before_model rewrites it (the reducer: remove all, then the kept)
             state.messages.extend(m for m in new if m is not system)
@@ -372,7 +355,7 @@ def _middleware_worker(persistent: bool) -> Callable[[int, Any], Call]:
                 if getattr(remove, "id", None) != REMOVE_ALL_MESSAGES:
                     raise AssertionError(f"unexpected state update {update!r:.200}")
                 state.messages[:] = kept
-            return _model_call(middleware, model, system, list(state.messages))
+            return model_call(middleware, system, list(state.messages), model)
 
         return call
 

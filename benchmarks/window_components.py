@@ -46,16 +46,23 @@ def middleware_window(middleware: Any, history: list[Any]) -> list[Any]:
     ``wrap_model_call`` hook: the system prompt as ``request.system_message``, the state's
     messages as ``request.messages``; the window is what the handler (the model)
     receives."""
-    from langchain.agents.middleware import ModelRequest, ModelResponse
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, SystemMessage
+    from langchain_core.messages import SystemMessage
 
     system = history[0] if history and isinstance(history[0], SystemMessage) else None
-    request = ModelRequest(
-        model=GenericFakeChatModel(messages=iter([AIMessage("ok")])),
-        messages=history[1:] if system is not None else list(history),
-        system_message=system,
-    )
+    return model_call(middleware, system, history[1:] if system is not None else list(history))
+
+
+def model_call(middleware: Any, system: Any, messages: list[Any], model: Any = None) -> list[Any]:
+    """What ``middleware.wrap_model_call`` sends ``model`` (a fake chat model unless given)
+    for a request of ``messages`` after the ``system`` prompt: the system message first,
+    then the messages."""
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    if model is None:
+        model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    request = ModelRequest(model=model, messages=messages, system_message=system)
     seen: list[ModelRequest[Any]] = []
 
     def handler(selected: ModelRequest[Any]) -> ModelResponse[Any]:
