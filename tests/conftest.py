@@ -11,6 +11,10 @@ with ``--hypothesis-profile=ci`` or ``CUPEL_HYPOTHESIS_PROFILE=ci``. A test that
 more (or fewer) examples than the profile's default says so as CI's count,
 ``@settings(max_examples=examples(400))`` (``tests/hypothesis_profiles.py``), which
 every profile scales by the same factor.
+
+Slow tests (real processes, the documentation build, the browser, hash-seed runs, the
+benchmarks' quick runs, the thousand-conversation leak checks) carry ``@pytest.mark.slow``:
+the README's command leaves them out (``-m "not slow"``), ``.ci/run`` runs them.
 """
 
 import os

@@ -34,6 +34,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -191,6 +192,7 @@ def run_with_hash_seed(seed: str, cases: int) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 def test_outcomes_are_identical_across_hash_seeds() -> None:
     outcomes = [run_with_hash_seed(seed, HASH_SEED_CASES) for seed in ("0", "1", "4242")]
     assert outcomes[0] == outcomes[1] == outcomes[2]

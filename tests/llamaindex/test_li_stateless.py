@@ -488,6 +488,7 @@ def _check_nothing_grows(
     assert len(marks) >= 2 and max(marks) - marks[0] < 256 * 1024, marks
 
 
+@pytest.mark.slow
 def test_a_thousand_conversations_leave_nothing_behind_in_a_chat_memory() -> None:
     """One memory switching ``chat_store_key`` over 1,000 conversations (each deleted
     from the store once served, so that the store does not grow either)."""
@@ -507,6 +508,7 @@ def test_a_thousand_conversations_leave_nothing_behind_in_a_chat_memory() -> Non
     assert store.get_keys() == []
 
 
+@pytest.mark.slow
 def test_a_thousand_sessions_leave_nothing_behind_in_a_cupel_memory() -> None:
     """One ``CupelMemory`` switching ``session_id`` over 1,000 sessions of one in-memory
     SQLite store (its rows live outside Python's allocator), each flushing its first
