@@ -12,6 +12,7 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
+@pytest.mark.slow
 def test_every_request_keeps_the_bound(capsys: pytest.CaptureFixture[str]) -> None:
     assert agent_budget.main(["--quick"]) == 0  # 1 would mean a request broke the bound
     printed = capsys.readouterr().out

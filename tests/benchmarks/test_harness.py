@@ -9,6 +9,8 @@ import pytest
 from benchmarks import harness
 from benchmarks.harness import Timed, measure_together
 
+pytestmark = pytest.mark.slow  # timing rounds with real sleeps
+
 
 def recorder(log: list[str], name: str, pause: float = 0.0) -> Timed:
     def setup() -> None:

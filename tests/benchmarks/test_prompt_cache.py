@@ -112,6 +112,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return data
 
 
+@pytest.mark.slow
 def test_the_quick_run_replays_every_selector_on_both_kinds(quick: dict[str, object]) -> None:
     summary = quick["summary"]
     assert isinstance(summary, list)
@@ -121,6 +122,7 @@ def test_the_quick_run_replays_every_selector_on_both_kinds(quick: dict[str, obj
     assert all(r["calls"] >= pc.QUICK_CALLS and r["errors"] == 0 for r in summary)
 
 
+@pytest.mark.slow
 def test_cupel_windows_stay_coherent_and_stable_ones_read_more_from_the_cache(
     quick: dict[str, object],
 ) -> None:
@@ -200,6 +202,7 @@ def deployed() -> list[pc.Row]:
     return rows
 
 
+@pytest.mark.slow
 def test_every_history_component_runs_in_every_deployment_mode(deployed: list[pc.Row]) -> None:
     assert [(r.component, r.kind, r.mode) for r in deployed] == [
         (c.name, kind, mode) for c in COMPONENTS for kind in ("chat", "agent") for mode in MODES
@@ -210,6 +213,7 @@ def test_every_history_component_runs_in_every_deployment_mode(deployed: list[pc
     assert len(checks) == len(deployed) * 3 + len(deployed) * 3 // 4
 
 
+@pytest.mark.slow
 def test_the_quick_run_has_the_one_process_rows_of_the_plain_components(
     quick: dict[str, object],
 ) -> None:
@@ -245,6 +249,7 @@ def test_the_modes_option() -> None:
 # Issue 27: the window is a function of the history, so every deployment mode (four
 # round-robin workers, a restart every 20 calls, a component per call) gets the one-process
 # figures, with no window failure.
+@pytest.mark.slow
 def test_every_deployment_mode_gets_the_one_process_window(deployed: list[pc.Row]) -> None:
     unmet = [label for label, met in pc.deployment_targets(deployed, fixed=False) if not met]
     assert not unmet, unmet

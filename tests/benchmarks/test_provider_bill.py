@@ -267,6 +267,7 @@ def test_document_sets() -> None:
 
 
 # -- the run -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_quick_run_produces_every_row(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "bill.json"
     assert provider_bill.main(["--quick", "--json", str(out)]) == 0

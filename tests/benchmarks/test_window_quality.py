@@ -75,6 +75,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return data
 
 
+@pytest.mark.slow
 def test_the_quick_run_scores_every_component_on_every_category(
     quick: dict[str, object],
 ) -> None:
@@ -89,6 +90,7 @@ def test_the_quick_run_scores_every_component_on_every_category(
     assert len(outcomes) == len(COMPONENTS) * len(CATEGORIES) * window_quality.QUICK_CASES
 
 
+@pytest.mark.slow
 def test_cupel_components_score_the_zeros_and_the_budget_targets_on_the_quick_run(
     quick: dict[str, object],
 ) -> None:
@@ -119,6 +121,7 @@ def test_cupel_components_score_the_zeros_and_the_budget_targets_on_the_quick_ru
     assert [c["check"] for c in checks if not c["met"]] == []
 
 
+@pytest.mark.slow
 def test_the_quick_run_shows_the_incumbents_failures_it_is_built_to_show(
     quick: dict[str, object],
 ) -> None:
@@ -140,6 +143,7 @@ def test_the_quick_run_shows_the_incumbents_failures_it_is_built_to_show(
     assert total("Memory", "over_budget", "agent") > 0  # flushes whole user turns only
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_tables_and_the_targets(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

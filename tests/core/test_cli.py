@@ -435,6 +435,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- real processes ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_subprocess_select(items_jsonl: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cupel.cli", "select", str(items_jsonl), "--max-tokens", "1000"],
@@ -447,6 +448,7 @@ def test_subprocess_select(items_jsonl: Path) -> None:
     assert "included (placed order):" in proc.stderr
 
 
+@pytest.mark.slow
 def test_subprocess_error_has_no_traceback(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text("[{]", encoding="utf-8")

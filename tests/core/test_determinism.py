@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import json, random
@@ -51,6 +53,7 @@ def run_with_seed(seed: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_identical_across_hash_seeds() -> None:
     outputs = {run_with_seed(seed) for seed in ("0", "1", "12345", "random")}
     assert len(outputs) == 1

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel._errors import BudgetError, ConfigurationError, CupelError, ItemError
 from cupel._model import (
@@ -657,7 +658,7 @@ _FLAT_VALUES = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.dictionaries(st.text(alphabet=st.sampled_from(["k", "é", "\ud800"])), _FLAT_VALUES))
 def test_flat_metadata_freezes_as_the_walk_does(value: dict[str, object]) -> None:
     """A flat mapping skips the recursive walk; the result (or the error) is the walk's."""

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     ChronologicalPlacer,
@@ -107,7 +108,7 @@ def run(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget):  #
     return result, events
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_pipeline_invariants(case: tuple[Pipeline, list[ContextItem], ContextBudget]) -> None:
     pipeline, items, budget = case
@@ -163,7 +164,7 @@ def test_pipeline_invariants(case: tuple[Pipeline, list[ContextItem], ContextBud
     assert again is not None and [id(i) for i in again.items] == out_ids
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(scenario())
 def test_run_and_dry_run_agree(case: tuple[Pipeline, list[ContextItem], ContextBudget]) -> None:
     pipeline, items, budget = case

@@ -22,6 +22,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     ChronologicalPlacer,
@@ -352,7 +353,7 @@ def _outcome(run: Callable[[], list[ContextItem]]) -> tuple[str, list[int]]:
         return "overflow", []
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_pipeline_matches_the_spec_pseudocode(case: dict[str, Any]) -> None:
     (scorer, ref_scorer), (slicer, ref_slicer), (placer, ref_placer) = (

@@ -15,9 +15,10 @@ either placer, deduplication and an overflow strategy. For each case:
 - the input is not mutated, deeply (pickled bytes before and after);
 - the report accounts for every input position and its tokens.
 
-``CUPEL_PROPERTY_EXAMPLES`` sets the number of seeded cases (default 5,000, the CI run;
-plus a twenty-fifth of that drawn choice by choice for shrinking, and a twentieth, at
-least 300, replayed under three hash seeds); the longer run is
+``CUPEL_PROPERTY_EXAMPLES`` sets the number of seeded cases (default 5,000 under the ``ci``
+hypothesis profile, the CI run, and a tenth under ``dev``; plus a twenty-fifth of that drawn
+choice by choice for shrinking, and a twentieth, at least 300, replayed under three hash
+seeds); the longer run is
 ``CUPEL_PROPERTY_EXAMPLES=100000 python -m pytest tests/core/test_properties.py``.
 """
 
@@ -33,8 +34,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from properties_testkit import (
     ALLOWED_ERRORS,
     Case,
@@ -47,8 +50,8 @@ from properties_testkit import (
 from cupel import ContextResult, OverflowStrategy
 from cupel.diagnostics import InclusionReason
 
-EXAMPLES = int(os.environ.get("CUPEL_PROPERTY_EXAMPLES", "5000"))
-SHRINKING_EXAMPLES = max(100, EXAMPLES // 25)
+EXAMPLES = int(os.environ.get("CUPEL_PROPERTY_EXAMPLES") or examples(5000))
+SHRINKING_EXAMPLES = max(examples(100), EXAMPLES // 25)
 HASH_SEED_CASES = max(300, EXAMPLES // 20)
 SETTINGS = settings(
     deadline=None,
@@ -189,6 +192,7 @@ def run_with_hash_seed(seed: str, cases: int) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 def test_outcomes_are_identical_across_hash_seeds() -> None:
     outcomes = [run_with_hash_seed(seed, HASH_SEED_CASES) for seed in ("0", "1", "4242")]
     assert outcomes[0] == outcomes[1] == outcomes[2]

@@ -23,6 +23,7 @@ def text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_site_builds_strictly(tmp_path: Path) -> None:
     """mkdocs build --strict: a broken link or anchor, a page missing from the nav or an
     API reference that does not resolve fails (``.ci/run`` runs the same build)."""

@@ -504,6 +504,7 @@ def _retained(run: Any, conversations: range) -> tuple[int, int]:
     return living, sys.getallocatedblocks() - blocks
 
 
+@pytest.mark.slow
 def test_a_thousand_conversations_leave_nothing_behind() -> None:
     """One selector and one middleware (in a real agent) serve 1,000 conversations, each its
     own thread_id: afterwards none of their messages is alive, the components' attributes

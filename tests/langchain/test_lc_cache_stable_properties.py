@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
+from hypothesis_profiles import examples
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -276,7 +277,7 @@ def _session(ops: list[tuple[Any, ...]]) -> list[tuple[list[BaseMessage], bool]]
     return out
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=operations, opts=options, pattern=patterns, asyncs=st.lists(st.booleans(), max_size=30))
 def test_every_call_pattern_gives_the_window_of_the_history_itself(
     ops: list[tuple[Any, ...]], opts: dict[str, Any], pattern: tuple[str, int], asyncs: list[bool]
@@ -325,7 +326,7 @@ class Sent(BaseCallbackHandler):
         self.inputs.extend(messages)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=operations.filter(lambda ops: len(ops) <= 14),
     opts=options,

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -153,7 +154,7 @@ def histories(draw: st.DrawFn) -> list[BaseMessage]:
     return messages
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=histories(),
     budget=st.integers(0, 800),
@@ -217,7 +218,7 @@ def test_every_selection_is_a_valid_in_order_within_budget_subset_of_the_same_ob
 IDS = st.one_of(st.none(), TEXT)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     cls=st.sampled_from(
         [
@@ -304,7 +305,7 @@ def test_the_approximate_fast_path_equals_the_general_path(
         assert approximate_message_tokens(chunk_of(**kwargs)) == count
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(histories())
 def test_unit_tokens_add_up_to_counting_the_whole_history_once(
     messages: list[BaseMessage],
@@ -314,7 +315,7 @@ def test_unit_tokens_add_up_to_counting_the_whole_history_once(
     assert total == tokens(messages) == sum(general_tokens(m) for m in messages)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(messages=histories(), keep_system=st.booleans(), keep_last=st.integers(0, 3))
 def test_mapped_message_items_are_what_validation_builds(
     messages: list[BaseMessage], keep_system: bool, keep_last: int
@@ -339,7 +340,7 @@ def _same_mapping(fast: MessageItems, plain: MessageItems) -> None:
     assert fast.units == plain.units and list(fast.pinned) == list(plain.pinned)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages=histories(), keep_system=st.booleans(), keep_last=st.integers(0, 3))
 def test_the_message_fast_path_maps_what_the_plain_path_maps(
     messages: list[BaseMessage], keep_system: bool, keep_last: int
@@ -357,7 +358,7 @@ def test_the_message_fast_path_maps_what_the_plain_path_maps(
     _same_mapping(fast, plain)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages=histories(), data=st.data())
 def test_mapping_back_finds_each_item_by_identity_and_refuses_strangers(
     messages: list[BaseMessage], data: st.DataObject
@@ -379,7 +380,7 @@ def test_mapping_back_finds_each_item_by_identity_and_refuses_strangers(
             mapped.messages_for([*chosen, stranger])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=histories(),
     budget=st.integers(0, 800),
@@ -406,7 +407,7 @@ def test_selections_without_metadata_equal_the_full_ones(
     assert all("langchain.index" in e.item.metadata for e in report.included)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(messages=histories())
 def test_tool_groups_follow_the_providers_rule(messages: list[BaseMessage]) -> None:
     """A group is valid exactly when its messages, sent alone in order, are a valid
@@ -437,7 +438,7 @@ def _fits(messages: list[BaseMessage], indices: list[int], budget: int) -> bool:
     return tokens([messages[i] for i in indices]) + REPLY_TOKENS <= budget
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=histories(), budget=st.integers(0, 1200), start_on=st.sampled_from([None, "human"]))
 def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fit(
     messages: list[BaseMessage], budget: int, start_on: str | None

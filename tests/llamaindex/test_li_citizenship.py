@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from li_testkit import check_window, words
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.agent.workflow import FunctionAgent
@@ -125,7 +126,7 @@ def test_cupel_memory_pinned_messages_over_the_limit_name_its_budget_and_options
     assert "max_tokens" not in message
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     turns=st.integers(min_value=1, max_value=14),
     limit=st.integers(min_value=30, max_value=140),

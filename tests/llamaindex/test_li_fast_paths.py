@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
+from hypothesis_profiles import examples
 from li_testkit import counting_split
 from llama_index.core.base.llms.types import ChatMessage
 from test_li_properties import histories
@@ -19,7 +20,7 @@ from cupel_llamaindex import message_text, messages_to_items
 from cupel_llamaindex._reading import TokenCache, message_parts, read_messages
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(history=histories())
 def test_batch_counts_equal_one_call_per_message(history: list[ChatMessage]) -> None:
     batch = messages_to_items(history, tokenizer_fn=str.split)
@@ -32,7 +33,7 @@ def test_batch_counts_equal_one_call_per_message(history: list[ChatMessage]) -> 
     assert [i.tokens for i in batch.items] == [i.tokens for i in one_by_one.items]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(history=histories(), later=histories())
 def test_cached_counts_equal_counting_again(
     history: list[ChatMessage], later: list[ChatMessage]

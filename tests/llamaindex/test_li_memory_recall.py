@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from li_testkit import counting_split, recording, words
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.storage.chat_store import SimpleChatStore
@@ -174,7 +175,7 @@ def _drawn_memory(
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(history=histories(), data=st.data())
 def test_every_get_equals_a_fresh_memorys_through_edits_budgets_and_settings(
     history: list[ChatMessage], data: st.DataObject

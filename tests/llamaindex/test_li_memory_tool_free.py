@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from test_li_memory_recall import _WORDS, _drawn_memory, _fresh, _outcome, _turns, listening
 
@@ -136,7 +137,7 @@ _TURN_EDITS = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(history=tool_free_histories(), pipeline=_pipelines(), data=st.data())
 def test_the_tool_free_window_equals_the_mapped_selection_through_turns(
     history: list[ChatMessage], pipeline: Pipeline | None, data: st.DataObject
@@ -152,7 +153,7 @@ def test_the_tool_free_window_equals_the_mapped_selection_through_turns(
         assert _outcome(_fresh(memory), initial) == expected  # a fresh memory, no listener
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     roles=st.one_of(
         st.lists(st.sampled_from(["system", "user", "assistant", "user", "assistant"])),

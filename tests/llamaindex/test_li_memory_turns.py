@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from li_testkit import words
 from llama_index.core.base.llms.types import (
     ChatMessage,
@@ -122,7 +123,7 @@ def _change(messages: list[ChatMessage], data: st.DataObject) -> None:
         messages[index].role = data.draw(st.sampled_from(_ROLES))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
 def test_role_counts_equal_a_fresh_read_through_changes(data: st.DataObject) -> None:
     messages = [_message(data) for _ in range(data.draw(st.integers(0, 8)))]
@@ -153,7 +154,7 @@ def _pipeline(name: str) -> Pipeline:
     return pipeline
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     roles=st.lists(st.sampled_from(["system", "user", "assistant", "user", "assistant"])),
     data=st.data(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from li_testkit import check_window, words
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.storage.chat_store import SimpleChatStore
@@ -92,7 +93,7 @@ def _pinned_tokens(history: list[ChatMessage]) -> int:
     return sum(words(m) for m in system) + (words(users[-1]) if users else 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     history=histories(),
     limit=st.integers(REPLY + 1, 200),
@@ -139,7 +140,7 @@ def test_every_window_is_valid_within_budget_and_made_of_the_stored_objects(
     assert report.included_tokens == sum(words(m) for m in window)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(history=histories(), limit=st.integers(30, 200))
 def test_get_is_deterministic_and_repeatable(history: list[ChatMessage], limit: int) -> None:
     memory = CupelChatMemory.from_defaults(
@@ -153,7 +154,7 @@ def test_get_is_deterministic_and_repeatable(history: list[ChatMessage], limit: 
     assert len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(history=histories())
 def test_a_budget_that_fits_everything_returns_every_valid_message(
     history: list[ChatMessage],
@@ -176,7 +177,7 @@ def test_a_budget_that_fits_everything_returns_every_valid_message(
     )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     history=histories(),
     later=histories(),
@@ -229,7 +230,7 @@ def test_reusing_the_previous_call_never_changes_the_result(
     both()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(history=histories(), limit=st.integers(REPLY + 1, 200), start_on_user=st.booleans())
 def test_the_default_window_has_no_holes_keeps_the_task_and_a_reply_when_they_fit(
     history: list[ChatMessage], limit: int, start_on_user: bool

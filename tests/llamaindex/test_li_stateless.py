@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from li_testkit import check_window, provider_problems
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
@@ -280,7 +281,7 @@ def _windows(outcomes: list[Any]) -> list[Any]:
     return [o if isinstance(o, str) else (o[0], o[1]) for o in outcomes]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     operations=_operations,
     limit=st.sampled_from([50, 80, 140]),
@@ -378,7 +379,7 @@ def _check_appended(
         )
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     operations=_operations,
     limit=st.sampled_from([50, 80, 140]),
@@ -487,6 +488,7 @@ def _check_nothing_grows(
     assert len(marks) >= 2 and max(marks) - marks[0] < 256 * 1024, marks
 
 
+@pytest.mark.slow
 def test_a_thousand_conversations_leave_nothing_behind_in_a_chat_memory() -> None:
     """One memory switching ``chat_store_key`` over 1,000 conversations (each deleted
     from the store once served, so that the store does not grow either)."""
@@ -506,6 +508,7 @@ def test_a_thousand_conversations_leave_nothing_behind_in_a_chat_memory() -> Non
     assert store.get_keys() == []
 
 
+@pytest.mark.slow
 def test_a_thousand_sessions_leave_nothing_behind_in_a_cupel_memory() -> None:
     """One ``CupelMemory`` switching ``session_id`` over 1,000 sessions of one in-memory
     SQLite store (its rows live outside Python's allocator), each flushing its first

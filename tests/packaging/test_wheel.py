@@ -70,6 +70,7 @@ def metadata(wheel: Path) -> tuple[dict[str, list[str]], list[str]]:
     return fields, names
 
 
+@pytest.mark.slow
 def test_the_wheel_is_named_cupel_context(wheel: Path) -> None:
     assert wheel.name == f"cupel_context-{cupel.__version__}-py3-none-any.whl"
     fields, _ = metadata(wheel)
@@ -77,6 +78,7 @@ def test_the_wheel_is_named_cupel_context(wheel: Path) -> None:
     assert fields["Version"] == [cupel.__version__]
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_the_packages_the_command_and_the_data(wheel: Path) -> None:
     _, names = metadata(wheel)
     for path in (
@@ -99,6 +101,7 @@ def test_the_wheel_holds_the_packages_the_command_and_the_data(wheel: Path) -> N
         assert "cupel = cupel.cli:main" in zf.read(entry_points).decode()
 
 
+@pytest.mark.slow
 def test_extras_declare_major_version_ranges_not_build_environment_caps(wheel: Path) -> None:
     fields, _ = metadata(wheel)
     assert set(EXTRAS) <= set(fields["Provides-Extra"])
@@ -185,6 +188,7 @@ def _python(bin_dir: Path, code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.packaging
 def test_a_fresh_virtualenv_installs_the_wheel_with_each_extra(wheel: Path, tmp_path: Path) -> None:
     bin_dir = _venv(tmp_path / "venv")

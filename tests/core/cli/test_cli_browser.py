@@ -15,6 +15,8 @@ import pytest
 from cli_testkit import ITEMS, cupel, write_items
 from headless_browser import Browser, require_browser
 
+pytestmark = pytest.mark.slow  # a headless browser
+
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE = "<script>alert('pwned')</script> <img src=x onerror=alert(1)> & \"quotes\""
 

@@ -212,6 +212,7 @@ def test_same_stem_files_are_labelled_by_path(
     assert [v["label"] for v in json.loads(out)["variants"]] == [str(first), str(second)]
 
 
+@pytest.mark.slow
 def test_in_a_real_process(files: tuple[Path, Path, Path]) -> None:
     items, newest, _ = files
     proc = run_process(

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from cli_testkit import ITEMS, cupel, many_items, write_items, write_jsonl
 
+pytestmark = pytest.mark.slow  # every test runs the CLI as a real process
+
 BUDGET_LINE = re.compile(r"^  budget max ([\d,]+) / target ([\d,]+)$", re.MULTILINE)
 
 

@@ -233,6 +233,7 @@ def test_explain_with_a_preset(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert "Place: UShapedPlacer" in out
 
 
+@pytest.mark.slow
 def test_explain_from_stdin_in_a_real_process(tmp_path: Path) -> None:
     path = write_items(tmp_path, ITEMS)
     proc = subprocess.run(
@@ -246,6 +247,7 @@ def test_explain_from_stdin_in_a_real_process(tmp_path: Path) -> None:
     assert proc.stdout.startswith("cupel explain: 6 candidates") and "from <stdin>" in proc.stdout
 
 
+@pytest.mark.slow
 def test_explain_json_in_a_real_process(tmp_path: Path) -> None:
     path = write_items(tmp_path, ITEMS)
     proc = run_process("explain", str(path), "--max-tokens", "100", "--report", "json")

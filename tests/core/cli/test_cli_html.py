@@ -246,6 +246,7 @@ def test_output_reserve_and_target_appear_on_the_map(
     assert sum(tokens) == 85
 
 
+@pytest.mark.slow
 def test_html_in_a_real_process(tmp_path: Path) -> None:
     path = write_items(tmp_path, ITEMS)
     page_path = tmp_path / "p.html"

@@ -26,6 +26,7 @@ def strict_loads(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.slow
 def test_jsonl_lines_written_by_cupel_with_unicode_separators_read_back(
     tmp_path: Path,
 ) -> None:
@@ -58,6 +59,7 @@ def test_jsonl_lines_written_by_cupel_with_unicode_separators_read_back(
     assert proc2.returncode == 0 and json.loads(proc2.stdout) == window
 
 
+@pytest.mark.slow
 def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
     path = tmp_path / "items.jsonl"
     good = json.dumps({"content": f"x{SEPARATORS}y", "tokens": 1}, ensure_ascii=False)
@@ -67,6 +69,7 @@ def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
     assert proc.stderr.startswith(f"cupel: error: {path}, line 3: invalid JSON at column 2")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["jsonl", "json"])
 def test_a_5000_digit_integer_is_one_clear_error_naming_the_place(
     tmp_path: Path, layout: str
@@ -90,6 +93,7 @@ def test_a_5000_digit_integer_is_one_clear_error_naming_the_place(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("token", "why"),
     [
@@ -112,6 +116,7 @@ def test_non_finite_numbers_are_refused_on_input(tmp_path: Path, token: str, why
     assert proc.stderr == f"cupel: error: {path}, line 2: metadata.scores[1]: {why}\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -153,6 +158,7 @@ def test_non_finite_floats_are_written_as_null() -> None:
     assert "NaN" not in text and "Infinity" not in text
 
 
+@pytest.mark.slow
 def test_empty_input_says_so_on_stderr(tmp_path: Path) -> None:
     for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n \n"), ("empty.json", "[]")):
         path = tmp_path / name

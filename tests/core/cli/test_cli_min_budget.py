@@ -128,6 +128,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     }
 
 
+@pytest.mark.slow
 def test_in_a_real_process(tmp_path: Path) -> None:
     path = write_items(tmp_path, ITEMS)
     proc = run_process("min-budget", str(path), "--item", TARGET, "--policy", "chat")

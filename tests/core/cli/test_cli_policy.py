@@ -221,6 +221,7 @@ def test_json_errors_stay_one_line_on_stderr(
     )
 
 
+@pytest.mark.slow
 def test_select_policy_json_in_a_real_process(tmp_path: Path) -> None:
     path = write_items(tmp_path, ITEMS)
     proc = run_process(
@@ -231,6 +232,7 @@ def test_select_policy_json_in_a_real_process(tmp_path: Path) -> None:
     assert [i["content"] for i in document["window"]] == library_window(preset("rag").build())
 
 
+@pytest.mark.slow
 def test_bad_policy_in_a_real_process_has_no_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"scorer": "kind", "placer": "sideways"}', encoding="utf-8")

@@ -14,6 +14,7 @@ from cli_testkit import ITEMS, cupel, cupel_on_terminal, many_items, write_items
 import cupel as cupel_package
 
 
+@pytest.mark.slow
 def test_python_dash_m_cupel_runs_the_cli(tmp_path: Path) -> None:
     path = write_items(tmp_path, ITEMS)
     proc = cupel("select", str(path), "--max-tokens", "100")
@@ -22,6 +23,7 @@ def test_python_dash_m_cupel_runs_the_cli(tmp_path: Path) -> None:
     assert proc.stderr.startswith("cupel: 3 of 6 items selected")
 
 
+@pytest.mark.slow
 def test_version_is_the_installed_distribution_version() -> None:
     proc = cupel("--version")
     assert proc.returncode == 0 and proc.stderr == ""
@@ -29,6 +31,7 @@ def test_version_is_the_installed_distribution_version() -> None:
     assert version("cupel-context") == cupel_package.__version__
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "unknown"),
     [
@@ -44,6 +47,7 @@ def test_abbreviated_options_are_refused(tmp_path: Path, argv: list[str], unknow
     assert proc.stderr == f"cupel: error: unrecognized arguments: {unknown} (see 'cupel --help')\n"
 
 
+@pytest.mark.slow
 def test_abbreviation_no_longer_overrides_the_full_option(tmp_path: Path) -> None:
     """``--max-token 5`` used to override ``--max-tokens 100`` silently."""
     path = write_items(tmp_path, ITEMS)
@@ -51,6 +55,7 @@ def test_abbreviation_no_longer_overrides_the_full_option(tmp_path: Path) -> Non
     assert proc.returncode == 2 and "unrecognized arguments: --max-token 5" in proc.stderr
 
 
+@pytest.mark.slow
 def test_min_budget_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     # Probes reuse the scores and sort, so a search over a few thousand items can finish
     # before the bar's first refresh (0.05 s): each probe is made 0.1 s longer instead.
@@ -64,6 +69,7 @@ def test_min_budget_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     assert "budget " in shown and "run" in shown  # the budget being tried, the unit
 
 
+@pytest.mark.slow
 def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path, many_items(3000))
     proc = cupel("min-budget", str(path), "--item", "message 7:")
@@ -104,6 +110,7 @@ def test_ctrl_c_in_process_returns_130(
     assert status == 130 and out == "" and err == "\ncupel: interrupted\n"
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_with_one_line(tmp_path: Path) -> None:
     # Each probe of the search then takes 0.5 s longer: the search (about 15 probes)
     # outlasts the signal's delivery however loaded the machine is; without the pause
@@ -124,6 +131,7 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path: Path) -> None:
     assert shown.rstrip().splitlines()[-1] == "cupel: interrupted"
 
 
+@pytest.mark.slow
 def test_ansi_escapes_in_content_do_not_reach_the_terminal(tmp_path: Path) -> None:
     hostile = "pwned \x1b[2J\x1b]0;title\x07 \x9b31m red \x1b[0m end"
     rows = [

@@ -8,8 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_testkit import cupel, write_items
 from test_cli_html import parse
+
+pytestmark = pytest.mark.slow  # every test runs the CLI as a real process
 
 # A conversation in which a knapsack with 100-token buckets leaves out small messages that
 # fit the tokens left: every message costs a whole bucket.

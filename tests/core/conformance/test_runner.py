@@ -526,6 +526,7 @@ def test_default_directory_is_the_repository_suite() -> None:
     assert default.resolve() == (Path(__file__).resolve().parents[3] / "conformance")
 
 
+@pytest.mark.slow
 def test_module_entry_point(tmp_path: Path) -> None:
     path = write(tmp_path, "wrong.toml", PLACING_WRONG_ORDER)
     proc = subprocess.run(
@@ -681,6 +682,7 @@ def test_scaled_inner_scorer_reads_the_keys_beside_it() -> None:
         build_scorer({"type": "scaled", "inner_scorer": "scaled"})
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     for i in range(400):  # a JSON report larger than a pipe buffer
         write(tmp_path, f"v{i:03d}.toml", PLACING_WRONG_ORDER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import ConfigurationError
 from cupel.conversation import Conversation
@@ -177,7 +178,7 @@ def test_check_window_reports_reply_empty_and_validity() -> None:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     roles=st.lists(st.sampled_from(["system", "user", "assistant", "tool"]), max_size=12),
     data=st.data(),

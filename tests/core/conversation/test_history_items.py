@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     ChronologicalPlacer,
@@ -231,7 +232,7 @@ STABLE = Pipeline(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     turns=st.lists(st.tuples(st.integers(1, 40), st.integers(1, 120)), min_size=1, max_size=60),
     limit=st.integers(60, 400),
@@ -289,7 +290,7 @@ def test_a_stable_window_moves_its_cut_to_the_low_water_mark() -> None:
     assert min(sizes[5:]) >= 0.6 * 400 - 40 and max(sizes) <= 400
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     events=st.lists(
         st.tuples(st.sampled_from(["user", "round", "reply"]), st.integers(1, 60)),

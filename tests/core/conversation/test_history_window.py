@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     ChronologicalPlacer,
@@ -94,7 +95,7 @@ def same_window(fast: HistoryWindow, slow: HistoryWindow) -> None:
     assert fast.cut_moved == slow.cut_moved
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     events=EVENTS,
     limit=st.integers(0, 400),

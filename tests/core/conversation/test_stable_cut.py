@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     ChronologicalPlacer,
@@ -223,7 +224,7 @@ def histories(draw: st.DrawFn) -> tuple[list[str], dict, dict, list[int]]:
     return roles, calls, answers, tokens
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     history=histories(),
     limit=st.integers(30, 400),
@@ -248,7 +249,7 @@ def test_the_replayed_window_is_the_rule_applied_after_every_unit(
     assert got == expected
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(history=histories(), limit=st.integers(30, 400))
 def test_the_stable_prefix_is_measured_against_the_previous_requests_window(
     history: tuple[list[str], dict, dict, list[int]], limit: int

@@ -14,6 +14,7 @@ import numpy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 import cupel
 from cupel.counting import (
@@ -174,7 +175,7 @@ def test_jpeg_segment_walk_skips_dht_and_stops_at_sos() -> None:
     assert image_size(no_frame) is None
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.binary(max_size=300))
 def test_random_bytes_never_raise(data: bytes) -> None:
     found = image_size(data)
@@ -185,7 +186,7 @@ def test_random_bytes_never_raise(data: bytes) -> None:
     base64_image_size(base64.b64encode(b"\xff\xd8" + data).decode())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=200))
 def test_random_text_never_raises(text: str) -> None:
     base64_image_size(text)

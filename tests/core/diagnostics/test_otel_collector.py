@@ -433,6 +433,7 @@ class TestCollectorContract:
         with pytest.raises(ConfigurationError, match="tracer_provider must be an OpenTelemetry"):
             OpenTelemetryTraceCollector(tracer_provider="otlp")  # type: ignore[arg-type]
 
+    @pytest.mark.slow
     def test_default_uses_the_global_tracer_provider(self) -> None:
         script = (
             "from opentelemetry import trace\n"
@@ -457,6 +458,7 @@ class TestCollectorContract:
 
 
 class TestCoreIndependence:
+    @pytest.mark.slow
     def test_importing_cupel_does_not_import_opentelemetry(self) -> None:
         script = (
             "import sys\n"

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import budgets, outcome, passes, scorers
 
 import cupel._pipeline.deduplicate as dedup
@@ -42,7 +43,7 @@ token_lists = st.lists(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(tokens=token_lists)
 def test_token_array_only_when_counts_are_non_negative_and_the_sum_is_exact(
     tokens: list[int],
@@ -61,7 +62,7 @@ def test_token_array_only_when_counts_are_non_negative_and_the_sum_is_exact(
         assert min(tokens) >= 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(tokens=token_lists, pinned=st.lists(st.booleans(), min_size=8, max_size=8))
 def test_classify_totals_and_columns_match_the_per_item_split(
     tokens: list[int], pinned: list[bool]
@@ -116,7 +117,7 @@ def test_distinct_is_whether_the_set_has_every_content(limit: int, contents: lis
         assert dedup._distinct(contents) == (len(set(contents)) == len(contents))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     scorer=scorers,
     items=passes(max_size=16, allow_pinned=True, allow_negative=True),
@@ -153,7 +154,7 @@ def test_context_item_defines_no_class_attribute_named_after_a_field() -> None:
     assert [name for name in FIELDS if any(name in vars(c) for c in ContextItem.__mro__)] == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     items=passes(max_size=12, allow_pinned=True, allow_negative=True),
     chunk=st.sampled_from([1, 3, 512]),

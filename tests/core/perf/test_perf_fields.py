@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import (
     T0,
     PerItemScorer,
@@ -67,7 +68,7 @@ class Shouting(ContextItem):
         return str(self.__dict__["content"]).upper()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(items=passes(max_size=30, allow_pinned=True), size=st.integers(1, 5))
 def test_read_fields_equals_one_pass_per_name(items: list[ContextItem], size: int) -> None:
     items = [*items, *(Shouting(**item.model_dump()) for item in items[:3])]
@@ -98,7 +99,7 @@ def test_field_column_shares_only_for_the_very_same_items_object() -> None:
     assert field_column(items, "tokens") == [3]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     scorer=scorers,
     placed=st.sampled_from(
@@ -150,7 +151,7 @@ def unranked_candidates(scored: list[ScoredItem]) -> tuple[Candidates, Candidate
 tied_scores = st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.0, float("inf"), -1.0])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(scored=scored_lists(max_size=24), budget=budgets, data=st.data())
 def test_greedy_over_unranked_candidates_selects_what_it_selects_over_ranked_ones(
     scored: list[ScoredItem], budget: ContextBudget, data: st.DataObject
@@ -191,7 +192,7 @@ def test_kind_scorer_with_many_distinct_and_equal_but_distinct_kind_objects() ->
         assert scorer.score_all([]) == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     tags=st.lists(
         st.lists(st.sampled_from(["a", "A", "b", "db", "ops", "x", ""]), max_size=9), max_size=12
@@ -209,7 +210,7 @@ def test_tag_scorer_with_many_tags_per_item_agrees(
     assert_same_floats(scorer.score_all(items), [scorer.score(i, items) for i in items])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     minutes=st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=16),
     shuffle=st.randoms(use_true_random=False),

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the benchmarks' quick run, a real process
+
 ROOT = Path(__file__).resolve().parents[3]
 HEADER = (
     "workload",

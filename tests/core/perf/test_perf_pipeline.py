@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import (
     GREEDY_THRESHOLDS,
     PerItemScorer,
@@ -56,7 +57,7 @@ PLACERS = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     scorer=scorers,
     slicers=st.sampled_from(SLICERS),
@@ -99,7 +100,7 @@ def test_built_in_pipeline_equals_the_per_item_definitions(
     assert outcome(fast, items, budget) == outcome(reference, items, budget)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     scorer=scorers,
     placers=st.sampled_from(PLACERS),
@@ -141,7 +142,7 @@ def test_greedy_pipeline_with_its_head_search_and_tail_rounds_equals_the_per_ite
         assert outcome(fast, items, budget) == outcome(reference, items, budget)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(items=passes(max_size=16), target=st.integers(0, 150))
 def test_integer_scores_take_the_list_route_and_agree_with_float_scores(
     items: list[ContextItem], target: int
@@ -198,7 +199,7 @@ def test_an_iterable_of_items_is_read_once_like_a_list() -> None:
     assert len(from_list.items) == 4
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     keys=st.lists(
         st.one_of(
@@ -219,7 +220,7 @@ def test_stable_argsort_is_numpys_stable_argsort(keys: list[float]) -> None:
     assert stable_argsort(with_nan).tolist() == np.argsort(with_nan, kind="stable").tolist()
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     pairs=st.lists(
         st.tuples(

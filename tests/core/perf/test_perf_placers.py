@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import context_items, scored_lists, spec_chronological, spec_u_shaped
 
 import cupel.placers.chronological
@@ -28,7 +29,7 @@ def with_repeats(scored: list[ScoredItem], data: st.DataObject) -> list[ScoredIt
     return scored
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(scored=scored_lists(max_size=20), data=st.data())
 def test_u_shaped_equals_the_spec_pseudocode(scored: list[ScoredItem], data: st.DataObject) -> None:
     scored = with_repeats(scored, data)
@@ -38,7 +39,7 @@ def test_u_shaped_equals_the_spec_pseudocode(scored: list[ScoredItem], data: st.
     assert ids([items[i] for i in order]) == ids(spec_u_shaped(scored))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(scored=scored_lists(max_size=20), data=st.data())
 def test_chronological_equals_the_spec_pseudocode(
     scored: list[ScoredItem], data: st.DataObject
@@ -47,7 +48,7 @@ def test_chronological_equals_the_spec_pseudocode(
     assert ids(ChronologicalPlacer().place(scored)) == ids(spec_chronological(scored))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(scored=scored_lists(max_size=20), data=st.data())
 def test_chronological_order_does_not_depend_on_the_origin_hint(
     scored: list[ScoredItem], data: st.DataObject
@@ -77,7 +78,7 @@ def test_only_exact_built_in_placers_have_a_fast_path() -> None:
     assert fast_orderer(UShapedPlacer()) is not None
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(scored=scored_lists(max_size=20), data=st.data())
 def test_u_shaped_over_descending_scores_equals_the_spec_pseudocode(
     scored: list[ScoredItem], data: st.DataObject
@@ -93,7 +94,7 @@ def test_u_shaped_over_descending_scores_equals_the_spec_pseudocode(
     assert ids([items[i] for i in order]) == ids(spec_u_shaped(scored))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(origin=st.lists(st.integers(-5, 40), max_size=30, unique=True), wide=st.booleans())
 def test_positions_by_origin_are_the_stable_argsort(origin: list[int], wide: bool) -> None:
     values = np.array([v * 10_000 if wide else v for v in origin], dtype=np.intp)
@@ -106,7 +107,7 @@ def test_positions_by_origin_are_the_stable_argsort(origin: list[int], wide: boo
     )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     source=st.lists(context_items(), max_size=20),
     data=st.data(),

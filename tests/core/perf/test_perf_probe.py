@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import PerItemScorer, SpecGreedy, passes, scorers
 
 from cupel import (
@@ -44,7 +45,7 @@ def probe_window(probe: BudgetProbe, budget: ContextBudget) -> Any:
         return (type(error), str(error))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     scorer=scorers,
     per_item=st.booleans(),
@@ -113,7 +114,7 @@ def min_budget_by_dry_runs(
     return None if low > ceiling else smallest_included(low, ceiling, included)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     scorer=scorers,
     slicer=st.sampled_from(SLICERS),

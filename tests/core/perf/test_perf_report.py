@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import PerItemScorer, SpecGreedy, passes, report_key, scorers
 
 import cupel._pipeline.report
@@ -86,7 +87,7 @@ def wire(report: SelectionReport | None) -> dict[str, Any]:
     return data
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     scorer=scorers,
     per_item_scorer=st.booleans(),
@@ -137,7 +138,7 @@ def test_the_deferred_report_is_the_per_item_report(
     assert_bulk_entries_are_built_one_by_one(pipeline, items, budget, deferred.report)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     items=passes(max_size=12, allow_pinned=True, allow_negative=True),
     target=st.integers(0, 120),

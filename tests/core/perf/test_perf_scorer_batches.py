@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import T0, ZONES, assert_same_floats, instants, leaf_scorers, passes, scorers
 
 import cupel.scorers._base as base_module
@@ -79,7 +80,7 @@ def test_object_ids_tell_equal_objects_apart() -> None:
 # -- every leaf and composite, every array route -------------------------------------------------
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(scorer=leaf_scorers, items=passes())
 def test_leaf_batches_on_the_array_routes_equal_per_item_scores(
     scorer: Any, items: list[ContextItem]
@@ -88,7 +89,7 @@ def test_leaf_batches_on_the_array_routes_equal_per_item_scores(
         assert_same_floats(scorer.score_all(items), per_item(scorer, items))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(scorer=scorers, items=passes(max_size=8))
 def test_composites_on_the_array_routes_equal_per_item_scores(
     scorer: Any, items: list[ContextItem]
@@ -106,7 +107,7 @@ int_keys = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(int_keys, max_size=30))
 def test_rank_scores_of_ints_equal_the_per_item_algorithm(keys: list[int | None]) -> None:
     assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
@@ -114,7 +115,7 @@ def test_rank_scores_of_ints_equal_the_per_item_algorithm(keys: list[int | None]
         assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.one_of(st.none(), instants), max_size=30))
 def test_rank_scores_of_instants_in_any_zone_equal_the_per_item_algorithm(
     keys: list[datetime | None],
@@ -124,7 +125,7 @@ def test_rank_scores_of_instants_in_any_zone_equal_the_per_item_algorithm(
         assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.integers(0, 10**6), unique=True, max_size=25).map(sorted),
     st.lists(st.integers(0, 25), max_size=5),

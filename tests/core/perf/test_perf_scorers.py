@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import T0, assert_same_floats, leaf_scorers, passes, scorers
 
 from cupel import ContextItem
@@ -27,7 +28,7 @@ def per_item(scorer: Any, items: list[ContextItem]) -> list[float]:
     return [scorer.score(item, items) for item in items]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(scorer=leaf_scorers, items=passes())
 def test_leaf_batches_equal_per_item_scores_bit_for_bit(
     scorer: Any, items: list[ContextItem]
@@ -35,7 +36,7 @@ def test_leaf_batches_equal_per_item_scores_bit_for_bit(
     assert_same_floats(scorer.score_all(items), per_item(scorer, items))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scorer=scorers, items=passes(max_size=8))
 def test_composite_and_scaled_batches_equal_per_item_scores_bit_for_bit(
     scorer: Any, items: list[ContextItem]
@@ -43,7 +44,7 @@ def test_composite_and_scaled_batches_equal_per_item_scores_bit_for_bit(
     assert_same_floats(scorer.score_all(items), per_item(scorer, items))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(scorer=scorers, items=passes(max_size=8))
 def test_pipeline_batch_holds_the_score_all_values(scorer: Any, items: list[ContextItem]) -> None:
     batch = batch_scores(scorer, items)
@@ -110,7 +111,7 @@ def test_frequency_counts_an_object_listed_twice_as_itself_not_a_peer() -> None:
     assert FrequencyScorer().score_all(items) == [1 / 3, 2 / 3, 1 / 3, 0.0]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.lists(
         st.lists(st.sampled_from([f"t{i}" for i in range(12)]), min_size=9, max_size=12),

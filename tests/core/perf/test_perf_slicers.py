@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from perf_testkit import (
     GREEDY_THRESHOLDS,
     budgets,
@@ -27,13 +28,13 @@ def ids(items: list[ContextItem]) -> list[int]:
     return [id(item) for item in items]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(scored=scored_lists(), budget=budgets)
 def test_greedy_equals_the_spec_pseudocode(scored: list[ScoredItem], budget: ContextBudget) -> None:
     assert ids(GreedySlice().slice(scored, budget)) == ids(spec_greedy(scored, budget))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scored=scored_lists(), budget=budgets)
 def test_greedy_array_path_selects_the_spec_positions(
     scored: list[ScoredItem], budget: ContextBudget
@@ -44,7 +45,7 @@ def test_greedy_array_path_selects_the_spec_positions(
     assert ids([scored[p].item for p in positions]) == ids(spec_greedy(scored, budget))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     items=st.lists(context_items(), max_size=12),
     values=st.lists(st.one_of(st.integers(-3, 3), st.just(float("nan"))), min_size=12),
@@ -110,7 +111,7 @@ edge_scores = st.one_of(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(
     rows=st.one_of(
         st.lists(st.tuples(token_counts, edge_scores), max_size=300),
@@ -187,7 +188,7 @@ def test_greedy_head_search_on_large_inputs_equals_the_per_item_definition(seed:
             assert select(candidates, budget).tolist() == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     sizes=st.lists(st.one_of(st.integers(0, 3), st.integers(0, 300)), max_size=200),
     remaining=st.integers(0, 400),
@@ -223,7 +224,7 @@ class PlainGreedy(GreedySlice):
         return super().slice(scored, budget)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scored=scored_lists(max_size=20), budget=budgets, quotas=st.sampled_from(QUOTAS))
 def test_quota_array_path_equals_the_per_partition_route(
     scored: list[ScoredItem], budget: ContextBudget, quotas: list[QuotaEntry]

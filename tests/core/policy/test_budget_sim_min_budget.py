@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from policy_testkit import workload
 
 from cupel import (
@@ -200,7 +201,7 @@ item_specs = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     specs=item_specs,
     target_index=st.integers(0, 5),

@@ -10,6 +10,7 @@ import pytest
 import tomli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from policy_testkit import BUDGET, selection, workload
 
 from cupel import (
@@ -581,7 +582,7 @@ policies = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(policies)
 def test_random_policies_round_trip_and_select_identically(policy: Policy) -> None:
     assert Policy.from_dict(policy.to_dict()) == policy

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from scorers_testkit import (
     T0,
     CountingScorer,
@@ -36,13 +37,13 @@ from cupel.scorers import (
 N = 20_000
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scorer=leaf_scorers, items=passes())
 def test_leaf_batch_matches_per_item_score(scorer: Any, items: list[ContextItem]) -> None:
     assert_same_scores(scorer.score_all(items), per_item(scorer, items))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scorer=scorers, items=passes(max_size=8))
 def test_composite_and_scaled_batch_matches_per_item_score(
     scorer: Any, items: list[ContextItem]
@@ -50,13 +51,13 @@ def test_composite_and_scaled_batch_matches_per_item_score(
     assert_same_scores(scorer.score_all(items), per_item(scorer, items))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(scorer=scorers, items=passes(max_size=8))
 def test_module_score_all_uses_the_batch_method(scorer: Any, items: list[ContextItem]) -> None:
     assert_same_scores(score_all(scorer, items), scorer.score_all(items))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(items=passes(max_size=8), inner=scorers)
 def test_scaled_batch_stays_in_unit_interval(items: list[ContextItem], inner: Any) -> None:
     for value in ScaledScorer(inner).score_all(items):

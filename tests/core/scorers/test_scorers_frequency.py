@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from scorers_testkit import make
 
 from cupel._model import ContextItem
@@ -117,7 +118,7 @@ TAG_SETS = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(TAG_SETS)
 def test_every_method_counts_exactly_what_the_definition_counts(
     pairs: list[tuple[frozenset[int], int]],
@@ -151,7 +152,7 @@ def test_every_method_counts_exactly_what_the_definition_counts(
         "direct-then-sorted-64",
     ],
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(
         st.tuples(st.frozensets(st.integers(0, 11), min_size=1, max_size=12), st.integers(1, 3)),
@@ -184,7 +185,7 @@ def test_combinations_agree_whichever_way_keys_are_counted(
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(TAG_SETS)
 def test_repeated_sets_split_into_unit_copies_count_the_same(
     pairs: list[tuple[frozenset[int], int]],
@@ -197,7 +198,7 @@ def test_repeated_sets_split_into_unit_copies_count_the_same(
     assert _unit_sets(starts, tags, mult, vocabulary).tolist() == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(TAG_SETS)
 def test_ranks_computed_without_the_binomial_table_agree(
     pairs: list[tuple[frozenset[int], int]],
@@ -212,7 +213,7 @@ def test_ranks_computed_without_the_binomial_table_agree(
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(TAG_SETS)
 def test_a_hash_hitting_every_shared_key_is_checked(
     pairs: list[tuple[frozenset[int], int]],
@@ -230,7 +231,7 @@ def test_a_hash_hitting_every_shared_key_is_checked(
         assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.lists(
@@ -296,7 +297,7 @@ def test_a_tag_repeated_within_an_item_counts_once() -> None:
     assert both_paths(items) == [0.5, 0.5, 0.0]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.lists(st.sampled_from(["a", "B", "b", "c", "DB", "db", "x1", ""]), max_size=5),

@@ -9,6 +9,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from test_knapsack_slice import reference_knapsack  # the spec's pseudocode
 
 from cupel import (
@@ -51,7 +52,7 @@ def test_auto_bucket_is_the_target_in_at_most_a_thousand_buckets(target: int, bu
     assert KnapsackSlice(7).bucket_for(ContextBudget(max_tokens=target, target_tokens=target)) == 7
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     tokens=st.lists(st.integers(min_value=0, max_value=400), min_size=1, max_size=25),
     scores=st.lists(st.floats(min_value=0, max_value=1), min_size=25, max_size=25),

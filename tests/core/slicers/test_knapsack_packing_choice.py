@@ -7,6 +7,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     BudgetExceeded,
@@ -82,7 +83,7 @@ def test_items_that_do_not_fit_or_lose_to_rounding_stay_budget_exceeded() -> Non
     assert report.bucket_rounding is not None and report.bucket_rounding.items_left_out == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     tokens=st.lists(st.integers(min_value=-5, max_value=300), min_size=1, max_size=20),
     hints=st.lists(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 import cupel.slicers.knapsack as knapsack_module
 from cupel._errors import SlicerConfigError, TableTooLargeError
@@ -223,7 +224,7 @@ _scores = st.one_of(
 _rows = st.lists(st.tuples(st.integers(min_value=-5, max_value=120), _scores), max_size=14)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     rows=_rows,
     target=st.integers(min_value=0, max_value=600),
@@ -295,7 +296,7 @@ def no_object_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(knapsack_module.np, "zeros", zeros)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     rows=st.lists(st.tuples(st.integers(0, 60), _huge_scores), max_size=12),
     target=st.integers(0, 200),
@@ -310,7 +311,7 @@ def test_huge_and_infinite_scores_select_exactly_what_integers_select(
     assert [id(i) for i in result] == [id(i) for i in reference_exact(items, target, bucket)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     weights=st.lists(st.integers(1, 6), min_size=1, max_size=10),
     data=st.data(),

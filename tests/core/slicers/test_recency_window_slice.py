@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
     ContextBudget,
@@ -144,7 +145,7 @@ def ids(items: list[ContextItem]) -> list[int]:
     return sorted(id(item) for item in items)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(
     scored=windows(),
     target=st.integers(0, 120),
@@ -183,7 +184,7 @@ def test_both_routes_select_what_the_documented_rule_selects(
     assert sum(item.tokens for item in selected) <= target
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(scored=windows(), target=st.integers(1, 120))
 def test_a_pure_window_is_one_stretch_ending_at_the_newest_item(
     scored: list[ScoredItem], target: int

@@ -6,6 +6,7 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel._model import ContextBudget, ContextItem, ScoredItem, ascii_fold
 from cupel.slicers import (
@@ -62,7 +63,7 @@ def _budget(target: int, extra: int) -> ContextBudget:
     return ContextBudget(max_tokens=target + extra, target_tokens=target)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     slicer=st.sampled_from(ALL),
     rows=_rows,
@@ -88,7 +89,7 @@ def test_output_is_a_deterministic_subset_and_the_input_is_untouched(slicer, row
         assert first == []
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(slicer=st.sampled_from(BUDGETED), rows=_rows, target=_targets)
 def test_selection_fits_the_target(slicer, rows, target):
     scored = _items(rows)
@@ -96,7 +97,7 @@ def test_selection_fits_the_target(slicer, rows, target):
     assert sum(i.tokens for i in result) <= target
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     slicer=st.sampled_from([GreedySlice(), KnapsackSlice(bucket_size=1), KnapsackSlice()]),
     rows=_rows,
@@ -108,7 +109,7 @@ def test_every_zero_token_item_is_selected(slicer, rows, target):
     assert {id(s.item) for s in scored if s.item.tokens == 0} <= selected
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     slicer=st.sampled_from([GreedySlice(), KnapsackSlice(bucket_size=1)]),
     rows=st.lists(
@@ -127,7 +128,7 @@ def test_negative_token_items_are_never_selected(slicer, rows, target):
     assert sum(i.tokens for i in result) <= target
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     slicer=st.sampled_from(COUNT_QUOTA),
     rows=_rows.filter(bool),  # empty input returns before phase 1: nothing to report
