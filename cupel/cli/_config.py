@@ -278,7 +278,8 @@ def describe_config(args: argparse.Namespace, *, transcript: bool = False) -> st
         return (
             f"policy {TRANSCRIPT_POLICY} (the default for chat transcripts): the system "
             "prompt, the latest user message, then the newest whole turns and tool rounds "
-            "that fit, without holes"
+            "that fit, without holes (the oldest kept turn may keep just its question and "
+            "latest messages)"
         )
     if policy is not None:
         description = _policy_description(policy)
