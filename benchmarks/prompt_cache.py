@@ -348,15 +348,18 @@ def targets(rows: Sequence[Row], sessions: Sequence[Session]) -> list[tuple[str,
     return checks
 
 
+def _header(*leading: str) -> list[str]:
+    """A results table's header lines: the ``leading`` columns, then calls, the cache-read
+    share, the cost under each pricing, the mean window and the window failures."""
+    costs = [f"cost ({p.name})" for p in PRICINGS]
+    columns = [*leading, "calls", "cache read", *costs, "mean window", "window failures"]
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def table(rows: Sequence[Row]) -> str:
     """The results as a Markdown table."""
     names = [p.name for p in PRICINGS]
-    header = (
-        "| framework | selector | session | calls | cache read | "
-        + " | ".join(f"cost ({n})" for n in names)
-        + " | mean window | window failures |"
-    )
-    lines = [header, "|" + "---|" * (7 + len(names))]
+    lines = _header("framework", "selector", "session")
     for r in rows:
         name = f"**{r.selector}**" if r.stable else r.selector
         failed = sum(r.failures.values())
@@ -432,12 +435,7 @@ def deployment_targets(rows: Sequence[Row], *, fixed: bool = True) -> list[tuple
 def deployment_table(rows: Sequence[Row]) -> str:
     """The deployment-mode rows as a Markdown table."""
     names = [p.name for p in PRICINGS]
-    header = (
-        "| framework | component | deployment | session | calls | cache read | "
-        + " | ".join(f"cost ({n})" for n in names)
-        + " | mean window | window failures |"
-    )
-    lines = [header, "|" + "---|" * (8 + len(names))]
+    lines = _header("framework", "component", "deployment", "session")
     for r in rows:
         errors = f" ({r.errors} errors)" if r.errors else ""
         costs = " | ".join(f"{r.cost[n]:.2f}x" for n in names)

@@ -266,25 +266,21 @@ def observed(
     messages: Sequence[BaseMessage],
     counts: Sequence[int],
     fixed: int,
-    reporting: Sequence[int] | None = None,
+    reporting: Sequence[int],
 ) -> list[Calibration]:
     """The calibration at every ``AIMessage`` (after the first message) whose
     ``usage_metadata`` reports the provider's input tokens: those against cupel's count of
     the messages before it (``counts``: each message's tokens, as a running total), the
     reply and ``fixed`` (tool definitions), in history order. Each is a function of the
     history up to that message alone. ``reporting``: the indices of the ``AIMessage`` s
-    carrying usage, when the caller already knows them (else they are looked for).
+    carrying usage (``MessageItems.reporting``, noted while the history is read).
 
     >>> from langchain_core.messages import HumanMessage
     >>> usage = {"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}
     >>> history = [HumanMessage("Hi"), AIMessage("Hello!", usage_metadata=usage)]
-    >>> observed(history, [17, 10], 0)
+    >>> observed(history, [17, 10], 0, [1])
     [Calibration(reported=30, counted=20, messages=1)]
     """
-    if reporting is None:
-        reporting = [
-            i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.usage_metadata
-        ]
     if not reporting:
         return []
     totals = [0, *accumulate(counts)]

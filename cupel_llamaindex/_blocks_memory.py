@@ -16,7 +16,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from cupel import (
     ChronologicalPlacer,
@@ -51,6 +51,7 @@ from cupel_llamaindex._common import (
     request_reserve,
     resolve_pipeline,
     stable_fields,
+    tokenizer_field,
 )
 from cupel_llamaindex._content import read_blocks
 from cupel_llamaindex._mapping import MessageMapping, map_read
@@ -142,14 +143,7 @@ class CupelMemory(WindowFields, Memory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
-    tokenizer_fn: Any = Field(
-        default_factory=get_tokenizer,
-        exclude=True,
-        description=(
-            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
-            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
-        ),
-    )
+    tokenizer_fn: Any = tokenizer_field()
 
     _counting: Counting | None = PrivateAttr(default=None)
     _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)

@@ -64,6 +64,7 @@ __all__ = [
     "request_reserve",
     "resolve_pipeline",
     "stable_fields",
+    "tokenizer_field",
     "with_filtered",
 ]
 
@@ -592,3 +593,16 @@ def context_window(owner: str, llm: object) -> int:
             value=llm,
         )
     return window
+
+
+def tokenizer_field() -> Any:
+    """The ``tokenizer_fn`` field every LlamaIndex component declares: LlamaIndex's own
+    tokenizer by default, left out of serialisation (a callable)."""
+    return Field(
+        default_factory=get_tokenizer,
+        exclude=True,
+        description=(
+            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
+            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
+        ),
+    )

@@ -38,6 +38,7 @@ from cupel_llamaindex._common import (
     raise_configuration_error,
     stable_fields,
     state_without_caches,
+    tokenizer_field,
 )
 from cupel_llamaindex._memory_selection import OWNER as _OWNER
 from cupel_llamaindex._memory_selection import Caches, Explains, choose
@@ -139,14 +140,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     token_limit: int = Field(
         description="Token budget of the request the history is sent in (> 0)."
     )
-    tokenizer_fn: Any = Field(
-        default_factory=get_tokenizer,
-        exclude=True,
-        description=(
-            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
-            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
-        ),
-    )
+    tokenizer_fn: Any = tokenizer_field()
     message_token_counter: Callable[[ChatMessage], int] | None = Field(
         default=None,
         exclude=True,

@@ -7,7 +7,6 @@ from typing import Any, Literal
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from llama_index.core.utils import get_tokenizer
 from pydantic import (
     ConfigDict,
     Field,
@@ -28,6 +27,7 @@ from cupel_llamaindex._common import (
     raise_configuration_error,
     resolve_pipeline,
     state_without_caches,
+    tokenizer_field,
 )
 from cupel_llamaindex._nodes import nodes_to_items
 
@@ -94,14 +94,7 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         description="Deduplicate on the node text alone ('text') or on what the LLM sees, "
         "metadata included ('content').",
     )
-    tokenizer_fn: Any = Field(
-        default_factory=get_tokenizer,
-        exclude=True,
-        description=(
-            "The text counter: LlamaIndex's text -> tokens convention, a text -> int "
-            "callable, a tiktoken Encoding or a HuggingFace tokenizer."
-        ),
-    )
+    tokenizer_fn: Any = tokenizer_field()
     token_counter: Callable[[str], int] | None = Field(
         default=None,
         exclude=True,

@@ -63,6 +63,14 @@ def _build(
     return conversation, history
 
 
+def _unit_ends(
+    roles: list[str], calls: dict[int, list[str | None]], answers: dict[int, str | None]
+) -> list[int]:
+    """The prefix lengths that end at a unit boundary of the whole history's units."""
+    full = Conversation(roles, calls=calls, answers=answers)
+    return sorted({max(full.messages_of(k)) + 1 for k in range(len(full))})
+
+
 def oracle_windows(
     roles: list[str],
     calls: dict[int, list[str | None]],
@@ -83,9 +91,8 @@ def oracle_windows(
     unpinned unit is in the window (the prefix's end when there is none). Returns
     ``(prefix length, window messages or None when the pinned units alone do not fit)``
     per step."""
-    full, _ = _build(roles, calls, answers, tokens, len(roles), keeps)
     slicer_pipeline = pipeline(low_water, "cupel:turn" if blocks else None, partial)
-    ends = sorted({max(full.messages_of(k)) + 1 for k in range(len(full))})
+    ends = _unit_ends(roles, calls, answers)
     cut = 0
     out: list[tuple[int, list[int] | None]] = []
     for end in ends:
@@ -166,10 +173,8 @@ def replay_windows(
     partial: bool = False,
 ) -> list[tuple[int, list[int] | None]]:
     """The windows ``select`` gives for each prefix (one fresh selection per prefix)."""
-    full, _ = _build(roles, calls, answers, tokens, len(roles), keeps)
-    ends = sorted({max(full.messages_of(k)) + 1 for k in range(len(full))})
     out: list[tuple[int, list[int] | None]] = []
-    for end in ends:
+    for end in _unit_ends(roles, calls, answers):
         _, history = _build(roles, calls, answers, tokens, end, keeps)
         try:
             window = history.select(
