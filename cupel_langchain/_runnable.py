@@ -152,7 +152,7 @@ def select_messages(
       ``tool_group``, ...); ``timestamp_key`` names a timestamp messages may carry in
       ``additional_kwargs`` / ``response_metadata`` (default ``None``: message order
       only; set it when the policy scores time, e.g. with a ``DecayScorer``).
-    - ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) keeps the
+    - ``cache_stable`` (``True``: low-water mark 0.5, or a mark ``0 < m <= 1``) keeps the
       window append-only between cuts, for providers' prompt caches: the previous request's
       window plus the new messages while they fit, else a cut by whole units back to ``m``
       of the budget. The cut is replayed from ``messages`` themselves, so every process
@@ -259,7 +259,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     report: StrictBool = True
     """Build and emit the SelectionReport of each run."""
     cache_stable: StrictBool | float = False
-    """Cache-stable windows: ``True`` (low-water mark 0.6) or a mark ``0 < m <= 1``. The
+    """Cache-stable windows: ``True`` (low-water mark 0.5) or a mark ``0 < m <= 1``. The
     window grows by appending until it overflows, then is cut back to ``m`` of the budget
     once; the cut is replayed from the history itself, so the selector keeps nothing
     between calls (see :mod:`cupel_langchain._stable`)."""
