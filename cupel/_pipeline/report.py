@@ -7,22 +7,19 @@ collector, so a traced run selects exactly what an untraced one does; the report
 built from the stages' results, in the order the collector has always received them.
 
 Each stage's entries come from one builder (``_negative_entries``, ``_duplicate_entries``,
-``_slice_entries``, ``_truncation_entries``, ``_window_entries``). When a collector needs
-them one by one (observers at item detail, OpenTelemetry, a subclass's ``on_excluded``),
-they are built as the stage runs and passed on per item; when it does not
-(:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s collector), the builder
-itself is handed over with the arrays it reads, and the report runs it on its first read
-of ``included`` / ``excluded``. Both give the same entries in the same order
-(tests/core/perf/test_perf_report.py).
+``_slice_entries``, ``_truncation_entries``, ``_window_entries``) that gathers the
+stage's columns — items, scores, reasons (equal reasons built once and shared) — and
+makes the entries from them in bulk (:func:`~cupel.diagnostics._entries.entries`). The
+collector receives each stage's entries at once
+(:meth:`~cupel.diagnostics.TraceCollector.on_excluded_entries`), which passes them on one
+by one to collectors that need each decision.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from itertools import compress
-from operator import not_
 from time import perf_counter
 from typing import Any
 
@@ -37,7 +34,7 @@ from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
 from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
-from cupel.diagnostics._collectors import TraceCollector, deferring
+from cupel.diagnostics._collectors import TraceCollector
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
 from cupel.diagnostics._outcomes import SliceOutcome
@@ -119,7 +116,6 @@ class Traced(Stages):
 
     def __init__(self, trace: TraceCollector) -> None:
         self.trace = trace
-        self.deferred = deferring(trace)
         self._sliced: Sliced | None = None
         self._ranking: Ranking | None = None
         self._ranked: tuple[list[ContextItem], list[Any]] | None = None
@@ -131,14 +127,6 @@ class Traced(Stages):
     def _done(self, stage: PipelineStage, start: float, count: int) -> None:
         self.trace.record_stage_event(TraceEvent(stage, (perf_counter() - start) * 1000.0, count))
 
-    def _excluded(self, stage: PipelineStage, build: Callable[[], list[ExcludedItem]]) -> None:
-        """The stage's exclusions: handed over unbuilt, or built and reported per item."""
-        if self.deferred is not None:
-            self.deferred.defer_excluded(build)
-            return
-        for entry in build():
-            self.trace.on_excluded(stage, entry)
-
     def classify(
         self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
     ) -> Classified:
@@ -146,7 +134,7 @@ class Traced(Stages):
         classified = classify(items, budget, names)
         negative = classified.negative
         if negative:
-            self._excluded(PipelineStage.CLASSIFY, lambda: _negative_entries(negative))
+            self.trace.on_excluded_entries(PipelineStage.CLASSIFY, _negative_entries(negative))
         self._done(PipelineStage.CLASSIFY, start, len(items))
         return classified
 
@@ -161,8 +149,8 @@ class Traced(Stages):
         scoreable = classified.scoreable
         survivors = deduplicate(scoreable, scores, enabled, classified.fields)
         if survivors.positions is not None:
-            self._excluded(
-                PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)
+            self.trace.on_excluded_entries(
+                PipelineStage.DEDUPLICATE, _duplicate_entries(scoreable, survivors)
             )
         self._done(PipelineStage.DEDUPLICATE, start, len(scoreable))
         return survivors
@@ -191,12 +179,10 @@ class Traced(Stages):
         outcome = sliced.outcome
         if outcome is not None and outcome.shortfalls:
             self.trace.on_shortfalls(outcome.shortfalls)
-
-        def build() -> list[ExcludedItem]:
-            ranked = self._ranked_lists(classified)
-            return _slice_entries(*ranked, sliced, classified, budget, explained)
-
-        self._excluded(PipelineStage.SLICE, build)
+        ranked = self._ranked_lists(classified)
+        self.trace.on_excluded_entries(
+            PipelineStage.SLICE, _slice_entries(*ranked, sliced, classified, budget, explained)
+        )
         self._done(PipelineStage.SLICE, start, len(ranking))
         return sliced
 
@@ -213,15 +199,11 @@ class Traced(Stages):
         merged = merge(classified, sliced, budget, strategy, on_overflow)
         if merged.dropped:
             pinned = classified.pinned
-            self._excluded(PipelineStage.PLACE, lambda: _truncation_entries(merged, pinned))
+            self.trace.on_excluded_entries(PipelineStage.PLACE, _truncation_entries(merged, pinned))
         if merged.overflow is not None:
             self.trace.on_overflow(merged.overflow)
         placed = arrange(placer, classified, sliced, merged)
-        if self.deferred is not None:
-            self.deferred.defer_included(lambda: _window_entries(placed, merged, classified))
-        else:
-            for entry in _window_entries(placed, merged, classified):
-                self.trace.on_included(entry)
+        self.trace.on_included_entries(_window_entries(placed, merged, classified))
         self._done(PipelineStage.PLACE, start, len(placed))
         self.trace.on_run_end(len(classified.items), classified.total_tokens)
         return Placed(placed, merged.tokens, merged.overflow)
@@ -252,18 +234,23 @@ def _slicer_reasons(
 
 def _negative_entries(negative: list[ContextItem]) -> list[ExcludedItem]:
     """Classify: one exclusion per negative-token item, in input order."""
-    return [ExcludedItem(item, 0.0, NegativeTokens(item.tokens)) for item in negative]
+    reasons = [NegativeTokens(tokens) for tokens in map(TOKENS, negative)]
+    return entries(ExcludedItem, negative, [0.0] * len(negative), reasons)
 
 
 def _duplicate_entries(scoreable: list[ContextItem], survivors: Survivors) -> list[ExcludedItem]:
-    """Deduplicate: one exclusion per removed copy, in input order."""
-    values, kept_at = survivors.values, survivors.kept
-    out: list[ExcludedItem] = []
-    for i, content in enumerate(survivors.contents):
-        kept = kept_at[content]
-        if kept != i:
-            out.append(ExcludedItem(scoreable[i], values[i], Deduplicated(scoreable[kept].content)))
-    return out
+    """Deduplicate: one exclusion per removed copy, in input order (the copies of one
+    surviving item share its reason)."""
+    values = survivors.values
+    kept_of = list(map(survivors.kept.__getitem__, survivors.contents))
+    removed = [i for i, kept in enumerate(kept_of) if kept != i]
+    against = {k: Deduplicated(scoreable[k].content) for k in {kept_of[i] for i in removed}}
+    return entries(
+        ExcludedItem,
+        [scoreable[i] for i in removed],
+        [values[i] for i in removed],
+        [against[kept_of[i]] for i in removed],
+    )
 
 
 def _slice_entries(
@@ -276,46 +263,34 @@ def _slice_entries(
 ) -> list[ExcludedItem]:
     """One exclusion per candidate the slicer did not select, in ranked order. An
     object listed more than once (deduplication off) is counted per occurrence: the
-    first ones in ranked order are the selected ones. Equal reasons (immutable values)
-    are built once and shared. ``explained``: reasons the slicer gave itself, keyed by
-    ``id(item)``.
-
-    When no item is capped or explained by the slicer and no object is listed twice,
-    the entries are built in bulk (:func:`~cupel.diagnostics._entries.entries`); else
-    item by item."""
+    first ones in ranked order are the selected ones. The reason of each: a count cap's
+    ``CountCapExceeded``, else the reason the slicer gave itself (``explained``, keyed by
+    ``id(item)``), else the budget's (:class:`_BudgetReasons`); equal reasons (immutable
+    values) are built once and shared."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
-    selected_ids = Counter(map(id, sliced.items))
-    capped = {id(c.item): c for c in outcome.cap_exclusions}
     target = sliced.budget.target_tokens
-    available = target - sliced.tokens
     displaced = PinnedOverride(pinned[0].content) if pinned else None
     by_budget = _BudgetReasons(
-        available, target, budget.target_tokens - budget.output_reserve, displaced
+        target - sliced.tokens, target, budget.target_tokens - budget.output_reserve, displaced
     )
-    if not capped and not explained:
-        ids = list(map(id, ranked_items))
-        if len(set(ids)) == len(ids):
-            left_out = list(map(not_, map(selected_ids.__contains__, ids)))
-            items = list(compress(ranked_items, left_out))
-            reasons = list(map(by_budget.__getitem__, map(TOKENS, items)))
-            return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
-    out: list[ExcludedItem] = []
+    given: dict[int, ExclusionReason] = {
+        id(c.item): CountCapExceeded(c.kind, c.cap, c.count) for c in outcome.cap_exclusions
+    }
+    given.update((key, reason) for key, reason in explained.items() if key not in given)
+    selected = Counter(map(id, sliced.items))
+    items: list[ContextItem] = []
+    scores: list[Any] = []
+    reasons: list[ExclusionReason] = []
     for item, item_score in zip(ranked_items, ranked_scores, strict=True):
         key = id(item)
-        if selected_ids[key] > 0:
-            selected_ids[key] -= 1
+        if selected[key] > 0:
+            selected[key] -= 1
             continue
-        cap = capped.get(key) if capped else None
-        reason: ExclusionReason
-        if cap is not None:
-            reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
-        elif key in explained:
-            reason = explained[key]
-        else:
-            reason = by_budget[item.tokens]
-        out.append(ExcludedItem(item, item_score, reason))
-    return out
+        items.append(item)
+        scores.append(item_score)
+        reasons.append(given.get(key) or by_budget[item.tokens])
+    return entries(ExcludedItem, items, scores, reasons)
 
 
 class _BudgetReasons(dict[int, ExclusionReason]):
@@ -346,42 +321,36 @@ class _BudgetReasons(dict[int, ExclusionReason]):
 def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[ExcludedItem]:
     """The entries ``OverflowStrategy.TRUNCATE`` dropped: ``PinnedOverride`` when a pinned
     item forced them out, else ``BudgetExceeded`` against what the kept items left."""
-    available = merged.target - merged.tokens
-    out: list[ExcludedItem] = []
-    for entry, forced_by_pinned in merged.dropped:
-        reason: ExclusionReason = (
-            PinnedOverride(pinned[0].content)
-            if forced_by_pinned
-            else BudgetExceeded(entry.item.tokens, available)
-        )
-        out.append(ExcludedItem(entry.item, entry.score, reason))
-    return out
+    by_budget = _BudgetReasons(merged.target - merged.tokens, 0, 0, None)
+    forced = PinnedOverride(pinned[0].content) if pinned else None
+    dropped = [entry for entry, _ in merged.dropped]
+    reasons = [
+        forced if by_pinned and forced is not None else by_budget[entry.item.tokens]
+        for entry, by_pinned in merged.dropped
+    ]
+    return entries(ExcludedItem, list(map(ITEM, dropped)), list(map(SCORE, dropped)), reasons)
 
 
 def _window_entries(
     placed: list[ContextItem], merged: Merged, classified: Classified
 ) -> list[IncludedItem]:
-    """One inclusion per placed item: pinned (score 1.0), zero-token or scored, built in
-    bulk (:func:`~cupel.diagnostics._entries.entries`). The window's items are told apart
-    by identity, without reading them again: its pinned items are the input's pinned ones
-    (scored 1.0 in ``merged``), its zero-token ones come from the token counts the
-    Classify stage read."""
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored. The
+    window's items are told apart by identity, without reading them again: its pinned
+    items are the input's pinned ones (scored 1.0 in ``merged``), its zero-token ones
+    come from the token counts the Classify stage read."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
     ids = list(map(id, placed))
     scores = list(map(scores_by_id.__getitem__, ids))
     pinned = set(map(id, classified.pinned))
     free = _zero_token_ids(classified)
-    if not pinned and not free:
-        reasons = [InclusionReason.SCORED] * len(ids)
-    else:
-        reasons = [
-            InclusionReason.PINNED
-            if key in pinned
-            else InclusionReason.ZERO_TOKEN
-            if key in free
-            else InclusionReason.SCORED
-            for key in ids
-        ]
+    reasons = [
+        InclusionReason.PINNED
+        if key in pinned
+        else InclusionReason.ZERO_TOKEN
+        if key in free
+        else InclusionReason.SCORED
+        for key in ids
+    ]
     return entries(IncludedItem, placed, scores, reasons)
 
 

@@ -1,13 +1,15 @@
-"""The report of ``dry_run`` (entries built on first read, from the stages' arrays) is the
-report of the per-item route (entries built and passed to the collector one by one, as an
-observer at item detail or any other collector needs them), bit for bit."""
+"""The report's entries (each stage's built in bulk from its columns, reasons shared) are
+the entries the spec's per-item definitions give (the oracle builders below), and every
+collector sees them: at once, or one by one when it needs each decision (item detail,
+observers, subclasses overriding ``on_excluded`` / ``on_included``)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import pickle
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -17,7 +19,6 @@ from hypothesis_profiles import examples
 from perf_testkit import PerItemScorer, SpecGreedy, passes, report_key, scorers
 
 import cupel._pipeline.report
-import cupel.diagnostics._collectors
 from cupel import (
     ChronologicalPlacer,
     ContextBudget,
@@ -26,7 +27,6 @@ from cupel import (
     CountQuotaSlice,
     CupelError,
     DiagnosticTraceCollector,
-    Filtered,
     GreedySlice,
     KnapsackSlice,
     MultiTraceCollector,
@@ -37,11 +37,20 @@ from cupel import (
     RecencyWindowSlice,
     ScoredItem,
     SelectionReport,
-    TraceCollector,
     TraceDetailLevel,
     UShapedPlacer,
 )
-from cupel.diagnostics import ExcludedItem, IncludedItem, InclusionReason, PipelineStage
+from cupel.diagnostics import (
+    BudgetExceeded,
+    CountCapExceeded,
+    ExcludedItem,
+    ExclusionReason,
+    IncludedItem,
+    InclusionReason,
+    PinnedOverride,
+    PipelineStage,
+    SliceOutcome,
+)
 
 SLICERS = [
     GreedySlice(),
@@ -74,8 +83,9 @@ class Recording(DiagnosticTraceCollector):
 
 
 def per_item(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> Any:
-    """The previous route: every entry built as its stage runs and passed on."""
-    return pipeline.run(items, budget, collector=MultiTraceCollector(DiagnosticTraceCollector()))
+    """A run whose collector gets every entry one by one (through a
+    :class:`MultiTraceCollector`, to a subclass overriding the per-item methods)."""
+    return pipeline.run(items, budget, collector=MultiTraceCollector(Recording()))
 
 
 def wire(report: SelectionReport | None) -> dict[str, Any]:
@@ -100,7 +110,7 @@ def wire(report: SelectionReport | None) -> dict[str, Any]:
     deduplication=st.booleans(),
     strategy=st.sampled_from(["throw", "truncate", "proceed"]),
 )
-def test_the_deferred_report_is_the_per_item_report(
+def test_the_report_is_the_per_item_report(
     scorer: Any,
     per_item_scorer: bool,
     slicer: Any,
@@ -129,13 +139,13 @@ def test_the_deferred_report_is_the_per_item_report(
             pipeline.dry_run(items, budget)
         assert str(raised.value) == str(error)
         return
-    deferred = pipeline.dry_run(items, budget)
-    assert [id(i) for i in deferred.items] == [id(i) for i in reference.items]
-    assert report_key(deferred.report) == report_key(reference.report)
-    assert wire(deferred.report) == wire(reference.report)
-    assert deferred.report is not None and reference.report is not None
-    assert deferred.report.bucket_rounding == reference.report.bucket_rounding
-    assert_bulk_entries_are_built_one_by_one(pipeline, items, budget, deferred.report)
+    dry = pipeline.dry_run(items, budget)
+    assert [id(i) for i in dry.items] == [id(i) for i in reference.items]
+    assert report_key(dry.report) == report_key(reference.report)
+    assert wire(dry.report) == wire(reference.report)
+    assert dry.report is not None and reference.report is not None
+    assert dry.report.bucket_rounding == reference.report.bucket_rounding
+    assert_entries_are_the_oracle_entries(pipeline, items, budget, dry.report)
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -148,23 +158,23 @@ def test_collectors_that_need_each_decision_still_get_every_call(
     items: list[ContextItem], target: int, strategy: str
 ) -> None:
     """A subclass overriding ``on_excluded``/``on_included`` gets one call per entry, in
-    decision order, and the report it builds is the deferred one."""
+    decision order, and the report it builds is ``dry_run``'s."""
     pipeline = Pipeline(RecencyScorer(), overflow_strategy=strategy, deduplication=False)
     budget = ContextBudget(max_tokens=target + 5, target_tokens=target)
     try:
-        deferred = pipeline.dry_run(items, budget)
+        dry = pipeline.dry_run(items, budget)
     except CupelError:
         return
     recording = Recording()
     traced = pipeline.run(items, budget, collector=recording)
-    assert report_key(traced.report) == report_key(deferred.report)
-    assert deferred.report is not None
+    assert report_key(traced.report) == report_key(dry.report)
+    assert dry.report is not None
     assert sorted(recording.calls) == sorted(
-        [("excluded", id(e.item)) for e in deferred.report.excluded]
-        + [("included", id(e.item)) for e in deferred.report.included]
+        [("excluded", id(e.item)) for e in dry.report.excluded]
+        + [("included", id(e.item)) for e in dry.report.included]
     )
     assert [key for kind, key in recording.calls if kind == "included"] == [
-        id(e.item) for e in deferred.report.included
+        id(e.item) for e in dry.report.included
     ]
 
 
@@ -179,8 +189,8 @@ def test_item_detail_and_observers_take_the_per_item_route() -> None:
     result = pipeline.run(items, budget, collector=collector)
     assert sum(m.startswith("excluded") for m in seen) == 3
     assert sum(m.startswith("included") for m in seen) == 3
-    deferred = report_key(pipeline.dry_run(items, budget).report)
-    assert report_key(result.report)[:2] == deferred[:2]  # entries (events: item ones too)
+    dry = report_key(pipeline.dry_run(items, budget).report)
+    assert report_key(result.report)[:2] == dry[:2]  # entries (events: item ones too)
     stage_only: list[object] = []
     pipeline.run(
         items,
@@ -188,97 +198,6 @@ def test_item_detail_and_observers_take_the_per_item_route() -> None:
         collector=DiagnosticTraceCollector(observer=lambda e: stage_only.append(e.stage)),
     )
     assert stage_only == list(PipelineStage)
-
-
-def test_dry_run_builds_no_entry_until_the_report_is_read(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    built: list[str] = []
-    for name in ("_slice_entries", "_window_entries", "_negative_entries", "_duplicate_entries"):
-        original = getattr(cupel._pipeline.report, name)
-
-        def spy(*args: Any, _name: str = name, _original: Any = original) -> Any:
-            built.append(_name)
-            return _original(*args)
-
-        monkeypatch.setattr(cupel._pipeline.report, name, spy)
-    items = [ContextItem(content=f"m{i % 5}", tokens=10 - i) for i in range(12)]
-    pipeline = Pipeline(RecencyScorer())
-    budget = ContextBudget(max_tokens=20, target_tokens=20)
-    result = pipeline.dry_run(items, budget)
-    assert built == []
-    report = result.report
-    assert report is not None
-    assert [e.item.content for e in report.included] == [i.content for i in result.items]
-    assert built == ["_window_entries"]
-    assert len(report.excluded) == 10
-    assert sorted(built) == [
-        "_duplicate_entries",
-        "_negative_entries",
-        "_slice_entries",
-        "_window_entries",
-    ]
-    built.clear()
-    assert report_key(per_item(pipeline, items, budget).report) == report_key(report)
-    assert report.excluded is report.excluded and report.included is report.included
-
-
-def deferred_and_eager() -> tuple[SelectionReport, SelectionReport]:
-    """A deferred report (entries not read yet) and the same report built entry by entry
-    (with the deferred one's stage events, whose durations differ)."""
-    items = [ContextItem(content="system", tokens=3, pinned=True)]
-    items += [ContextItem(content=f"m{i % 7}", tokens=4 + i % 3) for i in range(9)]
-    items.append(ContextItem(content="gone", tokens=-1))
-    pipeline = Pipeline(RecencyScorer())
-    budget = ContextBudget(max_tokens=20, target_tokens=20)
-    deferred = pipeline.dry_run(items, budget).report
-    eager = per_item(pipeline, items, budget).report
-    assert deferred is not None and eager is not None
-    return deferred, dataclasses.replace(eager, events=deferred.events)
-
-
-OPERATIONS = [
-    lambda r: pickle.loads(pickle.dumps(r)),
-    copy.copy,
-    copy.deepcopy,
-    lambda r: dataclasses.replace(r, total_candidates=r.total_candidates + 1),
-    dataclasses.asdict,
-    lambda r: r.to_json(),
-    repr,
-    hash,
-    lambda r: r.included_tokens,
-    lambda r: r.excluded_by("Deduplicated"),
-    lambda r: r.with_excluded(added=[(ContextItem(content="x", tokens=1), Filtered("f"))]),
-    lambda r: SelectionReport.from_dict(r.to_dict()).to_dict(),
-]
-
-
-@pytest.mark.parametrize("operation", OPERATIONS)
-def test_a_deferred_report_behaves_like_a_built_one(operation: Any) -> None:
-    """Equality, hashing, repr, pickling, copying, ``dataclasses.replace``, the wire form,
-    ``with_excluded``: each reads the entries (building them) and sees plain tuples."""
-    deferred, eager = deferred_and_eager()
-    assert operation(deferred) == operation(eager)
-    assert type(deferred.included) is tuple and type(deferred.excluded) is tuple
-    assert deferred == eager and hash(deferred) == hash(eager)
-    assert {e.reason.name for e in deferred.excluded} == {
-        "Deduplicated",
-        "BudgetExceeded",
-        "NegativeTokens",
-    }
-
-
-def test_a_deferred_report_is_still_a_frozen_slotted_dataclass() -> None:
-    deferred, eager = deferred_and_eager()
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        deferred.included = ()  # type: ignore[misc]
-    assert deferred == eager
-    assert not hasattr(deferred, "__dict__")
-    assert [f.name for f in dataclasses.fields(SelectionReport)][:3] == [
-        "events",
-        "included",
-        "excluded",
-    ]
 
 
 def test_a_report_built_twice_from_one_collector_shares_its_entries() -> None:
@@ -292,20 +211,8 @@ def test_a_report_built_twice_from_one_collector_shares_its_entries() -> None:
     assert first.excluded[0] is second.excluded[0]
 
 
-def test_a_collector_subclass_keeping_the_per_item_methods_defers() -> None:
-    class Named(DiagnosticTraceCollector):
-        def __repr__(self) -> str:
-            return "Named()"
-
-    assert cupel.diagnostics._collectors.deferring(Named()) is not None
-    assert cupel.diagnostics._collectors.deferring(Recording()) is None
-    assert cupel.diagnostics._collectors.deferring(DiagnosticTraceCollector("item")) is None
-    assert cupel.diagnostics._collectors.deferring(TraceCollector()) is None
-    assert cupel.diagnostics._collectors.deferring(MultiTraceCollector()) is None
-
-
-def test_scored_items_of_a_custom_slicer_are_checked_before_the_report_is_read() -> None:
-    """A slicer returning a stranger fails during the run, not when the report is read."""
+def test_scored_items_of_a_custom_slicer_are_checked_during_the_run() -> None:
+    """A slicer returning a stranger fails during the run."""
 
     class Stranger:
         def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
@@ -317,14 +224,44 @@ def test_scored_items_of_a_custom_slicer_are_checked_before_the_report_is_read()
         )
 
 
-def _item_by_item_slice_entries(*args: Any) -> Any:
-    """``_slice_entries`` forced onto its item-by-item loop: the slicer is said to explain
-    an id no object has (ids are positive), which only the bulk route's guard reads."""
-    *head, explained = args
-    return _SLICE_ENTRIES(*head, {**explained, -1: None})
+def oracle_slice_entries(
+    ranked_items: list[ContextItem],
+    ranked_scores: list[Any],
+    sliced: Any,
+    classified: Any,
+    budget: ContextBudget,
+    explained: Mapping[int, ExclusionReason],
+) -> list[ExcludedItem]:
+    """The Slice stage's exclusions as the definitions read, one candidate at a time: an
+    unselected candidate (per occurrence, the first ones in ranked order being the
+    selected ones) is ``CountCapExceeded`` when a cap removed it, else the slicer's own
+    reason, else ``PinnedOverride`` when it would have fitted without the pinned items
+    (ruling 2), else ``BudgetExceeded`` against what the selection left (ruling 5)."""
+    outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
+    selected = Counter(map(id, sliced.items))
+    capped = {id(c.item): c for c in outcome.cap_exclusions}
+    pinned = classified.pinned
+    target = sliced.budget.target_tokens
+    out = []
+    for item, item_score in zip(ranked_items, ranked_scores, strict=True):
+        if selected[id(item)] > 0:
+            selected[id(item)] -= 1
+            continue
+        reason: ExclusionReason
+        if id(item) in capped:
+            cap = capped[id(item)]
+            reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
+        elif id(item) in explained:
+            reason = explained[id(item)]
+        elif pinned and target < item.tokens <= budget.target_tokens - budget.output_reserve:
+            reason = PinnedOverride(pinned[0].content)
+        else:
+            reason = BudgetExceeded(item.tokens, target - sliced.tokens)
+        out.append(ExcludedItem(item, item_score, reason))
+    return out
 
 
-def _item_by_item_window_entries(
+def oracle_window_entries(
     placed: list[ContextItem], merged: Any, classified: Any
 ) -> list[IncludedItem]:
     """``_window_entries`` as the definition reads, one entry per placed item, each read
@@ -341,39 +278,30 @@ def _item_by_item_window_entries(
     return out
 
 
-_SLICE_ENTRIES = cupel._pipeline.report._slice_entries
-
-
-def assert_bulk_entries_are_built_one_by_one(
-    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget, bulk: SelectionReport
+def assert_entries_are_the_oracle_entries(
+    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget, built: SelectionReport
 ) -> None:
-    """The Slice stage's exclusions for the budget alone (``BudgetExceeded`` shared per
-    token count, ``PinnedOverride``) and the window's inclusions are built in bulk; the
-    report is the one the item-by-item builders give, entry for entry, reasons shared
-    alike."""
+    """The report is the one the per-item oracle builders give, entry for entry; equal
+    budget reasons are one object (one ``BudgetExceeded`` per token count)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cupel._pipeline.report, "_slice_entries", _item_by_item_slice_entries)
-        patch.setattr(cupel._pipeline.report, "_window_entries", _item_by_item_window_entries)
-        one_by_one = pipeline.dry_run(items, budget).report
-        assert one_by_one is not None
-        wired = wire(one_by_one)  # the entries are built now, by the patched builders
-    assert wire(bulk) == wired
-    for built, reference in (
-        (bulk.included, one_by_one.included),
-        (bulk.excluded, one_by_one.excluded),
+        patch.setattr(cupel._pipeline.report, "_slice_entries", oracle_slice_entries)
+        patch.setattr(cupel._pipeline.report, "_window_entries", oracle_window_entries)
+        oracle = pipeline.dry_run(items, budget).report
+        assert oracle is not None
+    assert wire(built) == wire(oracle)
+    for entries_built, reference in (
+        (built.included, oracle.included),
+        (built.excluded, oracle.excluded),
     ):
-        assert [type(e) for e in built] == [type(e) for e in reference]
-        assert [(id(e.item), e.score, e.reason) for e in built] == [
+        assert [type(e) for e in entries_built] == [type(e) for e in reference]
+        assert [(id(e.item), e.score, e.reason) for e in entries_built] == [
             (id(e.item), e.score, e.reason) for e in reference
         ]
-        assert [type(e.score) for e in built] == [float] * len(built)
-
-    # equal reasons are shared in both (one BudgetExceeded per token count)
-    def shared(entries: Sequence[ExcludedItem]) -> list[int]:
-        first: dict[int, int] = {}
-        return [first.setdefault(id(e.reason), i) for i, e in enumerate(entries)]
-
-    assert shared(bulk.excluded) == shared(one_by_one.excluded)
+        assert [type(e.score) for e in entries_built] == [float] * len(entries_built)
+    shared: dict[ExclusionReason, int] = {}
+    for entry in built.excluded:
+        if isinstance(entry.reason, BudgetExceeded):
+            assert shared.setdefault(entry.reason, id(entry.reason)) == id(entry.reason)
 
 
 def test_entries_built_in_bulk_are_frozen_dataclass_instances() -> None:
