@@ -9,17 +9,20 @@ built from the stages' results, in the order the collector has always received t
 Each stage's entries come from one builder (``_negative_entries``, ``_duplicate_entries``,
 ``_slice_entries``, ``_truncation_entries``, ``_window_entries``) that gathers the
 stage's columns — items, scores, reasons (equal reasons built once and shared) — and
-makes the entries from them in bulk (:func:`~cupel.diagnostics._entries.entries`). The
-collector receives each stage's entries at once
-(:meth:`~cupel.diagnostics.TraceCollector.on_excluded_entries`), which passes them on one
-by one to collectors that need each decision.
+makes the entries from them in bulk (:func:`~cupel.diagnostics._entries.entries`). When
+a collector needs them one by one (observers at item detail, OpenTelemetry, a
+subclass's ``on_excluded``), the builder runs as the stage ends and each entry is passed
+on; when it does not (:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s
+collector), the builder itself is handed over and the report runs it on its first read
+of ``included`` / ``excluded``: the same entries, built later
+(tests/core/perf/test_perf_report.py).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import compress
 from time import perf_counter
 from typing import Any
 
@@ -34,7 +37,7 @@ from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
 from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
-from cupel.diagnostics._collectors import TraceCollector
+from cupel.diagnostics._collectors import TraceCollector, deferring
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
 from cupel.diagnostics._outcomes import SliceOutcome
@@ -116,6 +119,7 @@ class Traced(Stages):
 
     def __init__(self, trace: TraceCollector) -> None:
         self.trace = trace
+        self.deferred = deferring(trace)
         self._sliced: Sliced | None = None
         self._ranking: Ranking | None = None
         self._ranked: tuple[list[ContextItem], list[Any]] | None = None
@@ -127,6 +131,14 @@ class Traced(Stages):
     def _done(self, stage: PipelineStage, start: float, count: int) -> None:
         self.trace.record_stage_event(TraceEvent(stage, (perf_counter() - start) * 1000.0, count))
 
+    def _excluded(self, stage: PipelineStage, build: Callable[[], list[ExcludedItem]]) -> None:
+        """The stage's exclusions: handed over unbuilt, or built and reported per item."""
+        if self.deferred is not None:
+            self.deferred.defer_excluded(build)
+            return
+        for entry in build():
+            self.trace.on_excluded(stage, entry)
+
     def classify(
         self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
     ) -> Classified:
@@ -134,7 +146,7 @@ class Traced(Stages):
         classified = classify(items, budget, names)
         negative = classified.negative
         if negative:
-            self.trace.on_excluded_entries(PipelineStage.CLASSIFY, _negative_entries(negative))
+            self._excluded(PipelineStage.CLASSIFY, lambda: _negative_entries(negative))
         self._done(PipelineStage.CLASSIFY, start, len(items))
         return classified
 
@@ -149,8 +161,8 @@ class Traced(Stages):
         scoreable = classified.scoreable
         survivors = deduplicate(scoreable, scores, enabled, classified.fields)
         if survivors.positions is not None:
-            self.trace.on_excluded_entries(
-                PipelineStage.DEDUPLICATE, _duplicate_entries(scoreable, survivors)
+            self._excluded(
+                PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)
             )
         self._done(PipelineStage.DEDUPLICATE, start, len(scoreable))
         return survivors
@@ -179,10 +191,12 @@ class Traced(Stages):
         outcome = sliced.outcome
         if outcome is not None and outcome.shortfalls:
             self.trace.on_shortfalls(outcome.shortfalls)
-        ranked = self._ranked_lists(classified)
-        self.trace.on_excluded_entries(
-            PipelineStage.SLICE, _slice_entries(*ranked, sliced, classified, budget, explained)
-        )
+
+        def build() -> list[ExcludedItem]:
+            ranked = self._ranked_lists(classified)
+            return _slice_entries(*ranked, sliced, classified, budget, explained)
+
+        self._excluded(PipelineStage.SLICE, build)
         self._done(PipelineStage.SLICE, start, len(ranking))
         return sliced
 
@@ -199,11 +213,15 @@ class Traced(Stages):
         merged = merge(classified, sliced, budget, strategy, on_overflow)
         if merged.dropped:
             pinned = classified.pinned
-            self.trace.on_excluded_entries(PipelineStage.PLACE, _truncation_entries(merged, pinned))
+            self._excluded(PipelineStage.PLACE, lambda: _truncation_entries(merged, pinned))
         if merged.overflow is not None:
             self.trace.on_overflow(merged.overflow)
         placed = arrange(placer, classified, sliced, merged)
-        self.trace.on_included_entries(_window_entries(placed, merged, classified))
+        if self.deferred is not None:
+            self.deferred.defer_included(lambda: _window_entries(placed, merged, classified))
+        else:
+            for entry in _window_entries(placed, merged, classified):
+                self.trace.on_included(entry)
         self._done(PipelineStage.PLACE, start, len(placed))
         self.trace.on_run_end(len(classified.items), classified.total_tokens)
         return Placed(placed, merged.tokens, merged.overflow)
@@ -263,10 +281,10 @@ def _slice_entries(
 ) -> list[ExcludedItem]:
     """One exclusion per candidate the slicer did not select, in ranked order. An
     object listed more than once (deduplication off) is counted per occurrence: the
-    first ones in ranked order are the selected ones. The reason of each: a count cap's
-    ``CountCapExceeded``, else the reason the slicer gave itself (``explained``, keyed by
-    ``id(item)``), else the budget's (:class:`_BudgetReasons`); equal reasons (immutable
-    values) are built once and shared."""
+    first ones in ranked order are the selected ones (:func:`_left_out`). The reason of
+    each: a count cap's ``CountCapExceeded``, else the reason the slicer gave itself
+    (``explained``, keyed by ``id(item)``), else the budget's (:class:`_BudgetReasons`);
+    equal reasons (immutable values) are built once and shared."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
     target = sliced.budget.target_tokens
@@ -274,23 +292,38 @@ def _slice_entries(
     by_budget = _BudgetReasons(
         target - sliced.tokens, target, budget.target_tokens - budget.output_reserve, displaced
     )
-    given: dict[int, ExclusionReason] = {
-        id(c.item): CountCapExceeded(c.kind, c.cap, c.count) for c in outcome.cap_exclusions
-    }
-    given.update((key, reason) for key, reason in explained.items() if key not in given)
-    selected = Counter(map(id, sliced.items))
-    items: list[ContextItem] = []
-    scores: list[Any] = []
-    reasons: list[ExclusionReason] = []
-    for item, item_score in zip(ranked_items, ranked_scores, strict=True):
-        key = id(item)
-        if selected[key] > 0:
-            selected[key] -= 1
-            continue
-        items.append(item)
-        scores.append(item_score)
-        reasons.append(given.get(key) or by_budget[item.tokens])
-    return entries(ExcludedItem, items, scores, reasons)
+    given: dict[int, ExclusionReason] = {**explained}
+    given.update(
+        (id(c.item), CountCapExceeded(c.kind, c.cap, c.count)) for c in outcome.cap_exclusions
+    )
+    keys = list(map(id, ranked_items))
+    left_out = _left_out(keys, list(map(id, sliced.items)))
+    items = list(compress(ranked_items, left_out))
+    fallback = map(by_budget.__getitem__, map(TOKENS, items))
+    reasons = list(map(given.get, compress(keys, left_out), fallback))
+    return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
+
+
+def _left_out(keys: list[int], selected: list[int]) -> list[bool]:
+    """Per candidate (``keys``: ids in ranked order), whether the slicer left it out: a
+    key selected ``k`` times is selected at its first ``k`` occurrences.
+
+    >>> _left_out([7, 8, 7, 9, 7], [7, 9, 7])
+    [False, True, False, False, True]
+    """
+    ranked = np.array(keys, dtype=np.uint64)
+    order = np.argsort(ranked, kind="stable")
+    grouped = ranked[order]
+    starts = np.ones(len(keys), dtype=np.bool_)
+    starts[1:] = grouped[1:] != grouped[:-1]
+    first = np.flatnonzero(starts)
+    occurrence = np.empty(len(keys), dtype=np.intp)
+    occurrence[order] = np.arange(len(keys)) - first[np.cumsum(starts) - 1]
+    chosen, times = np.unique(np.array(selected, dtype=np.uint64), return_counts=True)
+    at = np.minimum(np.searchsorted(chosen, ranked), max(len(chosen) - 1, 0))
+    quota = np.where(chosen[at] == ranked, times[at], 0) if len(chosen) else 0
+    left: list[bool] = (occurrence >= quota).tolist()
+    return left
 
 
 class _BudgetReasons(dict[int, ExclusionReason]):

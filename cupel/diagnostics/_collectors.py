@@ -30,13 +30,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ascii_fold
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
 from cupel.diagnostics._outcomes import CountRequirementShortfall
-from cupel.diagnostics._report import SelectionReport
+from cupel.diagnostics._report import Deferred, SelectionReport
+
+Entry = TypeVar("Entry", IncludedItem, ExcludedItem)
 
 __all__ = [
     "DiagnosticTraceCollector",
@@ -45,9 +48,13 @@ __all__ = [
     "ObserverError",
     "ObserverErrorWarning",
     "TraceCollector",
+    "deferring",
     "exclusion_event",
     "inclusion_event",
 ]
+
+Entries = Callable[[], Sequence[Entry]]
+"""Builds a stage's entries when the report is first read (see :func:`deferring`)."""
 
 TraceObserver = Callable[[TraceEvent], object]
 """An observer receives each recorded :class:`TraceEvent`; its return value is ignored."""
@@ -124,18 +131,6 @@ class TraceCollector:
         ``record_item_event`` when overridden)."""
         if type(self).record_item_event is not TraceCollector.record_item_event:
             self.record_item_event(inclusion_event(included))
-
-    def on_excluded_entries(self, stage: PipelineStage, entries: Sequence[ExcludedItem]) -> None:
-        """``stage``'s exclusions, in decision order (the pipeline's call: by default
-        :meth:`on_excluded` for each)."""
-        for excluded in entries:
-            self.on_excluded(stage, excluded)
-
-    def on_included_entries(self, entries: Sequence[IncludedItem]) -> None:
-        """The final window's inclusions, in placed order (the pipeline's call: by
-        default :meth:`on_included` for each)."""
-        for included in entries:
-            self.on_included(included)
 
     def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
         """Count requirements the slicer could not meet."""
@@ -241,7 +236,11 @@ class DiagnosticTraceCollector(TraceCollector):
         """Exceptions the observer raised, in order, with the events that triggered them."""
         self._included: list[IncludedItem] = []
         self._excluded: list[ExcludedItem] = []
-        self._entries: tuple[tuple[IncludedItem, ...], tuple[ExcludedItem, ...]] | None = None
+        # Entries the pipeline hands over unbuilt (see deferring): (how many recorded
+        # entries precede them, their builder), in decision order.
+        self._deferred_included: list[tuple[int, Entries[IncludedItem]]] = []
+        self._deferred_excluded: list[tuple[int, Entries[ExcludedItem]]] = []
+        self._entries: tuple[Deferred[IncludedItem], Deferred[ExcludedItem]] | None = None
         self._shortfalls: list[CountRequirementShortfall] = []
         self._totals: tuple[int, int] | None = None
         self._started = False
@@ -296,22 +295,14 @@ class DiagnosticTraceCollector(TraceCollector):
         if self.detail_level >= TraceDetailLevel.ITEM:
             self.record_item_event(inclusion_event(included))
 
-    def on_excluded_entries(self, stage: PipelineStage, entries: Sequence[ExcludedItem]) -> None:
-        if self._per_item(DiagnosticTraceCollector.on_excluded, "on_excluded"):
-            super().on_excluded_entries(stage, entries)
-        else:
-            self._excluded.extend(entries)
+    def defer_excluded(self, build: Entries[ExcludedItem]) -> None:
+        """Exclusions decided now, their entries built by ``build()`` when the report's
+        ``excluded`` is first read (only through :func:`deferring`)."""
+        self._deferred_excluded.append((len(self._excluded), build))
 
-    def on_included_entries(self, entries: Sequence[IncludedItem]) -> None:
-        if self._per_item(DiagnosticTraceCollector.on_included, "on_included"):
-            super().on_included_entries(entries)
-        else:
-            self._included.extend(entries)
-
-    def _per_item(self, own: object, name: str) -> bool:
-        """Whether entries go through the per-item method ``name``: at item detail (one
-        event each) or when a subclass overrides it."""
-        return self.detail_level >= TraceDetailLevel.ITEM or getattr(type(self), name) is not own
+    def defer_included(self, build: Entries[IncludedItem]) -> None:
+        """Inclusions decided now, built when the report's ``included`` is first read."""
+        self._deferred_included.append((len(self._included), build))
 
     def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
         self._shortfalls.extend(shortfalls)
@@ -328,18 +319,72 @@ class DiagnosticTraceCollector(TraceCollector):
             raise InvalidOperationError(
                 "DiagnosticTraceCollector has no completed run to report on"
             )
-        if self._entries is None:  # built once: every report of this run shares them
-            # Stable sort: equal scores keep exclusion order.
-            self._entries = (tuple(self._included), tuple(by_score(self._excluded)))
+        if self._deferred_included or self._deferred_excluded:
+            if self._entries is None:
+                included = _spliced(self._included, self._deferred_included)
+                unsorted = _spliced(self._excluded, self._deferred_excluded)
+                self._entries = (
+                    Deferred(included),
+                    Deferred(lambda: by_score(unsorted())),
+                )
+            return SelectionReport.deferred(
+                tuple(self.events),
+                *self._entries,
+                self._totals[0],
+                self._totals[1],
+                tuple(self._shortfalls),
+                self._overflow,
+            )
+        # Stable sort: equal scores keep exclusion order.
         return SelectionReport(
             events=tuple(self.events),
-            included=self._entries[0],
-            excluded=self._entries[1],
+            included=tuple(self._included),
+            excluded=tuple(by_score(self._excluded)),
             total_candidates=self._totals[0],
             total_tokens_considered=self._totals[1],
             count_requirement_shortfalls=tuple(self._shortfalls),
             overflow=self._overflow,
         )
+
+
+def deferring(trace: TraceCollector) -> DiagnosticTraceCollector | None:
+    """``trace`` when nothing it does needs the entries one by one as the run goes: a
+    :class:`DiagnosticTraceCollector` at ``STAGE`` detail whose per-item methods are its
+    own (observers then see stage events only). The pipeline then hands it each stage's
+    entries unbuilt (:meth:`~DiagnosticTraceCollector.defer_excluded`), and the report
+    builds them on first read; else it calls ``on_excluded`` / ``on_included`` per item."""
+    if not isinstance(trace, DiagnosticTraceCollector):
+        return None
+    if trace.detail_level >= TraceDetailLevel.ITEM:
+        return None
+    cls = type(trace)
+    if any(
+        getattr(cls, name) is not getattr(DiagnosticTraceCollector, name)
+        for name in ("on_excluded", "on_included", "record_item_event")
+    ):
+        return None
+    return trace
+
+
+def _spliced(
+    recorded: list[Entry], deferred: list[tuple[int, Entries[Entry]]]
+) -> Callable[[], list[Entry]]:
+    """The builder of all entries in decision order: the recorded ones with the deferred
+    ones built and put back where they were decided."""
+    recorded = list(recorded)
+    deferred = list(deferred)
+
+    def build() -> list[Entry]:
+        out: list[Entry] = []
+        done = 0
+        for at, entries in deferred:
+            out.extend(recorded[done:at])
+            out.extend(entries())
+            done = at
+        out.extend(recorded[done:])
+        return out
+
+    return build
 
 
 def _detail_level(value: object) -> TraceDetailLevel:
@@ -416,14 +461,6 @@ class MultiTraceCollector(TraceCollector):
     def on_included(self, included: IncludedItem) -> None:
         for collector in self._enabled:
             collector.on_included(included)
-
-    def on_excluded_entries(self, stage: PipelineStage, entries: Sequence[ExcludedItem]) -> None:
-        for collector in self._enabled:
-            collector.on_excluded_entries(stage, entries)
-
-    def on_included_entries(self, entries: Sequence[IncludedItem]) -> None:
-        for collector in self._enabled:
-            collector.on_included_entries(entries)
 
     def on_shortfalls(self, shortfalls: Sequence[CountRequirementShortfall]) -> None:
         for collector in self._enabled:

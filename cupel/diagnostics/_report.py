@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from cupel._checks import json_object
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextItem
 from cupel.diagnostics._assertions import ReportAssertions
-from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score, entries
+from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
 from cupel.diagnostics._events import OverflowEvent, TraceEvent
 from cupel.diagnostics._outcomes import BucketRounding, CountRequirementShortfall
 from cupel.diagnostics._reasons import (
@@ -20,7 +21,9 @@ from cupel.diagnostics._reasons import (
     exclusion_reason_from_dict,
 )
 
-__all__ = ["SelectionReport", "require_report"]
+__all__ = ["Deferred", "SelectionReport", "require_report"]
+
+Entry = TypeVar("Entry", IncludedItem, ExcludedItem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,30 @@ class SelectionReport(ReportAssertions):
     count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())
     overflow: OverflowEvent | None = None
     bucket_rounding: BucketRounding | None = None
+
+    @classmethod
+    def deferred(
+        cls,
+        events: tuple[TraceEvent, ...],
+        included: Deferred[IncludedItem],
+        excluded: Deferred[ExcludedItem],
+        total_candidates: int,
+        total_tokens_considered: int,
+        count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = (),
+        overflow: OverflowEvent | None = None,
+    ) -> SelectionReport:
+        """A report whose ``included`` and ``excluded`` are built on their first read
+        (private: the pipeline's route when no collector needs per-item callbacks). Once
+        built, the report is indistinguishable from one constructed with the tuples."""
+        return cls(
+            events,
+            cast("tuple[IncludedItem, ...]", included),
+            cast("tuple[ExcludedItem, ...]", excluded),
+            total_candidates,
+            total_tokens_considered,
+            count_requirement_shortfalls,
+            overflow,
+        )
 
     @property
     def included_tokens(self) -> int:
@@ -77,22 +104,15 @@ class SelectionReport(ReportAssertions):
             return self
         reasons = {id(item): reason for item, reason in moved}
         included = tuple(entry for entry in self.included if id(entry.item) not in reasons)
-        leaving = [entry for entry in self.included if id(entry.item) in reasons]
         excluded = by_score(
             [
                 *self.excluded,
-                *entries(
-                    ExcludedItem,
-                    [entry.item for entry in leaving],
-                    [entry.score for entry in leaving],
-                    [reasons[id(entry.item)] for entry in leaving],
+                *(
+                    ExcludedItem(entry.item, entry.score, reasons[id(entry.item)])
+                    for entry in self.included
+                    if id(entry.item) in reasons
                 ),
-                *entries(
-                    ExcludedItem,
-                    [item for item, _ in added],
-                    [0.0] * len(added),
-                    [reason for _, reason in added],
-                ),
+                *(ExcludedItem(item, 0.0, reason) for item, reason in added),
             ]
         )
         return replace(
@@ -189,6 +209,63 @@ class SelectionReport(ReportAssertions):
         """Parse JSON text (invalid JSON, bytes that are not UTF-8 and documents nested too
         deeply to parse raise :class:`~cupel.ConfigurationError`)."""
         return cls.from_dict(json_object(text, "SelectionReport", ConfigurationError))
+
+
+class Deferred(Generic[Entry]):
+    """Report entries not built yet: ``build()`` makes them, once, on the first read of
+    the report field that holds this (thread-safe; every reader gets the same tuple)."""
+
+    __slots__ = ("_build", "_entries", "_lock")
+
+    def __init__(self, build: Callable[[], Sequence[Entry]]) -> None:
+        self._build: Callable[[], Sequence[Entry]] = build
+        self._entries: tuple[Entry, ...] | None = None
+        self._lock = threading.Lock()
+
+    def entries(self) -> tuple[Entry, ...]:
+        """The entries (built on the first call)."""
+        entries = self._entries
+        if entries is None:
+            with self._lock:
+                entries = self._entries
+                if entries is None:
+                    entries = self._entries = tuple(self._build())
+                    self._build = _built
+        return entries
+
+
+def _built() -> Sequence[Any]:  # pragma: no cover - never called: the entries exist
+    return ()
+
+
+class _EntriesField:
+    """The descriptor of ``SelectionReport.included`` / ``.excluded``: the dataclass slot,
+    read through so that a :class:`Deferred` value is built on its first read and the
+    slot then holds the tuple. Writes go to the slot unchanged."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot
+
+    def __get__(self, report: object, owner: type | None = None) -> Any:
+        if report is None:
+            return self._slot
+        value = self._slot.__get__(report, owner)
+        if type(value) is Deferred:
+            value = value.entries()
+            self._slot.__set__(report, value)
+        return value
+
+    def __set__(self, report: object, value: Any) -> None:
+        self._slot.__set__(report, value)
+
+    def __delete__(self, report: object) -> None:
+        self._slot.__delete__(report)
+
+
+for _name in ("included", "excluded"):
+    setattr(SelectionReport, _name, _EntriesField(SelectionReport.__dict__[_name]))
 
 
 def require_report(report: SelectionReport | None) -> SelectionReport:

@@ -1,7 +1,8 @@
-"""The report's entries (each stage's built in bulk from its columns, reasons shared) are
-the entries the spec's per-item definitions give (the oracle builders below), and every
-collector sees them: at once, or one by one when it needs each decision (item detail,
-observers, subclasses overriding ``on_excluded`` / ``on_included``)."""
+"""The report's entries (each stage's built in bulk from its columns, equal reasons
+shared) are the entries the spec's per-item definitions give (the oracle builders below);
+``dry_run`` builds them on first read, collectors that need each decision (item detail,
+observers, subclasses overriding ``on_excluded`` / ``on_included``) get them one by one
+as the stages end: the same report, bit for bit."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from hypothesis_profiles import examples
 from perf_testkit import PerItemScorer, SpecGreedy, passes, report_key, scorers
 
 import cupel._pipeline.report
+import cupel.diagnostics._collectors
 from cupel import (
     ChronologicalPlacer,
     ContextBudget,
@@ -27,6 +29,7 @@ from cupel import (
     CountQuotaSlice,
     CupelError,
     DiagnosticTraceCollector,
+    Filtered,
     GreedySlice,
     KnapsackSlice,
     MultiTraceCollector,
@@ -37,6 +40,7 @@ from cupel import (
     RecencyWindowSlice,
     ScoredItem,
     SelectionReport,
+    TraceCollector,
     TraceDetailLevel,
     UShapedPlacer,
 )
@@ -83,9 +87,8 @@ class Recording(DiagnosticTraceCollector):
 
 
 def per_item(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> Any:
-    """A run whose collector gets every entry one by one (through a
-    :class:`MultiTraceCollector`, to a subclass overriding the per-item methods)."""
-    return pipeline.run(items, budget, collector=MultiTraceCollector(Recording()))
+    """Every entry built as its stage ends and passed on one by one."""
+    return pipeline.run(items, budget, collector=MultiTraceCollector(DiagnosticTraceCollector()))
 
 
 def wire(report: SelectionReport | None) -> dict[str, Any]:
@@ -110,7 +113,7 @@ def wire(report: SelectionReport | None) -> dict[str, Any]:
     deduplication=st.booleans(),
     strategy=st.sampled_from(["throw", "truncate", "proceed"]),
 )
-def test_the_report_is_the_per_item_report(
+def test_the_deferred_report_is_the_per_item_report(
     scorer: Any,
     per_item_scorer: bool,
     slicer: Any,
@@ -139,13 +142,13 @@ def test_the_report_is_the_per_item_report(
             pipeline.dry_run(items, budget)
         assert str(raised.value) == str(error)
         return
-    dry = pipeline.dry_run(items, budget)
-    assert [id(i) for i in dry.items] == [id(i) for i in reference.items]
-    assert report_key(dry.report) == report_key(reference.report)
-    assert wire(dry.report) == wire(reference.report)
-    assert dry.report is not None and reference.report is not None
-    assert dry.report.bucket_rounding == reference.report.bucket_rounding
-    assert_entries_are_the_oracle_entries(pipeline, items, budget, dry.report)
+    deferred = pipeline.dry_run(items, budget)
+    assert [id(i) for i in deferred.items] == [id(i) for i in reference.items]
+    assert report_key(deferred.report) == report_key(reference.report)
+    assert wire(deferred.report) == wire(reference.report)
+    assert deferred.report is not None and reference.report is not None
+    assert deferred.report.bucket_rounding == reference.report.bucket_rounding
+    assert_entries_are_the_oracle_entries(pipeline, items, budget, deferred.report)
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -158,23 +161,23 @@ def test_collectors_that_need_each_decision_still_get_every_call(
     items: list[ContextItem], target: int, strategy: str
 ) -> None:
     """A subclass overriding ``on_excluded``/``on_included`` gets one call per entry, in
-    decision order, and the report it builds is ``dry_run``'s."""
+    decision order, and the report it builds is the deferred one."""
     pipeline = Pipeline(RecencyScorer(), overflow_strategy=strategy, deduplication=False)
     budget = ContextBudget(max_tokens=target + 5, target_tokens=target)
     try:
-        dry = pipeline.dry_run(items, budget)
+        deferred = pipeline.dry_run(items, budget)
     except CupelError:
         return
     recording = Recording()
     traced = pipeline.run(items, budget, collector=recording)
-    assert report_key(traced.report) == report_key(dry.report)
-    assert dry.report is not None
+    assert report_key(traced.report) == report_key(deferred.report)
+    assert deferred.report is not None
     assert sorted(recording.calls) == sorted(
-        [("excluded", id(e.item)) for e in dry.report.excluded]
-        + [("included", id(e.item)) for e in dry.report.included]
+        [("excluded", id(e.item)) for e in deferred.report.excluded]
+        + [("included", id(e.item)) for e in deferred.report.included]
     )
     assert [key for kind, key in recording.calls if kind == "included"] == [
-        id(e.item) for e in dry.report.included
+        id(e.item) for e in deferred.report.included
     ]
 
 
@@ -189,8 +192,8 @@ def test_item_detail_and_observers_take_the_per_item_route() -> None:
     result = pipeline.run(items, budget, collector=collector)
     assert sum(m.startswith("excluded") for m in seen) == 3
     assert sum(m.startswith("included") for m in seen) == 3
-    dry = report_key(pipeline.dry_run(items, budget).report)
-    assert report_key(result.report)[:2] == dry[:2]  # entries (events: item ones too)
+    deferred = report_key(pipeline.dry_run(items, budget).report)
+    assert report_key(result.report)[:2] == deferred[:2]  # entries (events: item ones too)
     stage_only: list[object] = []
     pipeline.run(
         items,
@@ -198,6 +201,97 @@ def test_item_detail_and_observers_take_the_per_item_route() -> None:
         collector=DiagnosticTraceCollector(observer=lambda e: stage_only.append(e.stage)),
     )
     assert stage_only == list(PipelineStage)
+
+
+def test_dry_run_builds_no_entry_until_the_report_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[str] = []
+    for name in ("_slice_entries", "_window_entries", "_negative_entries", "_duplicate_entries"):
+        original = getattr(cupel._pipeline.report, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            built.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(cupel._pipeline.report, name, spy)
+    items = [ContextItem(content=f"m{i % 5}", tokens=10 - i) for i in range(12)]
+    pipeline = Pipeline(RecencyScorer())
+    budget = ContextBudget(max_tokens=20, target_tokens=20)
+    result = pipeline.dry_run(items, budget)
+    assert built == []
+    report = result.report
+    assert report is not None
+    assert [e.item.content for e in report.included] == [i.content for i in result.items]
+    assert built == ["_window_entries"]
+    assert len(report.excluded) == 10
+    assert sorted(built) == [
+        "_duplicate_entries",
+        "_negative_entries",
+        "_slice_entries",
+        "_window_entries",
+    ]
+    built.clear()
+    assert report_key(per_item(pipeline, items, budget).report) == report_key(report)
+    assert report.excluded is report.excluded and report.included is report.included
+
+
+def deferred_and_eager() -> tuple[SelectionReport, SelectionReport]:
+    """A deferred report (entries not read yet) and the same report built entry by entry
+    (with the deferred one's stage events, whose durations differ)."""
+    items = [ContextItem(content="system", tokens=3, pinned=True)]
+    items += [ContextItem(content=f"m{i % 7}", tokens=4 + i % 3) for i in range(9)]
+    items.append(ContextItem(content="gone", tokens=-1))
+    pipeline = Pipeline(RecencyScorer())
+    budget = ContextBudget(max_tokens=20, target_tokens=20)
+    deferred = pipeline.dry_run(items, budget).report
+    eager = per_item(pipeline, items, budget).report
+    assert deferred is not None and eager is not None
+    return deferred, dataclasses.replace(eager, events=deferred.events)
+
+
+OPERATIONS = [
+    lambda r: pickle.loads(pickle.dumps(r)),
+    copy.copy,
+    copy.deepcopy,
+    lambda r: dataclasses.replace(r, total_candidates=r.total_candidates + 1),
+    dataclasses.asdict,
+    lambda r: r.to_json(),
+    repr,
+    hash,
+    lambda r: r.included_tokens,
+    lambda r: r.excluded_by("Deduplicated"),
+    lambda r: r.with_excluded(added=[(ContextItem(content="x", tokens=1), Filtered("f"))]),
+    lambda r: SelectionReport.from_dict(r.to_dict()).to_dict(),
+]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_a_deferred_report_behaves_like_a_built_one(operation: Any) -> None:
+    """Equality, hashing, repr, pickling, copying, ``dataclasses.replace``, the wire form,
+    ``with_excluded``: each reads the entries (building them) and sees plain tuples."""
+    deferred, eager = deferred_and_eager()
+    assert operation(deferred) == operation(eager)
+    assert type(deferred.included) is tuple and type(deferred.excluded) is tuple
+    assert deferred == eager and hash(deferred) == hash(eager)
+    assert {e.reason.name for e in deferred.excluded} == {
+        "Deduplicated",
+        "BudgetExceeded",
+        "NegativeTokens",
+    }
+
+
+def test_a_deferred_report_is_still_a_frozen_slotted_dataclass() -> None:
+    deferred, eager = deferred_and_eager()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        deferred.included = ()  # type: ignore[misc]
+    assert deferred == eager
+    assert not hasattr(deferred, "__dict__")
+    assert [f.name for f in dataclasses.fields(SelectionReport)][:3] == [
+        "events",
+        "included",
+        "excluded",
+    ]
 
 
 def test_a_report_built_twice_from_one_collector_shares_its_entries() -> None:
@@ -211,8 +305,20 @@ def test_a_report_built_twice_from_one_collector_shares_its_entries() -> None:
     assert first.excluded[0] is second.excluded[0]
 
 
-def test_scored_items_of_a_custom_slicer_are_checked_during_the_run() -> None:
-    """A slicer returning a stranger fails during the run."""
+def test_a_collector_subclass_keeping_the_per_item_methods_defers() -> None:
+    class Named(DiagnosticTraceCollector):
+        def __repr__(self) -> str:
+            return "Named()"
+
+    assert cupel.diagnostics._collectors.deferring(Named()) is not None
+    assert cupel.diagnostics._collectors.deferring(Recording()) is None
+    assert cupel.diagnostics._collectors.deferring(DiagnosticTraceCollector("item")) is None
+    assert cupel.diagnostics._collectors.deferring(TraceCollector()) is None
+    assert cupel.diagnostics._collectors.deferring(MultiTraceCollector()) is None
+
+
+def test_scored_items_of_a_custom_slicer_are_checked_before_the_report_is_read() -> None:
+    """A slicer returning a stranger fails during the run, not when the report is read."""
 
     class Stranger:
         def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
