@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress
+from operator import not_
 from time import perf_counter
 from typing import Any
 
@@ -388,10 +389,5 @@ def _window_entries(
 
 
 def _zero_token_ids(classified: Classified) -> set[int]:
-    """The ids of the scoreable items with no tokens."""
-    scoreable = classified.scoreable
-    if classified.token_array is not None:
-        return {id(scoreable[i]) for i in np.flatnonzero(classified.token_array == 0).tolist()}
-    return {
-        id(item) for item, count in zip(scoreable, classified.tokens, strict=True) if count == 0
-    }
+    """The ids of the scoreable items with no tokens (the counts the Classify stage read)."""
+    return set(map(id, compress(classified.scoreable, map(not_, classified.tokens))))
