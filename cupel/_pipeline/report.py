@@ -20,14 +20,13 @@ of ``included`` / ``excluded``: the same entries, built later
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress
 from operator import not_
 from time import perf_counter
 from typing import Any
-
-import numpy as np
 
 from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
@@ -312,18 +311,14 @@ def _left_out(keys: list[int], selected: list[int]) -> list[bool]:
     >>> _left_out([7, 8, 7, 9, 7], [7, 9, 7])
     [False, True, False, False, True]
     """
-    ranked = np.array(keys, dtype=np.uint64)
-    order = np.argsort(ranked, kind="stable")
-    grouped = ranked[order]
-    starts = np.ones(len(keys), dtype=np.bool_)
-    starts[1:] = grouped[1:] != grouped[:-1]
-    first = np.flatnonzero(starts)
-    occurrence = np.empty(len(keys), dtype=np.intp)
-    occurrence[order] = np.arange(len(keys)) - first[np.cumsum(starts) - 1]
-    chosen, times = np.unique(np.array(selected, dtype=np.uint64), return_counts=True)
-    at = np.minimum(np.searchsorted(chosen, ranked), max(len(chosen) - 1, 0))
-    quota = np.where(chosen[at] == ranked, times[at], 0) if len(chosen) else 0
-    left: list[bool] = (occurrence >= quota).tolist()
+    quota = Counter(selected)
+    get = quota.get
+    left: list[bool] = []
+    for key in keys:
+        times = get(key, 0)
+        if times:
+            quota[key] = times - 1
+        left.append(not times)
     return left
 
 
