@@ -185,15 +185,19 @@ class Traced(Stages):
         start = self._start(PipelineStage.SLICE)
         sliced = slice_items(slicer, classified, ranking, budget)
         self._sliced, self._ranking = sliced, ranking
-        explained: Mapping[int, ExclusionReason] = {}
-        if getattr(slicer, "exclusion_reasons", None) is not None:
-            explained = _slicer_reasons(slicer, *self._ranked_lists(classified), sliced)
         outcome = sliced.outcome
         if outcome is not None and outcome.shortfalls:
             self.trace.on_shortfalls(outcome.shortfalls)
+        # The reasons a slicer may give itself (e.g. RecencyWindowSlice's OutsideWindow).
+        explain = getattr(slicer, "exclusion_reasons", None)
 
         def build() -> list[ExcludedItem]:
             ranked = self._ranked_lists(classified)
+            explained: Mapping[int, ExclusionReason] = (
+                {}
+                if explain is None
+                else explain(scored_pairs(*ranked), sliced.items, sliced.budget)
+            )
             return _slice_entries(*ranked, sliced, classified, budget, explained)
 
         self._excluded(PipelineStage.SLICE, build)
@@ -234,20 +238,6 @@ class Traced(Stages):
         ranked = self._ranked_lists(classified)
         cost = rounding(scored_pairs(*ranked), self._sliced.items, self._sliced.budget)
         return report if cost is None else replace(report, bucket_rounding=cost)
-
-
-def _slicer_reasons(
-    slicer: object, ranked_items: list[ContextItem], ranked_scores: list[Any], sliced: Sliced
-) -> Mapping[int, ExclusionReason]:
-    """The exclusion reasons a slicer gives itself (an optional ``exclusion_reasons``
-    method, e.g. :class:`~cupel.RecencyWindowSlice`'s ``OutsideWindow``), by ``id(item)``."""
-    explain = getattr(slicer, "exclusion_reasons", None)
-    if explain is None:
-        return {}
-    reasons: Mapping[int, ExclusionReason] = explain(
-        scored_pairs(ranked_items, ranked_scores), sliced.items, sliced.budget
-    )
-    return reasons
 
 
 def _negative_entries(negative: list[ContextItem]) -> list[ExcludedItem]:
