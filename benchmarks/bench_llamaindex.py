@@ -455,6 +455,7 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
             incumbent_label="ChatMemoryBuffer put + get + delete",
             note=f"{per_sample}put a new user message, get(), read every entry of "
             "last_report, delete the message",
+            checks={"cupel window valid": not turn_problems},
         )
 
 
