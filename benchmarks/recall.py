@@ -18,6 +18,8 @@ the benchmark measures:
   window's positions in the history: **holes** in the recent window (the window without the
   units recalled out of order; see :class:`Window`), **invalid** tool calls, **over budget**
   by the component's own counter, **task lost** (the question missing);
+- recall by question group (:func:`breakdown`): questions sharing a word with their
+  evidence or none, on updated facts, with two evidence turns;
 - the mean time per call (machine-dependent; the other figures depend on the seed alone).
 
 Components, each with the budget ``B`` as its only setting beyond the defaults:
@@ -26,8 +28,9 @@ Components, each with the budget ``B`` as its only setting beyond the defaults:
   ``select_messages`` and ``trim_messages`` (``strategy="last"``, ``include_system=True``,
   ``start_on="human"``);
 - LlamaIndex, tokens by each component's own counter: ``CupelChatMemory``,
-  ``ChatMemoryBuffer`` and ``Memory`` with a ``VectorMemoryBlock`` (a ``SimpleVectorStore``,
-  ``MockEmbedding``; the history put into the memory, then ``get(input=question)``);
+  ``ChatMemoryBuffer`` and ``Memory`` with a ``VectorMemoryBlock`` (a ``SimpleVectorStore``
+  that keeps the nodes' text, ``MockEmbedding``, a flush size of a tenth of the budget; the
+  history put into the memory, then ``get(input=question)``);
 - two **reference baselines**, not products: a plain lexical ranking (BM25 over the
   individual turns against the question, greedy to the budget) and the same ranking over
   whole exchanges (a user message with its replies) beside a recent window holding half the
@@ -70,6 +73,8 @@ __all__ = [
     "Selector",
     "Summary",
     "Window",
+    "breakdown",
+    "groups",
     "main",
     "run",
     "summarize",
@@ -434,7 +439,9 @@ def _buffer_tokens(window: Sequence[Any]) -> int:
 def text_vector_store() -> Any:
     """A ``SimpleVectorStore`` that also keeps its nodes' text (``VectorMemoryBlock``
     refuses a store without text, and LlamaIndex's core has no in-memory one with it):
-    ``add`` remembers the nodes, ``query`` returns them beside the ids and similarities."""
+    ``add`` remembers the nodes (numbered in insertion order, so that the ties of equal
+    similarities break the same way on every run), ``query`` returns them beside the ids
+    and similarities."""
     from llama_index.core.schema import BaseNode
     from llama_index.core.vector_stores import SimpleVectorStore
     from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
@@ -445,6 +452,9 @@ def text_vector_store() -> Any:
 
         def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
             for node in nodes:
+                # ids in insertion order, not random: MockEmbedding ties every
+                # similarity, and the store breaks ties by id
+                node.id_ = f"node-{len(self.texts):06d}"
                 self.texts[node.node_id] = node
             return list(super().add(list(nodes), **kwargs))
 
@@ -598,6 +608,8 @@ class Outcome:
     budget: int
     evidence: int
     found: int
+    groups: tuple[str, ...] = ()
+    """The question's groups (:func:`groups`)."""
     holes: bool = False
     invalid: bool = False
     over_budget: bool = False
@@ -606,6 +618,22 @@ class Outcome:
     seconds: float = 0.0
     error: str | None = None
     problems: list[str] = field(default_factory=list)
+
+
+GROUPS = ("shares a word", "paraphrase only", "updated fact", "two parts")
+"""Question groups of the breakdown table: the question shares a term with its evidence
+statements (stop words aside) or none; the fact was updated; the evidence is two turns."""
+
+
+def groups(question: Question) -> tuple[str, ...]:
+    """The groups of ``question`` (see :data:`GROUPS`)."""
+    stated = {t for statement in question.statements for t in terms(statement)}
+    out = ["shares a word" if set(terms(question.text)) & stated else "paraphrase only"]
+    if question.updated:
+        out.append("updated fact")
+    if len(question.evidence) > 1:
+        out.append("two parts")
+    return tuple(out)
 
 
 def examine(
@@ -655,6 +683,7 @@ def run(
                         q,
                         budget,
                         len(question.evidence),
+                        groups=groups(question),
                     )
                     started = time.perf_counter()
                     try:
@@ -770,6 +799,28 @@ def table(summaries: Sequence[Summary], timings: bool = True) -> str:
     return "\n".join(lines)
 
 
+def breakdown(outcomes: Sequence[Outcome], selectors: Sequence[Selector] = SELECTORS) -> str:
+    """Evidence recall by question group (:data:`GROUPS`), one row per component and
+    budget, as a Markdown table; each header says how many questions the group holds."""
+    budgets = sorted({o.budget for o in outcomes})
+    first = [o for o in outcomes if o.selector == outcomes[0].selector and o.budget == budgets[0]]
+    sizes = {g: sum(g in o.groups for o in first) for g in GROUPS}
+    head = ["component", "budget", *(f"{g} ({sizes[g]})" for g in GROUPS)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for selector in selectors:
+        for budget in budgets:
+            mine = [o for o in outcomes if o.selector == selector.name and o.budget == budget]
+            if not mine:
+                continue
+            cells = [selector.name, f"{budget:,}"]
+            for g in GROUPS:
+                rows = [o for o in mine if g in o.groups]
+                evidence = sum(o.evidence for o in rows)
+                cells.append(f"{sum(o.found for o in rows) / evidence:.1%}" if evidence else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def command(conversations: int, seed: int, budgets: Sequence[int]) -> str:
     """The command reproducing a run."""
     parts = ["python -m benchmarks.recall"]
@@ -799,14 +850,20 @@ def describe(dialogues: Sequence[Dialogue]) -> str:
 
 
 def table_block(
-    summaries: Sequence[Summary], dialogues: Sequence[Dialogue], seed: int, budgets: Sequence[int]
+    summaries: Sequence[Summary],
+    outcomes: Sequence[Outcome],
+    dialogues: Sequence[Dialogue],
+    seed: int,
+    budgets: Sequence[int],
 ) -> str:
     """The table with the command that produced it, between the doc's markers (no
     timings: the block depends on the seed alone)."""
     return (
         f"{TABLE_START}\n"
         f"{describe(dialogues)}: `{command(len(dialogues), seed, budgets)}`\n\n"
-        f"{table(summaries, timings=False)}\n"
+        f"{table(summaries, timings=False)}\n\n"
+        f"Evidence recall by question group (questions in each group):\n\n"
+        f"{breakdown(outcomes)}\n"
         f"{TABLE_END}"
     )
 
@@ -857,6 +914,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Recall: {describe(dialogues)}")
     print(f"reproduce: {command(count, args.seed, args.budgets)}\n")
     print(table(summaries))
+    print("\nEvidence recall by question group (questions in each group):\n")
+    print(breakdown(outcomes))
     elapsed = time.perf_counter() - started
     print(f"\n{len(outcomes)} windows in {elapsed:.1f} s")
     if args.json is not None:
@@ -869,7 +928,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(payload, indent=1), encoding="utf-8")
     if args.docs is not None:
-        update_docs(args.docs, table_block(summaries, dialogues, args.seed, args.budgets))
+        update_docs(args.docs, table_block(summaries, outcomes, dialogues, args.seed, args.budgets))
     return 0
 
 

@@ -68,8 +68,8 @@ from benchmarks.window_cases import Call, Case, Message, approximate_tokens
 
 __all__ = [
     "KINDS",
-    "Kind",
     "Dialogue",
+    "Kind",
     "Question",
     "generate_dialogue",
     "generate_dialogues",
