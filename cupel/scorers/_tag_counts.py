@@ -4,14 +4,17 @@ positions whose set shares a tag with it.
 Two methods, both exact:
 
 - :func:`by_postings`, the route: every pair of sets that share a tag is found in the
-  posting list of that tag (the sets holding it, ascending); each unordered pair is
-  counted once per chunk of sets by one sort of its keys. Time and memory are bounded by
-  the pairs in the posting lists, ``sum(len(p) * (len(p) - 1) / 2)``, in chunks of
-  ``_CHUNK_PAIRS``; nothing depends exponentially on the tags per set.
+  posting list of that tag (the sets holding it, ascending), with the smaller set's chunk
+  of sets, and counted once, whichever tags the two share, by one sort of the chunk's
+  keys. Time is bounded by the pairs in the posting lists,
+  ``sum(len(p) * (len(p) - 1) / 2)``, memory by the tags plus one chunk of
+  ``_CHUNK_PAIRS`` pairs; nothing depends exponentially on the tags per set.
 - :func:`by_shared_subsets`, for dense small vocabularies (posting lists so long that the
   pairs in them far outnumber the tag pairs of the sets): inclusion-exclusion over the
-  subsets of each set that some other set also contains, for sets of at most
-  ``_COMBINATION_TAGS`` tags (:func:`shared_subsets_pay` decides).
+  subsets of each distinct set that some other set also contains, for sets of at most
+  ``_COMBINATION_TAGS`` tags (at most 2^12 subsets each; :func:`shared_subsets_pay`
+  decides). A 16-tag vocabulary has about 10^10 posting-list pairs at 100,000 items of
+  8 tags, a 1,000-tag one 3 * 10^8, against 2.8 * 10^6 tag pairs.
 """
 
 from __future__ import annotations
