@@ -66,20 +66,15 @@ class FrequencyScorer(ArrayScorer):
         if found is None:
             return np.zeros(n)
         row_starts, tags, vocabulary = found
+        del found  # the rows' tags are replaced by the distinct sets' below
         lengths = np.diff(row_starts)
         tagged = lengths > 0
         starts = np.concatenate(([0], row_starts[1:][tagged]))
         if shared_subsets_pay(starts, tags):
-            set_of_row, first_rows = _merge_rows(tags, row_starts[:-1], lengths)
-            set_lengths = lengths[first_rows]
-            set_starts = np.zeros(len(first_rows) + 1, dtype=np.int64)
-            np.cumsum(set_lengths, out=set_starts[1:])
-            gather = np.repeat(row_starts[first_rows] - set_starts[:-1], set_lengths)
-            gather += np.arange(len(gather))
+            set_of_row, starts, tags = _distinct_sets(tags, row_starts, lengths)
             set_of_position = set_of_row[tagged]
-            mult = np.bincount(set_of_position, minlength=len(first_rows))
-            per_set = by_shared_subsets(set_starts, tags[gather], mult, vocabulary)
-            touching = per_set[set_of_position]
+            mult = np.bincount(set_of_position, minlength=len(starts) - 1)
+            touching = by_shared_subsets(starts, tags, mult, vocabulary)[set_of_position]
         else:
             touching = by_postings(starts, tags)
         hits = np.zeros(n)
@@ -134,6 +129,18 @@ def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | Non
     row_starts = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.bincount(row_of, minlength=len(rows)), out=row_starts[1:])
     return row_starts, tags, vocabulary
+
+
+def _distinct_sets(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints, Ints]:
+    """The rows' distinct sets: ``(set_of_row, starts, tags)``, where row ``r`` holds set
+    ``set_of_row[r]`` (-1 for empty rows), whose tags are ``tags[starts[k]:starts[k + 1]]``."""
+    set_of_row, first_rows = _merge_rows(tags, row_starts[:-1], lengths)
+    set_lengths = lengths[first_rows]
+    starts = np.zeros(len(first_rows) + 1, dtype=np.int64)
+    np.cumsum(set_lengths, out=starts[1:])
+    gather = np.repeat(row_starts[first_rows] - starts[:-1], set_lengths)
+    gather += np.arange(len(gather))
+    return set_of_row, starts, tags[gather]
 
 
 _ODD = np.uint64(0x9E3779B97F4A7C15)
