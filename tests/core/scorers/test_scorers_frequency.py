@@ -389,4 +389,3 @@ def test_skewed_vocabulary_agrees_with_the_definition(dense: bool) -> None:
     ]
     with routes(dense, 2**21):
         assert FrequencyScorer().score_all(items) == oracle(items)
-
