@@ -1,12 +1,27 @@
-"""Exact tag-set meeting counts for FrequencyScorer: for each distinct tag set, the number
-of positions whose set shares a tag with it, by whichever of four methods is cheapest."""
+"""Exact tag-set meeting counts for FrequencyScorer: for each tag set, the number of
+positions whose set shares a tag with it.
+
+Two methods, both exact:
+
+- :func:`by_postings`, the route: every pair of sets that share a tag is found in the
+  posting list of that tag (the sets holding it, ascending), with the smaller set's chunk
+  of sets, and counted once, whichever tags the two share, by one sort of the chunk's
+  keys. Time is bounded by the pairs in the posting lists,
+  ``sum(len(p) * (len(p) - 1) / 2)``, memory by the tags plus one chunk of
+  ``_CHUNK_PAIRS`` pairs; nothing depends exponentially on the tags per set.
+- :func:`by_shared_subsets`, for dense small vocabularies (posting lists so long that the
+  pairs in them far outnumber the tag pairs of the sets): inclusion-exclusion over the
+  subsets of each distinct set that some other set also contains, for sets of at most
+  ``_COMBINATION_TAGS`` tags (at most 2^12 subsets each; :func:`shared_subsets_pay`
+  decides). A 16-tag vocabulary has about 10^10 posting-list pairs at 100,000 items of
+  8 tags, a 1,000-tag one 3 * 10^8, against 2.8 * 10^6 tag pairs.
+"""
 
 from __future__ import annotations
 
-from functools import cache, reduce
-from itertools import combinations, pairwise
+from functools import cache
+from itertools import combinations
 from math import comb
-from operator import or_
 
 import numpy as np
 import numpy.typing as npt
@@ -14,106 +29,105 @@ import numpy.typing as npt
 Ints = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-_SUBSET_SUM_TAGS = 22
-"""Up to this many distinct (folded) tags in a pass, sets may be counted by a subset-sum
-transform over all 2^tags masks (at most 4M counters, 32 MiB)."""
 _DIRECT_KEYS = 2**22
 """Subset keys below this count directly (one bincount) instead of being sorted."""
-_BITSET_BYTES = 32 * 2**20
-"""The bitset method is used when one bitset per tag over all tagged positions fits in
-this much memory."""
+_CHUNK_PAIRS = 2**21
+"""Posting-list pairs sorted at once by :func:`by_postings` (about 16 bytes each)."""
+_DENSE_RATIO = 4
+"""Shared subsets are counted instead of posting-list pairs when those pairs outnumber the
+sets' tag pairs (the records of the subsets' second level) this many times."""
 
 
-def touching_counts(
-    starts: Ints, tags: Ints, mult: Ints, vocabulary: int, method: str | None = None
-) -> Ints:
-    """For each distinct non-empty tag set ``k`` (sorted tag ids
-    ``tags[starts[k]:starts[k + 1]]``, below ``vocabulary``), held by ``mult[k]``
-    positions: the number of positions whose set meets it (its own included).
+def shared_subsets_pay(starts: Ints, tags: Ints) -> bool:
+    """Whether :func:`by_shared_subsets` applies and beats :func:`by_postings` for the sets
+    ``tags[starts[k]:starts[k + 1]]`` (one per position): every set has at most
+    ``_COMBINATION_TAGS`` tags, and the pairs in the posting lists outnumber the sets' tag
+    pairs ``_DENSE_RATIO`` times (long posting lists: a dense, small vocabulary)."""
+    lengths = np.diff(starts)
+    if len(lengths) == 0 or int(lengths.max()) > _COMBINATION_TAGS:
+        return False
+    held = np.bincount(tags)
+    posting_pairs = int((held * (held - 1) // 2).sum())
+    tag_pairs = int((lengths * (lengths - 1) // 2).sum())
+    return posting_pairs > _DENSE_RATIO * max(tag_pairs, len(lengths))
 
-    ``method`` forces ``"subset_sum"``, ``"bitsets"``, ``"combinations"`` (sets of at most
-    12 tags) or ``"levels"`` (tests); by default the cheapest applicable one runs. All are
-    exact.
+
+def by_postings(starts: Ints, tags: Ints) -> Ints:
+    """For each non-empty set ``k`` (distinct tag ids ``tags[starts[k]:starts[k + 1]]``):
+    the number of sets that share a tag with it, itself included.
+
+    Set ``k``'s entry for tag ``t`` pairs it with the sets after ``k`` in ``t``'s posting
+    list. The pairs of a chunk of sets are keyed ``(k - first) << shift | other`` and
+    sorted; each distinct key is one pair of sets sharing a tag, whichever tags they share,
+    and counts for both.
     """
-    if method is None:
-        method = _cheapest(np.diff(starts), int(mult.sum()), vocabulary)
-    if method == "subset_sum":
-        return _by_subset_sum(starts, tags, mult, vocabulary)
-    if method == "bitsets":
-        return _by_bitsets(starts, tags, mult, vocabulary)
-    if method == "combinations":
-        return _by_combinations(starts, tags, mult, vocabulary)
-    return _by_levels(starts, tags, mult, vocabulary)
-
-
-def _cheapest(lengths: Ints, tagged: int, vocabulary: int) -> str:
-    """The method with the lowest estimated cost (nanoseconds, measured roughly on CPython
-    3.11 / NumPy 2.4, 2 shared CPUs): the subset-sum transform costs about 1.5 ns per mask
-    and tag; bitsets about 0.3 ns per word per OR and 4 ns per word per popcount, plus
-    1 µs per set; the combinations method at most about 25 ns per subset of each set plus
-    50 µs per level (fewer subsets when tags are rarely shared). Inclusion-exclusion level
-    by level is the fallback for sets of more than 12 tags when bitsets would not fit."""
-    sets, tags = len(lengths), int(lengths.sum())
-    longest = int(lengths.max()) if sets else 0
-    words = tagged // 64 + 1
-    bitsets = sets * ((tags / max(sets, 1)) * 0.3 + 4.0) * words + sets * 1000.0
-    costs: dict[str, float] = {}
-    if vocabulary <= _SUBSET_SUM_TAGS:
-        costs["subset_sum"] = (1 << vocabulary) * vocabulary * 1.5
-    if longest <= _COMBINATION_TAGS:
-        costs["combinations"] = 25.0 * float(np.ldexp(1.0, lengths).sum()) + 50_000.0 * longest
-    if vocabulary * words * 8 <= _BITSET_BYTES:
-        costs["bitsets"] = bitsets
-    return min(costs, key=costs.__getitem__) if costs else "levels"
-
-
-def _by_subset_sum(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
-    """``within[m]`` starts as the positions whose set is exactly mask ``m``; after the
-    subset-sum (zeta) transform it is the positions whose set lies within ``m``. A set
-    is met by every tagged position except those within its complement."""
-    masks = np.bitwise_or.reduceat(np.left_shift(1, tags), starts[:-1]) if len(tags) else tags
-    size = 1 << vocabulary
-    within = np.bincount(masks, weights=mult, minlength=size).astype(np.int64)
-    for bit in range(vocabulary):
-        view = within.reshape(-1, 2, 1 << bit)
-        view[:, 1, :] += view[:, 0, :]
-    result: Ints = int(mult.sum()) - within[(size - 1) ^ masks]
+    count = len(starts) - 1
+    narrow = np.int32 if count < 2**31 else np.int64
+    owner = np.repeat(np.arange(count, dtype=narrow), np.diff(starts))
+    order = np.argsort(tags, kind="stable")  # posting lists, sets ascending within each
+    members = owner[order]
+    ends = np.cumsum(np.bincount(tags))
+    place = np.empty(len(tags), dtype=np.int64)
+    place[order] = np.arange(len(tags))
+    later = ends[tags] - place - 1  # the members after this entry's set
+    result: Ints = np.ones(count, dtype=np.int64)
+    per_set = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.add.reduceat(later, starts[:-1]), out=per_set[1:])
+    shift = max(count - 1, 1).bit_length()
+    first = 0
+    while first < count:
+        last = int(np.searchsorted(per_set, per_set[first] + _CHUNK_PAIRS, side="right")) - 1
+        last = min(max(last, first + 1), count)
+        a, b = int(starts[first]), int(starts[last])
+        counts = later[a:b]
+        total = int(per_set[last] - per_set[first])
+        if total:
+            offsets = np.cumsum(counts) - counts
+            source = np.repeat(place[a:b] + 1 - offsets, counts)
+            source += np.arange(total)
+            dtype = np.int32 if (last - first) << shift < 2**31 else np.int64
+            keys = np.repeat((owner[a:b] - first).astype(dtype) << shift, counts)
+            keys |= members[source]
+            keys.sort()
+            fresh = np.empty(total, dtype=np.bool_)
+            fresh[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=fresh[1:])
+            pairs = keys[fresh]
+            bounds = np.searchsorted(pairs, np.arange(last - first + 1, dtype=dtype) << shift)
+            result[first:last] += np.diff(bounds)
+            result += np.bincount(pairs & ((1 << shift) - 1), minlength=count)
+        first = last
     return result
 
 
-def _bitset(indices: Ints) -> int:
-    """The Python ``int`` whose set bits are ``indices`` (ascending, distinct)."""
-    if len(indices) == 0:
-        return 0
-    buffer = np.zeros(int(indices[-1]) // 8 + 1, dtype=np.uint8)
-    np.bitwise_or.at(buffer, indices >> 3, np.left_shift(1, indices & 7).astype(np.uint8))
-    return int.from_bytes(buffer.tobytes(), "little")
+def by_shared_subsets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
+    """For each distinct non-empty tag set ``k`` (sorted tag ids
+    ``tags[starts[k]:starts[k + 1]]``, below ``vocabulary``, at most ``_COMBINATION_TAGS``
+    of them), held by ``mult[k]`` positions: the number of positions whose set meets it
+    (its own included), by inclusion-exclusion over shared subsets.
 
+    The positions of *other* sets meeting ``s`` number
+    ``sum over non-empty subsets u of s of (-1)^(|u|+1) * other(u, s)``, where
+    ``other(u, s)`` counts the positions of sets other than ``s`` that contain ``u``. Only
+    subsets with ``other > 0`` contribute, and a subset can have one only if every subset
+    one tag smaller does. The sets are grouped by length so that level ``k`` is one
+    ``(sets, comb(length, k))`` array of subset keys per group, computed from the level
+    before by column gathers.
 
-def _by_bitsets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
-    """Set ``k`` owns ``mult[k]`` consecutive bits; each tag's bitset holds the bits of
-    the sets containing it. A set's count is the popcount of the OR of its tags'
-    bitsets (Python integers: one C loop over machine words per OR)."""
-    lengths = np.diff(starts)
-    owners = np.repeat(np.arange(len(lengths)), lengths)
-    ends = np.cumsum(mult)
-    first_bit = ends - mult
-    by_tag = np.argsort(tags, kind="stable")  # owners stay ascending within a tag
-    owners, sorted_tags = owners[by_tag], tags[by_tag]
-    counts = mult[owners]
-    bits = np.repeat(first_bit[owners], counts) + (
-        np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    )
-    bounds = np.searchsorted(np.repeat(sorted_tags, counts), np.arange(vocabulary + 1)).tolist()
-    bitsets = [_bitset(bits[bounds[t] : bounds[t + 1]]) for t in range(vocabulary)]
-    get = bitsets.__getitem__
-    tag_list = tags.tolist()
-    edges = starts.tolist()
-    return np.fromiter(
-        (reduce(or_, map(get, tag_list[a:b])).bit_count() for a, b in pairwise(edges)),
-        dtype=np.int64,
-        count=len(lengths),
-    )
+    A ``k``-subset's key is its rank among all ``k``-subsets (``sum comb(t_j, j)`` over its
+    sorted tags, ``comb`` read from a table) or, past 2^62, the dense id of its
+    ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are counted
+    by one bincount; otherwise a sort finds the keys held by more than one set (a key held
+    once adds nothing; below 2^31 the 32-bit keys alone are sorted and the records holding
+    a repeated key found through a hash table) and only those records are touched again.
+    A subset is only generated when every subset one tag smaller is shared (apriori), and
+    a set leaves once none of its subsets is. When few sets repeat, each position is
+    counted as a set of its own (no weights).
+    """
+    extra = int(mult.sum()) - len(mult)
+    if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position
+        return _unit_sets(starts, tags, mult, vocabulary)
+    return _combinations(starts, tags, mult, vocabulary)
 
 
 _RANKED = 2**62
@@ -166,29 +180,8 @@ class _Group:
         self.alive: npt.NDArray[np.bool_] = np.ones(tags.shape, dtype=np.bool_)
 
 
-def _by_combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
-    """Inclusion-exclusion over shared subsets (as :func:`_by_levels`), with the sets
-    grouped by length so that level ``k`` is one ``(sets, comb(length, k))`` array of
-    subset keys per group, computed from the level before by column gathers.
-
-    A ``k``-subset's key is its rank among all ``k``-subsets (``sum comb(t_j, j)`` over its
-    sorted tags, ``comb`` read from a table) or, past 2^62, the dense id of its
-    ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are counted
-    by one bincount; otherwise a sort finds the keys held by more than one set (a key held
-    once adds nothing; below 2^31 the 32-bit keys alone are sorted and the records holding
-    a repeated key found through a hash table) and only those records are touched again.
-    A subset is only generated when every subset one tag smaller is shared (apriori), and
-    a set leaves once none of its subsets is. When few sets repeat, each position is
-    counted as a set of its own (no weights).
-    """
-    extra = int(mult.sum()) - len(mult)
-    if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position
-        return _unit_sets(starts, tags, mult, vocabulary)
-    return _combinations(starts, tags, mult, vocabulary)
-
-
 def _combinations(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
-    """:func:`_by_combinations` itself."""
+    """:func:`by_shared_subsets` itself."""
     lengths = np.diff(starts)
     count = len(lengths)
     result: Ints = mult.copy()
@@ -341,7 +334,7 @@ def _sparse_level(
 
 
 def _unit_sets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
-    """:func:`_by_combinations` with set ``k`` repeated ``mult[k]`` times, each copy held
+    """(:func:`by_shared_subsets`) with set ``k`` repeated ``mult[k]`` times, each copy held
     once (every count is then unweighted); each set's count is its first copy's."""
     lengths = np.diff(starts)
     owner = np.repeat(np.arange(len(mult)), mult)
@@ -433,50 +426,3 @@ def _shared_narrow(keys: Ints | npt.NDArray[np.int32]) -> tuple[Ints, Ints, int]
     np.minimum(group, len(values) - 1, out=group)
     hit = values[group] == found
     return candidates[packed[hit] & 0xFFFFFFFF], group[hit], len(values)
-
-
-def _by_levels(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:
-    """Inclusion-exclusion over shared subsets, level by level.
-
-    The positions of *other* sets meeting ``s`` number
-    ``sum over non-empty subsets u of s of (-1)^(|u|+1) * other(u, s)``, where
-    ``other(u, s)`` counts the positions of sets other than ``s`` that contain ``u``. Only
-    subsets with ``other > 0`` contribute, and a subset can have one only if the subset
-    one tag smaller does, so records ``(s, u)`` are grown one tag at a time (``u`` as a
-    prefix of ``s``'s sorted tags) from the survivors of the level before; subsets are
-    identified level by level by dense ids. For sparse tags few subsets beyond single
-    tags survive.
-    """
-    lengths = np.diff(starts)
-    count = len(lengths)
-    owner = np.repeat(np.arange(count), lengths)
-    last = np.arange(len(tags)) - starts[owner]  # index of the subset's last tag in its set
-    keys = tags
-    result: Ints = mult.copy()
-    sign = 1
-    key_range = vocabulary  # keys lie in [0, key_range)
-    while len(keys):
-        if key_range <= _DIRECT_KEYS:  # small keys are their own ids: no sort
-            inverse, ids_count = keys, key_range
-        else:
-            ids, inverse = np.unique(keys, return_inverse=True)
-            ids_count = len(ids)
-        held = np.bincount(inverse, weights=mult[owner], minlength=ids_count).astype(np.int64)
-        others = held[inverse] - mult[owner]
-        alive = others > 0
-        owner, last, inverse, others = owner[alive], last[alive], inverse[alive], others[alive]
-        result += sign * np.bincount(owner, weights=others, minlength=count).astype(np.int64)
-        extensions = lengths[owner] - 1 - last
-        grow = extensions > 0
-        owner, last, inverse, extensions = owner[grow], last[grow], inverse[grow], extensions[grow]
-        total = int(extensions.sum())
-        if total == 0:
-            break
-        parent = np.repeat(np.arange(len(owner)), extensions)
-        step = np.arange(total) - np.repeat(np.cumsum(extensions) - extensions, extensions)
-        owner = owner[parent]
-        last = last[parent] + 1 + step
-        keys = inverse[parent].astype(np.int64) * vocabulary + tags[starts[owner] + last]
-        key_range = ids_count * vocabulary
-        sign = -sign
-    return result

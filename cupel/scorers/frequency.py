@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from cupel._model import ContextItem, ascii_fold
 from cupel.scorers._base import ArrayScorer, FloatArray
-from cupel.scorers._tag_counts import Ints, touching_counts
+from cupel.scorers._tag_counts import Ints, by_postings, by_shared_subsets, shared_subsets_pay
 
 __all__ = ["FrequencyScorer"]
 
@@ -26,18 +26,12 @@ class FrequencyScorer(ArrayScorer):
     denominator stays ``len(all_items) - 1``. Tagless items score 0.0 and never count as
     peers; a pass of one item scores 0.0.
 
-    ``score_all`` works on the distinct folded tag sets of the pass and counts, for each,
-    the positions whose set meets it, exactly, with whichever method is estimated
-    cheapest (:mod:`cupel.scorers._tag_counts`):
-
-    - few distinct tags (at most 22): a subset-sum transform over tag masks,
-      O(N + 2^tags · tags);
-    - sets of at most 12 tags: inclusion-exclusion over the subsets of each set that some
-      *other* set also contains, one array of subset keys per set length and level;
-    - otherwise, when one bitset per tag over the positions fits in 32 MiB: the union of
-      the set's tag bitsets, O(total tags · N / 64) machine-word operations;
-    - otherwise: the same inclusion-exclusion grown level by level, which for sparse tags
-      is O(total tags · pairs per set).
+    ``score_all`` counts, for each position, the positions whose folded tag set meets its
+    own, exactly (:mod:`cupel.scorers._tag_counts`): by merging the tags' posting lists
+    (each pair of positions sharing a tag found once, in chunks: time and memory bounded
+    by the pairs in the posting lists), or, for dense small vocabularies where those pairs
+    far outnumber the tag pairs of the items, by inclusion-exclusion over the subsets of
+    each distinct set that another set shares.
 
     >>> from cupel import ContextItem
     >>> items = [ContextItem(content=c, tokens=1, tags=t)
@@ -61,24 +55,30 @@ class FrequencyScorer(ArrayScorer):
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
         """``score`` for every item at once.
 
-        The distinct folded tag sets of the pass are found with a few C-level passes
-        (:func:`_tag_sets`); ``touching[s]`` is the number of positions whose set meets
-        ``s`` (the item's own positions included); the item's peers are that minus the
-        positions holding the item itself, which the per-item definition skips by
-        identity.
+        ``touching`` counts, for each tagged position, the positions whose set meets its
+        own (its own positions included); the item's peers are that minus the positions
+        holding the item itself, which the per-item definition skips by identity.
         """
         n = len(items)
         if n <= 1:
             return np.zeros(n)
-        found = _tag_sets(list(map(_TAGS, items)))
+        found = _tag_rows(list(map(_TAGS, items)))
         if found is None:
             return np.zeros(n)
-        set_of_position, starts, tags, vocabulary = found
-        tagged = set_of_position >= 0
-        mult = np.bincount(set_of_position[tagged], minlength=len(starts) - 1).astype(np.int64)
-        touching = touching_counts(starts, tags, mult, vocabulary).astype(np.float64)
+        row_starts, tags, vocabulary = found
+        del found  # the rows' tags are replaced by the distinct sets' below
+        lengths = np.diff(row_starts)
+        tagged = lengths > 0
+        starts = np.concatenate(([0], row_starts[1:][tagged]))
+        if shared_subsets_pay(starts, tags):
+            set_of_row, starts, tags = _distinct_sets(tags, row_starts, lengths)
+            set_of_position = set_of_row[tagged]
+            mult = np.bincount(set_of_position, minlength=len(starts) - 1)
+            touching = by_shared_subsets(starts, tags, mult, vocabulary)[set_of_position]
+        else:
+            touching = by_postings(starts, tags)
         hits = np.zeros(n)
-        hits[tagged] = touching[set_of_position[tagged]]
+        hits[tagged] = touching
         hits -= _own_positions(items, tagged)
         hits /= n - 1
         return hits
@@ -87,17 +87,14 @@ class FrequencyScorer(ArrayScorer):
         return "FrequencyScorer()"
 
 
-def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int] | None:
-    """The distinct folded tag sets of a pass: ``(set_of_position, starts, tags,
-    vocabulary)``, where set ``k``'s sorted, distinct tag ids (below ``vocabulary``) are
-    ``tags[starts[k]:starts[k + 1]]`` and ``set_of_position[i]`` is position ``i``'s set
-    (-1 for untagged positions); ``None`` when no position has a tag.
+def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | None:
+    """The folded tag sets of a pass's positions: ``(row_starts, tags, vocabulary)``, where
+    position ``i``'s sorted, distinct tag ids (below ``vocabulary``) are
+    ``tags[row_starts[i]:row_starts[i + 1]]``; ``None`` when no position has a tag.
 
     Each tag string is touched once (one dict pass at C level) and each distinct tag once
-    more (folding); the rest is integer array work without a Python loop: the positions'
-    rows are made canonical by one sort of ``(row, tag)`` keys and merged by a hash of
-    each row, checked element by element (a collision falls back to merging by the rows'
-    bytes). Only tags with an upper-case letter are folded.
+    more (folding); the rest is integer array work without a Python loop: one sort of
+    ``(row, tag)`` keys. Only tags with an upper-case letter are folded.
     """
     rows = tag_tuples
     flat = list(chain.from_iterable(rows))
@@ -122,7 +119,6 @@ def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int]
     dense_id = np.cumsum(used) - 1
     vocabulary = int(dense_id[-1]) + 1
     flat_ids = dense_id[flat_ids]
-    # Canonical rows: each raw tuple's ids sorted and made distinct, then equal rows merged.
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     pairs = np.sort(
         np.repeat(np.arange(len(rows), dtype=np.int64), lengths) * vocabulary + flat_ids
@@ -130,26 +126,32 @@ def _tag_sets(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, Ints, int]
     if len(pairs) > 1:  # drop a tag repeated within a row
         pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     row_of, tags = np.divmod(pairs, vocabulary)
-    lengths = np.bincount(row_of, minlength=len(rows))
-    row_starts = np.cumsum(lengths) - lengths
-    set_of_row, first_rows = _merge_rows(tags, row_of, row_starts, lengths)
+    row_starts = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_of, minlength=len(rows)), out=row_starts[1:])
+    return row_starts, tags, vocabulary
+
+
+def _distinct_sets(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints, Ints]:
+    """The rows' distinct sets: ``(set_of_row, starts, tags)``, where row ``r`` holds set
+    ``set_of_row[r]`` (-1 for empty rows), whose tags are ``tags[starts[k]:starts[k + 1]]``."""
+    set_of_row, first_rows = _merge_rows(tags, row_starts[:-1], lengths)
     set_lengths = lengths[first_rows]
     starts = np.zeros(len(first_rows) + 1, dtype=np.int64)
     np.cumsum(set_lengths, out=starts[1:])
-    gather = np.repeat(row_starts[first_rows] - starts[:-1], set_lengths) + np.arange(
-        int(starts[-1])
-    )
-    return set_of_row, starts, tags[gather], vocabulary
+    gather = np.repeat(row_starts[first_rows] - starts[:-1], set_lengths)
+    gather += np.arange(len(gather))
+    return set_of_row, starts, tags[gather]
 
 
 _ODD = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _merge_rows(tags: Ints, row_of: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints]:
+def _merge_rows(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints]:
     """Equal rows (sorted tag ids ``tags[row_starts[r]:][:lengths[r]]``) merged into sets:
     ``(set_of_row, first_rows)`` with -1 for empty rows and ``first_rows[k]`` a row holding
     set ``k``. Rows are grouped by a polynomial hash and every row is compared with its
     group's first row; on a collision they are merged by their bytes instead."""
+    row_of = np.repeat(np.arange(len(lengths)), lengths)
     position = np.arange(len(tags)) - row_starts[row_of]
     powers = np.cumprod(np.full(int(lengths.max()), _ODD, dtype=np.uint64))
     terms = (tags.astype(np.uint64) + np.uint64(1)) * powers[position]

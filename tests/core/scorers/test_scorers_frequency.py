@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -11,9 +13,11 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from scorers_testkit import make
 
+import cupel.scorers._tag_counts as tag_counts
+import cupel.scorers.frequency as frequency
 from cupel._model import ContextItem
 from cupel.scorers import FrequencyScorer
-from cupel.scorers._tag_counts import Ints, touching_counts
+from cupel.scorers._tag_counts import Ints, by_postings, by_shared_subsets
 
 
 def both_paths(items: list[ContextItem]) -> list[float]:
@@ -93,9 +97,82 @@ def test_repr() -> None:
     assert repr(FrequencyScorer()) == "FrequencyScorer()"
 
 
-# -- the three exact counting methods ----------------------------------------------------------
+# -- the literal definition as the oracle, and both exact counting methods -----------------
 
-METHODS = ("subset_sum", "bitsets", "combinations", "levels")
+
+def oracle(items: list[ContextItem]) -> list[float]:
+    """The spec's per-item definition, literally: for each item, the peers (every position
+    not holding that very object) with a tag equal to one of its own under ASCII case
+    folding, over ``len(items) - 1``."""
+
+    def fold(tag: str) -> str:
+        return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in tag)
+
+    scores = []
+    for item in items:
+        own = {fold(tag) for tag in item.tags}
+        if not own or len(items) <= 1:
+            scores.append(0.0)
+            continue
+        peers = sum(
+            1
+            for other in items
+            if other is not item and any(fold(tag) in own for tag in other.tags)
+        )
+        scores.append(peers / (len(items) - 1))
+    return scores
+
+
+@contextmanager
+def routes(dense: bool, chunk: int) -> Iterator[pytest.MonkeyPatch]:
+    """Shared-subset counting forced (``dense``) or posting-list merging, with posting-list
+    pairs sorted ``chunk`` at a time."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tag_counts, "_DENSE_RATIO", 0 if dense else 2**62)
+        patch.setattr(tag_counts, "_CHUNK_PAIRS", chunk)
+        yield patch
+
+
+ROUTES = [(False, 2**21), (False, 1), (False, 7), (True, 2**21)]
+ROUTE_IDS = ["postings", "postings-one-pair-chunks", "postings-small-chunks", "shared-subsets"]
+
+TAG_LISTS = st.lists(
+    st.lists(st.sampled_from(["a", "A", "b", "DB", "db", "é", "É", "x1", "X1", ""]), max_size=6),
+    max_size=14,
+)
+
+
+@pytest.mark.parametrize(("dense", "chunk"), ROUTES, ids=ROUTE_IDS)
+@settings(max_examples=examples(200), deadline=None)
+@given(TAG_LISTS, st.lists(st.integers(0, 13), max_size=3))
+def test_batch_scores_equal_the_literal_definition(
+    dense: bool, chunk: int, tags: list[list[str]], repeats: list[int]
+) -> None:
+    """Duplicates, the same object listed twice, case folding, tagless items, one item."""
+    items = [make(tags=tuple(t)) for t in tags]
+    for index in repeats:  # the very same object at several positions
+        if items:
+            items.append(items[index % len(items)])
+    with routes(dense, chunk):
+        assert FrequencyScorer().score_all(items) == oracle(items)
+
+
+@pytest.mark.parametrize(("dense", "chunk"), ROUTES, ids=ROUTE_IDS)
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([f"t{i}" for i in range(16)]), min_size=1, max_size=14),
+        min_size=2,
+        max_size=12,
+    )
+)
+def test_many_tags_per_item_equal_the_literal_definition(
+    dense: bool, chunk: int, tags: list[list[str]]
+) -> None:
+    """Sets of more than ``_COMBINATION_TAGS`` tags always merge posting lists."""
+    items = [make(tags=tuple(t)) for t in tags]
+    with routes(dense, chunk):
+        assert FrequencyScorer().score_all(items) == oracle(items)
 
 
 def naive_touching(sets: list[frozenset[int]], mult: list[int]) -> list[int]:
@@ -119,14 +196,33 @@ TAG_SETS = st.lists(
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(TAG_SETS)
-def test_every_method_counts_exactly_what_the_definition_counts(
-    pairs: list[tuple[frozenset[int], int]],
+@given(TAG_SETS, st.integers(1, 40))
+def test_both_methods_count_exactly_what_the_definition_counts(
+    pairs: list[tuple[frozenset[int], int]], chunk: int
 ) -> None:
+    """Posting lists over one set per position (a set held ``m`` times listed ``m``
+    times), in chunks of any size; shared subsets over the distinct sets, weighted."""
     starts, tags, mult, vocabulary = touching_inputs(pairs)
     expected = naive_touching([s for s, _ in pairs], mult.tolist())
-    for method in METHODS:
-        assert touching_counts(starts, tags, mult, vocabulary, method).tolist() == expected
+    assert by_shared_subsets(starts, tags, mult, vocabulary).tolist() == expected
+    unit = [(s, 1) for s, m in pairs for _ in range(m)]
+    unit_starts, unit_tags, _, _ = touching_inputs(unit)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tag_counts, "_CHUNK_PAIRS", chunk)
+        counted = by_postings(unit_starts, unit_tags).tolist()
+    assert counted == naive_touching([s for s, _ in unit], [1] * len(unit))
+
+
+def test_posting_pairs_of_a_chunk_past_32_bit_keys_are_sorted_as_64_bit() -> None:
+    """A chunk of 2^16 + 5 sets (keys past 2^31) keeps 64-bit keys: the first and the
+    last set share a tag, every other set has a tag of its own."""
+    count = 2**16 + 5
+    tags = np.arange(count, dtype=np.int64)
+    tags[-1] = 0
+    starts = np.arange(count + 1, dtype=np.int64)
+    expected = np.ones(count, dtype=np.int64)
+    expected[[0, -1]] = 2
+    assert np.array_equal(by_postings(starts, tags), expected)
 
 
 @pytest.mark.parametrize(
@@ -161,7 +257,7 @@ def test_every_method_counts_exactly_what_the_definition_counts(
     ),
     st.booleans(),
 )
-def test_combinations_agree_whichever_way_keys_are_counted(
+def test_shared_subsets_agree_whichever_way_keys_are_counted(
     direct_keys: int,
     ranked: int,
     narrow_keys: int,
@@ -171,8 +267,6 @@ def test_combinations_agree_whichever_way_keys_are_counted(
     """Sort-based counting (32- or 64-bit keys), dense ids past the rank limit and sparse
     candidates, forced on small inputs by lowering the limits; repeated sets (not merged)
     and unit weights."""
-    import cupel.scorers._tag_counts as tag_counts
-
     if unit:
         pairs = [(s, 1) for s, _ in pairs]
     starts, tags, mult, vocabulary = touching_inputs(pairs)
@@ -182,7 +276,7 @@ def test_combinations_agree_whichever_way_keys_are_counted(
         patch.setattr(tag_counts, "_RANKED", ranked)
         patch.setattr(tag_counts, "_NARROW_KEYS", narrow_keys)
         patch.setattr(tag_counts, "_NARROW_RECORDS", 0)
-        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
+        assert by_shared_subsets(starts, tags, mult, vocabulary).tolist() == expected
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -190,7 +284,7 @@ def test_combinations_agree_whichever_way_keys_are_counted(
 def test_repeated_sets_split_into_unit_copies_count_the_same(
     pairs: list[tuple[frozenset[int], int]],
 ) -> None:
-    """The combinations method on one unit set per position (used when few sets repeat)."""
+    """Shared subsets on one unit set per position (used when few sets repeat)."""
     from cupel.scorers._tag_counts import _unit_sets
 
     starts, tags, mult, vocabulary = touching_inputs(pairs)
@@ -204,13 +298,11 @@ def test_ranks_computed_without_the_binomial_table_agree(
     pairs: list[tuple[frozenset[int], int]],
 ) -> None:
     """Vocabularies past the table's size compute ``comb(tag, k)`` per tag instead."""
-    import cupel.scorers._tag_counts as tag_counts
-
     starts, tags, mult, vocabulary = touching_inputs(pairs)
     expected = naive_touching([s for s, _ in pairs], mult.tolist())
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tag_counts, "_BINOMIAL_TAGS", 0)
-        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
+        assert by_shared_subsets(starts, tags, mult, vocabulary).tolist() == expected
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -220,70 +312,44 @@ def test_a_hash_hitting_every_shared_key_is_checked(
 ) -> None:
     """32-bit sorted keys whose hash is 0 for every key: each record is a candidate and
     only the binary search decides which keys are shared."""
-    import cupel.scorers._tag_counts as tag_counts
-
     starts, tags, mult, vocabulary = touching_inputs(pairs)
     expected = naive_touching([s for s, _ in pairs], mult.tolist())
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tag_counts, "_DIRECT_KEYS", 0)
         patch.setattr(tag_counts, "_MIX32", np.uint32(0))
         patch.setattr(tag_counts, "_NARROW_RECORDS", 0)
-        assert touching_counts(starts, tags, mult, vocabulary, "combinations").tolist() == expected
-
-
-@settings(max_examples=examples(200), deadline=None)
-@given(
-    st.lists(
-        st.lists(
-            st.sampled_from(["a", "A", "b", "DB", "db", "é", "É", "x1", "X1", ""]), max_size=6
-        ),
-        max_size=14,
-    ),
-    st.lists(st.integers(0, 13), max_size=3),
-)
-def test_batch_scores_equal_the_per_item_definition(
-    tags: list[list[str]], repeats: list[int]
-) -> None:
-    items = [make(tags=tuple(t)) for t in tags]
-    for index in repeats:  # the very same object at several positions
-        if items:
-            items.append(items[index % len(items)])
-    both_paths(items)
+        assert by_shared_subsets(starts, tags, mult, vocabulary).tolist() == expected
 
 
 @pytest.mark.parametrize(
-    ("vocabulary", "per_item", "expected"),
+    ("vocabulary", "per_item", "dense"),
     [
-        (5, 2, "subset_sum"),  # 32 masks
-        (16, 8, "subset_sum"),  # 65,536 masks vs ~12,000 sets of 8 tags as 20,000-bit sets
-        (22, 2, "combinations"),  # 4M masks vs a few hundred sets of 3 subsets
-        (300, 2, "combinations"),
-        (20_000, 2, "combinations"),
-        (300, 14, "bitsets"),  # sets of more than 12 tags
-        (20_000, 14, "levels"),  # bitsets would need 20,000 x 20,000 bits
+        (16, 8, True),  # long posting lists, few tag pairs per item
+        (1_000, 8, True),
+        (100_000, 8, False),  # posting lists of about 8
+        (1_000, 2, True),
+        (50, 14, False),  # sets of more than 12 tags
     ],
 )
-def test_the_cheapest_method_is_chosen(
-    vocabulary: int, per_item: int, expected: str, monkeypatch: pytest.MonkeyPatch
+def test_shared_subsets_are_counted_only_for_dense_small_vocabularies(
+    vocabulary: int, per_item: int, dense: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cupel.scorers._tag_counts as tag_counts
-
     chosen: list[str] = []
-    for method in METHODS:
-        original = getattr(tag_counts, f"_by_{method}")
+    for name in ("by_postings", "by_shared_subsets"):
+        original = getattr(frequency, name)
 
-        def record(*args: object, _f: object = original, _m: str = method) -> object:
+        def record(*args: object, _f: object = original, _m: str = name) -> object:
             chosen.append(_m)
             return _f(*args)  # type: ignore[operator]
 
-        monkeypatch.setattr(tag_counts, f"_by_{method}", record)
+        monkeypatch.setattr(frequency, name, record)
     rng = random.Random(vocabulary)
     items = [
         make(tags=tuple(f"t{rng.randrange(vocabulary)}" for _ in range(per_item)))
         for _ in range(20_000)
     ]
     result = FrequencyScorer().score_all(items)
-    assert chosen == [expected]
+    assert chosen == ["by_shared_subsets" if dense else "by_postings"]
     assert result[:30] == [FrequencyScorer().score(item, items) for item in items[:30]]
 
 
@@ -307,19 +373,19 @@ def test_a_tag_repeated_within_an_item_counts_once() -> None:
 )
 def test_rows_whose_hashes_collide_are_merged_by_their_bytes(tags: list[list[str]]) -> None:
     """A zero hash multiplier makes every row of a length collide: the check falls back."""
-    import cupel.scorers.frequency as frequency
-
     items = [make(tags=tuple(t)) for t in tags]
-    with pytest.MonkeyPatch.context() as patch:
+    with routes(True, 2**21) as patch:
         patch.setattr(frequency, "_ODD", np.uint64(0))
-        both_paths(items)
+        assert FrequencyScorer().score_all(items) == oracle(items)
 
 
-def test_skewed_vocabulary_agrees_with_the_definition() -> None:
+@pytest.mark.parametrize("dense", [False, True], ids=["postings", "shared-subsets"])
+def test_skewed_vocabulary_agrees_with_the_definition(dense: bool) -> None:
     """A Zipf-like vocabulary: a few tags held by most items, a long tail held by few."""
     rng = random.Random(7)
     items = [
         make(tags=tuple(f"t{int(rng.paretovariate(1.1))}" for _ in range(rng.randrange(9))))
         for _ in range(400)
     ]
-    both_paths(items)
+    with routes(dense, 2**21):
+        assert FrequencyScorer().score_all(items) == oracle(items)
