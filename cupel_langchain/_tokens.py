@@ -166,25 +166,17 @@ class UnitCounter:
     is read); ``text`` counts text sent besides the messages (tool definitions): the
     text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`."""
 
-    __slots__ = ("_unit", "known", "message", "plain", "text")
+    __slots__ = ("_unit", "message", "text")
 
     def __init__(
         self,
         message: Callable[[BaseMessage], int] | None,
         unit: Callable[[Sequence[BaseMessage]], int] | None = None,
         text: Callable[[str], int] = estimate_tokens,
-        plain: Callable[[str], int] | None = None,
-        known: dict[str, int] | None = None,
     ) -> None:
-        self.known = known
-        """The texts ``plain`` counted already, by text (read directly: one look-up)."""
         self.message = message
         self._unit = unit
         self.text = text
-        self.plain = plain
-        """The text counter when a plain message (a human or AI message of text alone,
-        without a name) costs its text plus :data:`~cupel.counting.MESSAGE_TOKENS`: the
-        text-counter modes (``None`` otherwise)."""
 
     def __call__(self, unit: Sequence[BaseMessage]) -> int:
         if self._unit is None:
@@ -193,6 +185,12 @@ class UnitCounter:
 
 
 def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
+    """The one way a message is priced in the text-counter modes: ``cost`` of its
+    :func:`message_parts`. A plain message (a human or AI message of text alone: no
+    tool calls, name or extra kwargs) has one part, its text, so it costs the text's
+    count plus :data:`~cupel.counting.MESSAGE_TOKENS` without reading its parts (W5/W8:
+    nearly every message of a chat; ``tests/langchain/test_lc_counting.py`` checks the
+    two agree)."""
     count_text = cost.count_text
 
     def price(message: BaseMessage) -> int:
@@ -360,7 +358,7 @@ def resolve_message_counter(
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
-    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text, known=cost.known)
+    return UnitCounter(_priced(cost), text=cost.count_text)
 
 
 def _text_form(token_counter: object) -> object:
