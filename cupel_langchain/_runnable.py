@@ -191,7 +191,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
 
     - **Live settings**: every run reads the current fields, so assignment,
       ``model_copy(update=...)`` and ``configurable_fields`` take effect (the selection
-      built from them is cached until one changes).
+      built from them is shared by settings of equal content).
     - **Reports**: with ``report=True`` (default) each run builds the
       :class:`~cupel.SelectionReport` and emits it as the custom callback event
       ``"cupel_selection"`` (``astream_events``, handlers' ``on_custom_event``); the

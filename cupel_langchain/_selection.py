@@ -1,6 +1,7 @@
-"""What the LangChain components share: the budget, the pipeline (policy or explicit), their
-settings caches, and the message selection itself (:class:`MessageSelection`); the report's
-event and latest-report bookkeeping are in :mod:`cupel_langchain._reports`."""
+"""What the LangChain components share: the budget, the pipeline (policy or explicit), the
+selections shared by settings of equal content (:func:`shared`), and the message selection
+itself (:class:`MessageSelection`); the report's event and latest-report bookkeeping are in
+:mod:`cupel_langchain._reports`."""
 
 from __future__ import annotations
 
@@ -123,6 +124,9 @@ def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
     return _built(_Settings(key, build))  # type: ignore[return-value]
 
 
+_ATOMS = frozenset({int, float, str, bool, type(None)})
+
+
 def content_key(value: object) -> Hashable | None:
     """``value`` as a hashable key equal for equal contents: mappings (in any order) and
     sequences by their items, a frozen pydantic model (a ``Policy``) by its JSON, other
@@ -135,27 +139,30 @@ def content_key(value: object) -> Hashable | None:
     >>> content_key({"a": 1}) == content_key({"a": True}), content_key([{}, object]) is None
     (False, False)
     """
-    if isinstance(value, Mapping):
+    cls = type(value)
+    if cls in _ATOMS:
+        return (cls, value)
+    if cls is dict or isinstance(value, Mapping):
         entries = []
         for name, item in value.items():
             part = content_key(item)
             if part is None:
                 return None
-            entries.append((repr(name), part))
-        return (Mapping, tuple(sorted(entries, key=lambda entry: entry[0])))
+            entries.append((name, part))
+        return (Mapping, frozenset(entries))
     if isinstance(value, (list, tuple)):
         parts = tuple(content_key(item) for item in value)
-        return None if None in parts else (type(value), parts)
+        return None if None in parts else (cls, parts)
     if isinstance(value, BaseModel) and value.model_config.get("frozen"):
         try:
-            return (type(value), value.model_dump_json())
+            return (cls, value.model_dump_json())
         except Exception:  # a value JSON cannot hold: no key
             return None
     try:
         hash(value)
     except TypeError:
         return None
-    return (type(value), value)
+    return (cls, value)
 
 
 def build_selection(
