@@ -61,7 +61,7 @@ from cupel.conversation import (
     Conversation,
     HistoryItems,
 )
-from cupel.counting import ImageTokens
+from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel_langchain._options import (
     CHAT_ROLES,
     CHUNK_TYPES,
@@ -231,9 +231,15 @@ class MessageRecord:
 
 
 def read_messages(
-    messages: list[BaseMessage], count: Callable[[BaseMessage], int] | None
+    messages: list[BaseMessage],
+    count: Callable[[BaseMessage], int] | None,
+    count_plain: Callable[[str], int] | None = None,
 ) -> MessageRecord:
-    """Role, text, links and (with a per-message ``count``) tokens of every message."""
+    """Role, text, links and (with a per-message ``count``) tokens of every message.
+    ``count_plain``: the text counter when a plain message (a human or AI message of one text
+    part: no tool calls, name or extra kwargs) costs that text's count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS`, what ``count`` would say (the text-counter
+    modes: W5/W8 read nearly only such messages, and skip reading their parts)."""
     roles: list[str] = []
     texts: list[str] = []
     types: list[str] = []
@@ -265,7 +271,10 @@ def read_messages(
             if plain[1] and message.usage_metadata:  # type: ignore[attr-defined]
                 reporting.append(index)
             if tokens is not None:
-                tokens.append(count(message))  # type: ignore[misc]
+                if count_plain is not None and not message.name:
+                    tokens.append(count_plain(content) + MESSAGE_TOKENS)
+                else:
+                    tokens.append(count(message))  # type: ignore[misc]
             continue
         role = role_of.get(cls)
         if role is None or isinstance(message, ChatMessage):
@@ -354,7 +363,7 @@ def map_messages(
     """Read the messages and let the conversation layer group and check them; it builds
     one item per unit when they are needed (see the module docstring). ``notes``: more
     metadata for the unit whose first message is at that index."""
-    record = read_messages(messages, count.message)
+    record = read_messages(messages, count.message, count.plain)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
     timestamps = None
     if timestamp_key is not None:

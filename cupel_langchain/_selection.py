@@ -142,7 +142,7 @@ def content_key(value: object) -> Hashable | None:
     cls = type(value)
     if cls in _ATOMS:
         return (cls, value)
-    if cls is dict or isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):
         entries = []
         for name, item in value.items():
             part = content_key(item)

@@ -45,6 +45,7 @@ from cupel_langchain import (
     select_messages_with_report,
     tool_call_problems,
 )
+from cupel_langchain._messages import read_messages
 from cupel_langchain._tokens import message_parts, resolve_message_counter
 
 ENCODE = get_tokenizer()  # cl100k_base, shipped offline with llama-index-core
@@ -388,12 +389,18 @@ def _messages(draw: st.DrawFn) -> BaseMessage:
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(message=_messages(), counter=st.sampled_from(["approximate", "words"]))
-def test_every_message_is_priced_as_its_parts(message: BaseMessage, counter: str) -> None:
+@given(
+    messages=st.lists(_messages(), max_size=6), counter=st.sampled_from(["approximate", "words"])
+)
+def test_the_read_pass_prices_every_message_as_its_parts(
+    messages: list[BaseMessage], counter: str
+) -> None:
     """The text-counter modes price a message as :class:`~cupel.counting.MessageCost` of
-    its parts (a plain message's shortcut included), fresh each time."""
+    its parts; the read pass, which prices a plain message as its text's count + 3
+    without reading its parts, agrees (also on a second read, from remembered counts)."""
     text: Any = counter if counter == "approximate" else (lambda t: len(t.split()))
     count = resolve_message_counter(text, "text" if counter == "words" else "auto")
-    texts, media = message_parts(message)
-    assert count([message]) == MessageCost(text)(texts, media)
-    assert count([message]) == count([message])  # a remembered count is the same count
+    expected = [MessageCost(text)(*message_parts(message)) for message in messages]
+    for _ in range(2):
+        assert read_messages(messages, count.message, count.plain).tokens == expected
+    assert [count([message]) for message in messages] == expected
