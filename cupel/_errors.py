@@ -29,8 +29,11 @@ as ``cupel.<Name>`` in tracebacks).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "BudgetError",
@@ -64,6 +67,66 @@ class ConfigurationError(CupelError, ValueError):
         super().__init__(message)
         self.field = field
         self.value = value
+
+    @classmethod
+    def from_validation(
+        cls,
+        error: ValidationError,
+        owner: str,
+        fields: Iterable[str] = (),
+        *,
+        noun: str = "field",
+        hints: Mapping[str, str] | None = None,
+    ) -> ConfigurationError:
+        """The :class:`ConfigurationError` for a pydantic validation failure of ``owner``'s
+        fields (the adapters' components are pydantic models): the one a validator raised,
+        else one naming the first bad field, its value and what was expected — an unknown
+        name (a misspelt ``noun``) first, with its ``hints`` entry and the allowed
+        ``fields``; for a union field, every alternative.
+
+        >>> from pydantic import BaseModel, ConfigDict, ValidationError
+        >>> class Options(BaseModel):
+        ...     model_config = ConfigDict(extra="forbid")
+        ...     max_tokens: int
+        >>> try:
+        ...     Options(max_tokens=1, max_token=2)
+        ... except ValidationError as exc:
+        ...     raise ConfigurationError.from_validation(exc, "Options", ["max_tokens"]) from None
+        Traceback (most recent call last):
+        ...
+        cupel.ConfigurationError: Options: unknown field 'max_token'; allowed: max_tokens
+        """
+        errors = error.errors(include_url=False)
+        for entry in errors:  # a validator's own ConfigurationError says it best
+            original = (entry.get("ctx") or {}).get("error")
+            if isinstance(original, ConfigurationError):
+                return original
+        unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+        first = unknown[0] if unknown else errors[0]  # a misspelt name, before "missing"
+        location = tuple(first.get("loc", ())) or ("<input>",)
+        value: object = first.get("input")
+        if unknown:
+            name = str(location[0])
+            allowed = ", ".join(f for f in fields if not f.startswith("_"))
+            hint = (hints or {}).get(name, "")
+            return cls(
+                f"{owner}: unknown {noun} {name!r}{hint}; allowed: {allowed}",
+                field=name,
+                value=value,
+            )
+        field = ".".join(str(part) for part in location)
+        if first.get("type") == "missing":
+            return cls(f"{owner}.{field}: is required", field=field, value=None)
+        alternatives = [e for e in errors if tuple(e.get("loc", ()))[:1] == location[:1]]
+        if len(alternatives) > 1:  # a union field: every alternative failed
+            field = str(location[0])
+            expected = dict.fromkeys(
+                str(e.get("msg", "invalid")).removeprefix("Input should be ") for e in alternatives
+            )
+            message = f"Input should be {' or '.join(expected)}"
+        else:
+            message = str(first.get("msg", "invalid value"))
+        return cls(f"{owner}.{field}: {message}, got {value!r}", field=field, value=value)
 
 
 class BudgetError(ConfigurationError):

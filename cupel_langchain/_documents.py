@@ -23,7 +23,7 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from langchain_core.callbacks import (
@@ -41,7 +41,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import (
     ConfigDict,
-    PrivateAttr,
     Strict,
     ValidationError,
     model_validator,
@@ -61,8 +60,9 @@ from cupel import (
     trusted_items,
 )
 from cupel.counting import check_headroom, request_budget
+from cupel.policy import resolve_pipeline
 from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens
-from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
+from cupel_langchain._pydantic import LiveComponent, configuration_error, serialized
 from cupel_langchain._reports import (
     ReportEventData,
     adispatch_report,
@@ -71,11 +71,7 @@ from cupel_langchain._reports import (
     remember_report,
     report_event_data,
 )
-from cupel_langchain._selection import (
-    SettingsCache,
-    resolve_max_tokens,
-    resolve_pipeline,
-)
+from cupel_langchain._selection import resolve_max_tokens, shared
 from cupel_langchain._tokens import DocumentTokenCounter, resolve_document_counter
 
 __all__ = [
@@ -97,13 +93,11 @@ class DocumentItems:
 
     documents: Sequence[Document]
     items: Sequence[ContextItem]
-    _positions: dict[int, int] = field(default_factory=dict, repr=False)
 
     def documents_for(self, selected: Iterable[ContextItem]) -> list[Document]:
-        """The same ``Document`` objects behind ``selected``, in the order given."""
-        positions = self._positions
-        if not positions:
-            positions.update((id(item), k) for k, item in enumerate(self.items))
+        """The same ``Document`` objects behind ``selected`` (this mapping's items, by
+        identity: they are alive while the mapping holds them), in the order given."""
+        positions = {id(item): k for k, item in enumerate(self.items)}
         out = []
         for item in selected:
             position = positions.get(id(item))
@@ -246,7 +240,9 @@ class DocumentSelection:
         self.budget: ContextBudget = request_budget(
             tokens, target_tokens, output_reserve, headroom=check_headroom(headroom), fixed=0
         )
-        self.pipeline = resolve_pipeline(policy, pipeline, deduplicate)
+        self.pipeline = resolve_pipeline(
+            policy, pipelines=False, pipeline=pipeline, deduplicate=deduplicate
+        )
         self.count = resolve_document_counter(token_counter)
         self.relevance_key = _check_relevance_key(relevance_key)
         self.kind = _check_kind(kind)
@@ -334,8 +330,6 @@ class _DocumentOptions(LiveComponent):
     report: StrictBool = True
     """Build and emit the SelectionReport of each run."""
 
-    _cache: SettingsCache[DocumentSelection] = PrivateAttr(default_factory=SettingsCache)
-
     @model_validator(mode="after")
     def _check_configuration(self) -> _DocumentOptions:
         self._selection()  # every setting checked at construction, not at the first call
@@ -343,7 +337,7 @@ class _DocumentOptions(LiveComponent):
 
     def _selection(self) -> DocumentSelection:
         values = {name: getattr(self, name) for name in _SELECTION_NAMES}
-        return self._cache.get(tuple(values.values()), lambda: DocumentSelection(**values))
+        return shared({"<documents>": True, **values}, lambda: DocumentSelection(**values))
 
     @property
     def last_report(self) -> SelectionReport | None:
@@ -391,7 +385,7 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor, Serializ
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
+            raise configuration_error(exc, type(self)) from None
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -459,7 +453,7 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
+            raise configuration_error(exc, type(self)) from None
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
         """The ``langchain_core.load`` form (the policy as its dict form); the "not

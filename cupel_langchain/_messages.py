@@ -233,13 +233,13 @@ class MessageRecord:
 def read_messages(
     messages: list[BaseMessage],
     count: Callable[[BaseMessage], int] | None,
-    plain_count: Callable[[str], int] | None = None,
-    plain_known: dict[str, int] | None = None,
+    count_plain: Callable[[str], int] | None = None,
 ) -> MessageRecord:
-    """Role, text, links and (with a per-message ``count``) tokens of every message;
-    ``plain_count``: the text counter that prices a plain message (text alone, no name)
-    as its text plus :data:`~cupel.counting.MESSAGE_TOKENS`, inline (``plain_known``: the
-    counts it keeps, looked up first)."""
+    """Role, text, links and (with a per-message ``count``) tokens of every message.
+    ``count_plain``: the text counter when a plain message (a human or AI message of one text
+    part: no tool calls, name or extra kwargs) costs that text's count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS`, what ``count`` would say (the text-counter
+    modes: W5/W8 read nearly only such messages, and skip reading their parts)."""
     roles: list[str] = []
     texts: list[str] = []
     types: list[str] = []
@@ -251,7 +251,6 @@ def read_messages(
     add_role = roles.append
     add_text = texts.append
     add_type = types.append
-    known = (plain_known if plain_known is not None else {}).get
     for index, message in enumerate(messages):
         cls = type(message)
         content = message.content
@@ -272,11 +271,8 @@ def read_messages(
             if plain[1] and message.usage_metadata:  # type: ignore[attr-defined]
                 reporting.append(index)
             if tokens is not None:
-                if plain_count is not None and not message.name:
-                    value = known(content)
-                    if value is None:
-                        value = plain_count(content)
-                    tokens.append(value + MESSAGE_TOKENS)
+                if count_plain is not None and not message.name:
+                    tokens.append(count_plain(content) + MESSAGE_TOKENS)
                 else:
                     tokens.append(count(message))  # type: ignore[misc]
             continue
@@ -367,7 +363,7 @@ def map_messages(
     """Read the messages and let the conversation layer group and check them; it builds
     one item per unit when they are needed (see the module docstring). ``notes``: more
     metadata for the unit whose first message is at that index."""
-    record = read_messages(messages, count.message, count.plain, count.known)
+    record = read_messages(messages, count.message, count.plain)
     conversation = Conversation(record.roles, calls=record.calls, answers=record.answers)
     timestamps = None
     if timestamp_key is not None:

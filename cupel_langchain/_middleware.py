@@ -65,13 +65,13 @@ from typing_extensions import Unpack
 from cupel import ConfigurationError, CupelError, SelectionReport
 from cupel.conversation import check_cache_stable
 from cupel.counting import MESSAGE_TOKENS
+from cupel.policy import check_policy
 from cupel_langchain._options import (
     DEFAULTS,
     HistoryOptions,
     MiddlewareOptions,
     check_max_tokens,
     check_options,
-    check_policy,
     option_names,
 )
 from cupel_langchain._reports import (
@@ -84,9 +84,8 @@ from cupel_langchain._reports import (
 from cupel_langchain._selection import (
     MIDDLEWARE_OPTIONS,
     MessageSelection,
-    SettingsCache,
+    build_selection,
     model_input_tokens,
-    settings_key,
 )
 from cupel_langchain._stable import (
     check_max_conversations,
@@ -131,7 +130,6 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         check_options("CupelContextMiddleware", options, _OPTIONS, _HINTS)
         given: Mapping[str, Any] = options
         self.tools = []
-        self._cache: SettingsCache[MessageSelection] = SettingsCache()
         for name in _OPTIONS:
             value = given[name] if name in given else DEFAULTS[name]
             object.__setattr__(self, name, _checked(name, value))
@@ -180,12 +178,8 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not isinstance(self.max_tokens, int) and not model_input_tokens(self.token_counter):
             budget_model = model  # a fraction of the agent model's window
         values = {name: getattr(self, name) for name in _SETTINGS}
-        key = (*settings_key(values, _SETTINGS), model_input_tokens(budget_model))
-        return self._cache.get(
-            key,
-            lambda: MessageSelection(
-                {**values, "keep_system": True}, options=MIDDLEWARE_OPTIONS, model=budget_model
-            ),
+        return build_selection(
+            {**values, "keep_system": True}, options=MIDDLEWARE_OPTIONS, model=budget_model
         )
 
     def _select(
@@ -317,7 +311,7 @@ def _checked(name: str, value: Any) -> Any:
     if name == "max_tokens":
         return check_max_tokens(value, "CupelContextMiddleware")
     if name == "policy":
-        return check_policy(value)
+        return check_policy(value, "CupelContextMiddleware")
     if name == "cache_stable":
         check_cache_stable(value, "CupelContextMiddleware")
     if name == "max_conversations":

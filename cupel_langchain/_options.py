@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_MESSAGE_KINDS",
     "ROLE_BY_TYPE",
     "SELECTION_NAMES",
+    "TRIM_HINTS",
     "TRIM_MESSAGES_EQUIVALENTS",
     "FunctionOptions",
     "HistoryOptions",
@@ -42,11 +43,9 @@ __all__ = [
     "check_kinds",
     "check_max_tokens",
     "check_options",
-    "check_policy",
     "check_start_on",
     "option_names",
     "start_on_roles",
-    "unknown_option_hint",
 ]
 
 StartOn = str | type[BaseMessage] | Sequence[str | type[BaseMessage]] | None
@@ -293,10 +292,13 @@ TRIM_MESSAGES_EQUIVALENTS: Mapping[str, str] = {
 """``trim_messages`` parameters cupel has no option for, and what to use instead."""
 
 
-def unknown_option_hint(name: str) -> str:
-    """`` (<what to use instead>)`` for a ``trim_messages`` parameter, else ``""``."""
-    hint = TRIM_MESSAGES_EQUIVALENTS.get(name)
-    return f" (a trim_messages parameter: {hint})" if hint else ""
+TRIM_HINTS: Mapping[str, str] = MappingProxyType(
+    {
+        name: f" (a trim_messages parameter: {hint})"
+        for name, hint in TRIM_MESSAGES_EQUIVALENTS.items()
+    }
+)
+"""What an unknown option's error adds for a ``trim_messages`` parameter."""
 
 
 def check_options(
@@ -308,7 +310,7 @@ def check_options(
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         name = unknown[0]
-        hint = hints.get(name) or unknown_option_hint(name)
+        hint = hints.get(name) or TRIM_HINTS.get(name, "")
         raise ConfigurationError(
             f"{owner}: unknown option {name!r}{hint}; allowed: {', '.join(allowed)}",
             field=name,
@@ -343,11 +345,3 @@ def check_max_tokens(value: object, owner: str = "") -> MaxTokens:
         field="max_tokens",
         value=value,
     )
-
-
-def check_policy(value: object) -> Any:
-    """A preset name, a :class:`~cupel.policy.Policy` or a policy's dict form (what
-    serialization writes), as a name or a ``Policy``."""
-    if isinstance(value, Mapping):
-        return Policy.from_dict(value)
-    return value

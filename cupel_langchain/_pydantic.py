@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.load.serializable import (
     Serializable,
@@ -13,63 +13,37 @@ from langchain_core.load.serializable import (
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from cupel import ConfigurationError, CupelError
-from cupel.policy import Policy
-from cupel_langchain._options import check_max_tokens, check_policy, unknown_option_hint
+from cupel.policy import Policy, check_policy
+from cupel_langchain._options import TRIM_HINTS, check_max_tokens
 
 __all__ = [
     "LiveComponent",
     "assign_checked",
-    "raise_configuration_error",
+    "configuration_error",
     "serialized",
     "unserializable_reason",
 ]
 
 
-def raise_configuration_error(
-    exc: ValidationError, component: str, options: Iterable[str] = ()
-) -> NoReturn:
-    """Raise a :class:`~cupel.ConfigurationError` naming the first bad field, its value
-    and what was expected (for an unknown option: the ``options`` the component takes).
+def configuration_error(exc: ValidationError, component: type[BaseModel]) -> ConfigurationError:
+    """The :class:`~cupel.ConfigurationError` for a failed validation of ``component``'s
+    options (:meth:`cupel.ConfigurationError.from_validation`; an unknown option lists
+    the allowed ones and names the cupel equivalent of a ``trim_messages`` parameter).
 
     >>> from pydantic import BaseModel, ConfigDict
     >>> class Options(BaseModel):
     ...     model_config = ConfigDict(extra="forbid")
     ...     max_tokens: int
     >>> try:
-    ...     Options(max_tokens=1, max_token=2)
+    ...     Options(max_tokens=1, max_messages=2)
     ... except ValidationError as exc:
-    ...     raise_configuration_error(exc, "Options", ["max_tokens"])
-    Traceback (most recent call last):
-    ...
-    cupel.ConfigurationError: Options.max_token: unknown option, got 2; allowed: max_tokens
+    ...     print(configuration_error(exc, Options))
+    Options: unknown option 'max_messages' (a trim_messages parameter: cupel budgets tokens: \
+use max_tokens=); allowed: max_tokens
     """
-    errors = exc.errors(include_url=False)
-    for error in errors:  # a validator's own ConfigurationError says it best
-        original = (error.get("ctx") or {}).get("error")
-        if isinstance(original, ConfigurationError):
-            raise original from None
-    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
-    first = unknown[0] if unknown else errors[0]  # a misspelt option, before "missing"
-    location = tuple(first.get("loc", ())) or ("<input>",)
-    value: object = first.get("input")
-    if first.get("type") == "extra_forbidden":
-        field = str(location[0])
-        message = (
-            f"unknown option, got {value!r}{unknown_option_hint(field)}; allowed: "
-            f"{', '.join(options)}"
-        )
-    else:
-        alternatives = [e for e in errors if tuple(e.get("loc", ()))[:1] == location[:1]]
-        if len(alternatives) > 1:  # a union field: every alternative failed
-            field = str(location[0])
-            expected = dict.fromkeys(
-                str(e.get("msg", "invalid")).removeprefix("Input should be ") for e in alternatives
-            )
-            message = f"Input should be {' or '.join(expected)}, got {value!r}"
-        else:
-            field = ".".join(str(part) for part in location)
-            message = f"{first.get('msg', 'invalid')}, got {value!r}"
-    raise ConfigurationError(f"{component}.{field}: {message}", field=field, value=value) from None
+    return ConfigurationError.from_validation(
+        exc, component.__name__, component.model_fields, noun="option", hints=TRIM_HINTS
+    )
 
 
 def assign_checked(
@@ -90,7 +64,7 @@ def assign_checked(
     try:
         assign(name, value)
     except ValidationError as exc:
-        raise_configuration_error(exc, type(component).__name__, fields)
+        raise configuration_error(exc, type(component)) from None
     try:
         check()
     except CupelError:
@@ -117,7 +91,7 @@ class LiveComponent(BaseModel):
     @field_validator("policy", mode="before", check_fields=False)
     @classmethod
     def _check_policy(cls, value: Any) -> Any:
-        return check_policy(value)
+        return check_policy(value, cls.__name__)
 
     def _selection(self) -> object:
         """The selection built from the current fields (checks them all)."""

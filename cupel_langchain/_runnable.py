@@ -57,7 +57,7 @@ from langchain_core.callbacks import (
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, PrivateAttr, Strict, ValidationError, field_validator
+from pydantic import ConfigDict, Strict, ValidationError, field_validator
 from typing_extensions import Unpack
 
 from cupel import CupelError, Pipeline, SelectionReport
@@ -71,7 +71,7 @@ from cupel_langchain._options import (
     check_start_on,
     option_names,
 )
-from cupel_langchain._pydantic import LiveComponent, raise_configuration_error, serialized
+from cupel_langchain._pydantic import LiveComponent, configuration_error, serialized
 from cupel_langchain._reports import (
     Explainable,
     ReportEventData,
@@ -82,12 +82,7 @@ from cupel_langchain._reports import (
     remember_report,
     report_event_data,
 )
-from cupel_langchain._selection import (
-    MessageSelection,
-    SelectionCache,
-    SettingsCache,
-    settings_key,
-)
+from cupel_langchain._selection import MessageSelection, build_selection
 from cupel_langchain._stable import (
     check_flag,
     mark_cache_breakpoint,
@@ -103,7 +98,6 @@ StrictBool = Annotated[bool, Strict()]
 Fraction = tuple[Literal["fraction"], float]
 
 _FUNCTION_NAMES = option_names(FunctionOptions)
-_SELECTIONS = SelectionCache()
 
 
 def _select(
@@ -116,7 +110,7 @@ def _select(
         warn_stateless(f"{owner}(previous=...) is ignored", stacklevel=4)
     cache_breakpoint = options.get("cache_breakpoint", False)
     check_flag(owner, "cache_breakpoint", cache_breakpoint)
-    selection = _SELECTIONS.get(
+    selection = build_selection(
         {name: value for name, value in options.items() if name in SELECTION_NAMES}
     )
     history, window = selection.select_window(messages, with_report=with_report)
@@ -194,7 +188,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
 
     - **Live settings**: every run reads the current fields, so assignment,
       ``model_copy(update=...)`` and ``configurable_fields`` take effect (the selection
-      built from them is cached until one changes).
+      built from them is shared by settings of equal content).
     - **Reports**: with ``report=True`` (default) each run builds the
       :class:`~cupel.SelectionReport` and emits it as the custom callback event
       ``"cupel_selection"`` (``astream_events``, handlers' ``on_custom_event``); the
@@ -271,13 +265,11 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
     )
 
-    _cache: SettingsCache[MessageSelection] = PrivateAttr(default_factory=SettingsCache)
-
     def __init__(self, **kwargs: Any) -> None:
         try:
             super().__init__(**kwargs)
         except ValidationError as exc:
-            raise_configuration_error(exc, type(self).__name__, type(self).model_fields)
+            raise configuration_error(exc, type(self)) from None
         if self.max_conversations is not None:
             warn_stateless(f"{type(self).__name__}: max_conversations is ignored")
         self._selection()  # every setting checked now, not at the first run
@@ -308,10 +300,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         return last_report_of(self)
 
     def _selection(self) -> MessageSelection:
-        values = {name: getattr(self, name) for name in SELECTION_NAMES}
-        return self._cache.get(
-            settings_key(values, SELECTION_NAMES), lambda: MessageSelection(values)
-        )
+        return build_selection({name: getattr(self, name) for name in SELECTION_NAMES})
 
     def invoke(
         self, input: MessagesInput, config: RunnableConfig | None = None, **kwargs: Any

@@ -1,22 +1,23 @@
-"""What the LangChain components share: the budget, the pipeline (policy or explicit), their
-settings caches, and the message selection itself (:class:`MessageSelection`); the report's
-event and latest-report bookkeeping are in :mod:`cupel_langchain._reports`."""
+"""What the LangChain components share: the budget, the pipeline (policy or explicit), the
+selections shared by settings of equal content (:func:`shared`), and the message selection
+itself (:class:`MessageSelection`); the report's event and latest-report bookkeeping are in
+:mod:`cupel_langchain._reports`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import BaseModel
 
 from cupel import (
     ConfigurationError,
     ContextBudget,
-    Pipeline,
     SelectionReport,
 )
 from cupel.conversation import (
@@ -26,12 +27,11 @@ from cupel.conversation import (
     check_cache_stable,
 )
 from cupel.counting import REPLY_TOKENS, Calibration, check_headroom, request_budget
-from cupel.policy import Policy, PolicyError
+from cupel.policy import resolve_pipeline
 from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
     DEFAULTS,
     MaxTokens,
-    PolicyLike,
     check_keep_last,
     check_kinds,
     check_max_tokens,
@@ -45,13 +45,12 @@ __all__ = [
     "MIDDLEWARE_OPTIONS",
     "SELECTOR_OPTIONS",
     "MessageSelection",
-    "SelectionCache",
-    "SettingsCache",
+    "build_selection",
+    "content_key",
     "model_input_tokens",
     "reserved_label",
     "resolve_max_tokens",
-    "resolve_pipeline",
-    "settings_key",
+    "shared",
 ]
 
 
@@ -94,172 +93,86 @@ def resolve_max_tokens(max_tokens: MaxTokens, model: object, where: str) -> int:
     return max(1, math.floor(window * fraction))
 
 
-_SCALARS = (int, float, str, bool, type(None))
 _T = TypeVar("_T")
 
 
-class SettingsCache(Generic[_T]):
-    """What a component built from its current settings, rebuilt when one changes.
+@dataclass(frozen=True)
+class _Settings:
+    """A request for what ``build`` makes of some settings, equal to another (and hashed)
+    by the settings' content alone (:func:`content_key`)."""
 
-    Components read their settings on every call (so ``model_copy(update=...)``,
-    attribute assignment and ``configurable_fields`` take effect); comparing the settings
-    with the ones the cached value was built from is cheap. Scalars compare by value,
-    everything else (a policy, a pipeline, a counter) by identity. Copies and pickles
-    start empty.
-    """
-
-    __slots__ = ("_settings", "_value")
-
-    def __init__(self) -> None:
-        self._settings: tuple[object, ...] | None = None
-        self._value: _T | None = None
-
-    def __reduce__(self) -> tuple[type[SettingsCache[Any]], tuple[()]]:
-        return (type(self), ())
-
-    def get(self, settings: tuple[object, ...], build: Callable[[], _T]) -> _T:
-        """The value for ``settings``: the cached one if they are unchanged."""
-        known = self._settings
-        value = self._value
-        if value is not None and known is not None and _same(known, settings):
-            return value
-        value = build()
-        self._settings, self._value = settings, value
-        return value
-
-
-class SelectionCache:
-    """The latest few :class:`MessageSelection` s the plain functions built, by their
-    settings (compared as :class:`SettingsCache` does: scalars, dicts and lists by value,
-    objects by identity), so a call with the settings of a recent one skips the checks
-    and the pipeline build. Thread-safe: the list is replaced, never edited."""
-
-    __slots__ = ("_entries", "_scalars", "maxsize")
-
-    def __init__(self, maxsize: int = 16) -> None:
-        self.maxsize = maxsize
-        self._entries: list[tuple[tuple[object, ...], MessageSelection]] = []
-        self._scalars: dict[frozenset[tuple[str, type, object]], MessageSelection] = {}
-
-    def get(self, settings: Mapping[str, object]) -> MessageSelection:
-        """The selection for ``settings`` (option name -> value)."""
-        if all(type(value) in _SCALARS for value in settings.values()):
-            # scalars only (the common case): one dict lookup
-            # (types too: 1, 1.0 and True are equal keys but not equal settings)
-            quick = frozenset((name, type(value), value) for name, value in settings.items())
-            found = self._scalars.get(quick)
-            if found is None:
-                found = MessageSelection(settings)
-                if len(self._scalars) >= self.maxsize:
-                    self._scalars = {}
-                self._scalars = {**self._scalars, quick: found}
-            return found
-        key = tuple((name, settings_value(value)) for name, value in sorted(settings.items()))
-        entries = self._entries
-        for index, (known, selection) in enumerate(entries):
-            if _same(known, key):
-                if index:
-                    self._entries = [entries[index], *entries[:index], *entries[index + 1 :]]
-                return selection
-        selection = MessageSelection(settings)
-        self._entries = [(key, selection), *entries[: self.maxsize - 1]]
-        return selection
-
-
-def _same(known: tuple[object, ...], settings: tuple[object, ...]) -> bool:
-    if len(known) != len(settings):
-        return False
-    for a, b in zip(known, settings, strict=True):
-        if a is b:
-            continue
-        if type(a) is not type(b):
-            return False
-        if type(a) in _SCALARS:
-            if a != b:
-                return False
-        elif type(a) is tuple:
-            if not _same(a, b):  # type: ignore[arg-type]
-                return False
-        else:
-            return False
-    return True
-
-
-def settings_key(values: Mapping[str, object], names: Sequence[str]) -> tuple[object, ...]:
-    """The values of ``names`` as :class:`SettingsCache` compares them."""
-    return tuple(settings_value(values[name]) for name in names)
-
-
-def settings_value(value: object) -> object:
-    """A setting as :class:`SettingsCache` compares it: dicts and lists become tuples
-    (compared by value, so an edited ``kinds`` dict is noticed)."""
-    if isinstance(value, Mapping):
-        return tuple(sorted((str(k), settings_value(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(settings_value(v) for v in value)
-    return value
-
-
-def resolve_pipeline(
-    policy: PolicyLike, pipeline: Pipeline | None, deduplicate: bool | None
-) -> Pipeline:
-    """The pipeline to run: ``pipeline`` when given, else one built from ``policy``;
-    ``deduplicate`` (when not ``None``) overrides its deduplication setting."""
-    if not isinstance(deduplicate, (bool, type(None))):
-        raise ConfigurationError(
-            f"deduplicate must be a bool, got {deduplicate!r}",
-            field="deduplicate",
-            value=deduplicate,
-        )
-    if pipeline is not None:
-        if not isinstance(pipeline, Pipeline):
-            raise ConfigurationError(
-                f"pipeline must be a cupel.Pipeline, got {type(pipeline).__name__} {pipeline!r}",
-                field="pipeline",
-                value=pipeline,
-            )
-        if deduplicate is None or pipeline.deduplication == deduplicate:
-            return pipeline
-        return Pipeline(
-            pipeline.scorer,
-            pipeline.slicer,
-            pipeline.placer,
-            deduplication=deduplicate,
-            overflow_strategy=pipeline.overflow_strategy,
-            on_overflow=pipeline.on_overflow,
-        )
-    if not isinstance(policy, (Policy, str)):
-        raise ConfigurationError(
-            f"policy must be a cupel.policy.Policy or a preset name, got "
-            f"{type(policy).__name__} {policy!r}",
-            field="policy",
-            value=policy,
-        )
-    if isinstance(policy, str):
-        return _preset_pipeline(policy, deduplicate)
-    if deduplicate is not None and policy.deduplication != deduplicate:
-        policy = policy.model_copy(update={"deduplication": deduplicate})
-    return policy.build()
+    key: Hashable
+    build: Callable[[], object] = field(compare=False)
 
 
 @lru_cache(maxsize=64)
-def _preset_pipeline(name: str, deduplicate: bool | None) -> Pipeline:
-    """The pipeline of a preset (shared: pipelines are stateless between runs). An
-    unknown name is a :class:`~cupel.policy.PolicyError` naming ``policy``."""
-    from cupel.presets import PRESET_NAMES, preset
+def _built(settings: _Settings) -> object:
+    return settings.build()
 
+
+def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
+    """What ``build()`` makes of ``settings`` (option name -> value), made once for
+    settings of equal content and shared (a selection is immutable once built): the
+    components read their settings on every call, so assignment and
+    ``model_copy(update=...)`` take effect, and the checks and the pipeline build are
+    spent once. The key is the settings' content (:func:`content_key`), never an address;
+    settings without one (a chat model as the counter) are built on every call.
+    ``settings`` must name everything ``build`` reads."""
+    key = content_key(settings)
+    if key is None:
+        return build()
+    return _built(_Settings(key, build))  # type: ignore[return-value]
+
+
+_ATOMS = frozenset({int, float, str, bool, type(None)})
+
+
+def content_key(value: object) -> Hashable | None:
+    """``value`` as a hashable key equal for equal contents: mappings (in any order) and
+    sequences by their items, a frozen pydantic model (a ``Policy``) by its JSON, other
+    hashable values by type and value (``1``, ``1.0`` and ``True`` differ); objects that
+    define no value (a function, a tokenizer, a ``Pipeline``) are their own key and stay
+    referenced by it. ``None`` when some part has no key (an unhashable object).
+
+    >>> content_key({"b": [1], "a": 2}) == content_key({"a": 2, "b": [1]})
+    True
+    >>> content_key({"a": 1}) == content_key({"a": True}), content_key([{}, object]) is None
+    (False, False)
+    """
+    cls = type(value)
+    if cls in _ATOMS:
+        return (cls, value)
+    if isinstance(value, (dict, Mapping)):
+        entries = []
+        for name, item in value.items():
+            part = content_key(item)
+            if part is None:
+                return None
+            entries.append((name, part))
+        return (Mapping, frozenset(entries))
+    if isinstance(value, (list, tuple)):
+        parts = tuple(content_key(item) for item in value)
+        return None if None in parts else (cls, parts)
+    if isinstance(value, BaseModel) and value.model_config.get("frozen"):
+        try:
+            return (cls, value.model_dump_json())
+        except Exception:  # a value JSON cannot hold: no key
+            return None
     try:
-        policy = preset(name)
-    except PolicyError:
-        raise PolicyError(
-            f"policy: unknown preset {name!r}; allowed: a cupel.policy.Policy or one of "
-            f"{', '.join(PRESET_NAMES)}",
-            field="policy",
-            value=name,
-        ) from None
-    if deduplicate is not None and policy.deduplication != deduplicate:
-        policy = policy.model_copy(update={"deduplication": deduplicate})
-    return policy.build()
+        hash(value)
+    except TypeError:
+        return None
+    return (cls, value)
+
+
+def build_selection(
+    settings: Mapping[str, Any], options: PinnedOptions = SELECTOR_OPTIONS, model: object = None
+) -> MessageSelection:
+    """The :class:`MessageSelection` of ``settings`` (shared, see :func:`shared`);
+    ``model``: whose input window a fractional ``max_tokens`` reads (only its window
+    enters the key)."""
+    key = {**settings, "<options>": options, "<window>": model_input_tokens(model)}
+    return shared(key, lambda: MessageSelection(settings, options=options, model=model))
 
 
 def observed(
@@ -398,11 +311,17 @@ class MessageSelection:
         low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
-            resolve_pipeline(get("policy"), get("pipeline"), get("deduplicate")), low_water
+            resolve_pipeline(
+                get("policy"),
+                pipelines=False,
+                pipeline=get("pipeline"),
+                deduplicate=get("deduplicate"),
+            ),
+            low_water,
         )
-        self.count = resolve_message_counter(
-            token_counter, get("token_counter_input"), get("image_tokens")
-        )
+        # shared by selections of other budgets: the counts it remembers by text too
+        counting = (token_counter, get("token_counter_input"), get("image_tokens"))
+        self.count = shared({"<counter>": counting}, lambda: resolve_message_counter(*counting))
         self.count_text = self.count.text
         for name in ("keep_system", "keep_last_human", "truncate_oversized"):
             if not isinstance(get(name), bool):

@@ -55,7 +55,6 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from cupel import ConfigurationError
 from cupel.counting import (
-    MESSAGE_TOKENS,
     ImageTokens,
     MessageCost,
     checked_count,
@@ -164,9 +163,12 @@ class UnitCounter:
     """Counts one unit (a list of messages). ``message`` is set when the count is the
     sum of per-message counts (the messages are then counted one by one, as the history
     is read); ``text`` counts text sent besides the messages (tool definitions): the
-    text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`."""
+    text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`;
+    ``plain`` is the text counter in the text-counter modes (``None`` otherwise), where a
+    message of one text part costs that part's count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS` (the read pass prices plain messages so)."""
 
-    __slots__ = ("_unit", "known", "message", "plain", "text")
+    __slots__ = ("_unit", "message", "plain", "text")
 
     def __init__(
         self,
@@ -174,17 +176,11 @@ class UnitCounter:
         unit: Callable[[Sequence[BaseMessage]], int] | None = None,
         text: Callable[[str], int] = estimate_tokens,
         plain: Callable[[str], int] | None = None,
-        known: dict[str, int] | None = None,
     ) -> None:
-        self.known = known
-        """The texts ``plain`` counted already, by text (read directly: one look-up)."""
         self.message = message
         self._unit = unit
         self.text = text
         self.plain = plain
-        """The text counter when a plain message (a human or AI message of text alone,
-        without a name) costs its text plus :data:`~cupel.counting.MESSAGE_TOKENS`: the
-        text-counter modes (``None`` otherwise)."""
 
     def __call__(self, unit: Sequence[BaseMessage]) -> int:
         if self._unit is None:
@@ -193,27 +189,11 @@ class UnitCounter:
 
 
 def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
-    count_text = cost.count_text
+    """The one way a message is priced in the text-counter modes: ``cost`` of its
+    :func:`message_parts`."""
 
     def price(message: BaseMessage) -> int:
-        content = message.content
-        cls = type(message)
-        if (
-            type(content) is str
-            and (
-                cls is HumanMessage
-                or (
-                    cls is AIMessage
-                    and not message.tool_calls  # type: ignore[attr-defined]
-                    and not message.invalid_tool_calls  # type: ignore[attr-defined]
-                )
-            )
-            and not message.name
-            and not message.additional_kwargs
-        ):
-            return count_text(content) + MESSAGE_TOKENS if content else MESSAGE_TOKENS
-        texts, media = message_parts(message)
-        return cost(texts, media)
+        return cost(*message_parts(message))
 
     return price
 
@@ -360,7 +340,7 @@ def resolve_message_counter(
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
-    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text, known=cost.known)
+    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text)
 
 
 def _text_form(token_counter: object) -> object:

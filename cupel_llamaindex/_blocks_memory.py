@@ -38,7 +38,7 @@ from cupel.conversation import (
     stable_cut,
 )
 from cupel.counting import MESSAGE_TOKENS, ImageTokens
-from cupel.policy import Policy
+from cupel.policy import Policy, resolve_pipeline
 from cupel_llamaindex._common import (
     MAX_TOKEN_LIMIT,
     WindowFields,
@@ -47,9 +47,7 @@ from cupel_llamaindex._common import (
     check_int,
     dispatcher,
     emit_selection,
-    raise_configuration_error,
     request_reserve,
-    resolve_pipeline,
     stable_fields,
     tokenizer_field,
 )
@@ -154,7 +152,7 @@ class CupelMemory(WindowFields, Memory):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise_configuration_error(exc, _OWNER, type(self).model_fields)
+            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
         self._history_pipeline()  # a bad policy fails here, not at the first get()
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -168,7 +166,9 @@ class CupelMemory(WindowFields, Memory):
             if name in type(self).model_fields:
                 self.__dict__[name] = previous
             if isinstance(exc, ValidationError):
-                raise_configuration_error(exc, _OWNER, type(self).model_fields)
+                raise ConfigurationError.from_validation(
+                    exc, _OWNER, type(self).model_fields
+                ) from None
             raise
 
     @classmethod
@@ -251,7 +251,9 @@ class CupelMemory(WindowFields, Memory):
         )
 
     def _history_pipeline(self) -> Pipeline:
-        pipeline = resolve_pipeline(_OWNER, self.policy, self.pipeline)
+        pipeline = resolve_pipeline(
+            self.policy, owner=_OWNER, pipelines=False, pipeline=self.pipeline
+        )
         low_water = check_cache_stable(self.cache_stable, f"{_OWNER}.cache_stable")
         return cache_stable_pipeline(pipeline, low_water)
 

@@ -7,7 +7,7 @@ import math
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # re-export
@@ -22,7 +22,6 @@ from pydantic import (
     ConfigDict,
     Field,
     InstanceOf,
-    ValidationError,
     ValidationInfo,
     field_serializer,
     field_validator,
@@ -39,8 +38,7 @@ from cupel import (
 )
 from cupel.conversation import HistoryWindow, check_cache_stable
 from cupel.counting import REPLY_TOKENS, check_headroom, media_pricer, text_counter
-from cupel.policy import Policy, PolicyError
-from cupel.presets import PRESET_NAMES
+from cupel.policy import Policy, check_policy
 
 __all__ = [
     "MAX_TOKEN_LIMIT",
@@ -53,16 +51,13 @@ __all__ = [
     "check_callable",
     "check_fraction",
     "check_int",
-    "check_policy",
     "checked_message",
     "checked_messages",
     "context_window",
     "dispatcher",
     "emit_selection",
     "handlers_reached",
-    "raise_configuration_error",
     "request_reserve",
-    "resolve_pipeline",
     "stable_fields",
     "tokenizer_field",
     "with_filtered",
@@ -219,7 +214,7 @@ class CupelFields(BaseModel):
     @field_validator("policy", mode="before", check_fields=False)
     @classmethod
     def _check_policy(cls, value: Any) -> Any:
-        return check_policy(cls.__name__, value)
+        return check_policy(value, cls.__name__)
 
     @field_validator("cache_stable", mode="before", check_fields=False)
     @classmethod
@@ -367,74 +362,6 @@ def check_cache_stable_field(owner: str, value: Any) -> Any:
     """The ``cache_stable`` field: ``False``, ``True`` or a low-water mark."""
     check_cache_stable(value, owner)
     return value
-
-
-def resolve_pipeline(owner: str, policy: PolicyLike, pipeline: Pipeline | None) -> Pipeline:
-    """The explicit pipeline if given, else one built from ``policy`` (a preset name or a
-    :class:`~cupel.policy.Policy`)."""
-    if pipeline is not None:
-        if not isinstance(pipeline, Pipeline):
-            raise ConfigurationError(
-                f"{owner}.pipeline: must be a cupel Pipeline, got {type(pipeline).__name__}",
-                field="pipeline",
-                value=pipeline,
-            )
-        return pipeline
-    if not isinstance(policy, (str, Policy)):
-        raise _policy_error(owner, policy)
-    try:
-        return Pipeline.from_policy(policy)
-    except PolicyError as exc:
-        raise PolicyError(f"{owner}.policy: {exc}", field="policy", value=policy) from None
-
-
-def raise_configuration_error(
-    exc: ValidationError, owner: str, fields: Iterable[str] = ()
-) -> NoReturn:
-    """Re-raise a pydantic validation failure as cupel's :class:`ConfigurationError`:
-    the original one when a validator raised it, else one naming field, value and rule
-    (for an unknown field: the known ``fields``)."""
-    errors = exc.errors(include_url=False)
-    for error in errors:
-        original = (error.get("ctx") or {}).get("error")
-        if isinstance(original, ConfigurationError):
-            raise original from None
-    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
-    first = unknown[0] if unknown else errors[0]  # a misspelt field, before "required"
-    field = ".".join(str(part) for part in first.get("loc", ())) or None
-    where = f"{owner}.{field}" if field else owner
-    if first.get("type") == "missing":
-        raise ConfigurationError(f"{where}: is required", field=field, value=None) from None
-    if first.get("type") == "extra_forbidden":
-        known = ", ".join(sorted(name for name in fields if not name.startswith("_")))
-        raise ConfigurationError(
-            f"{owner}: unknown field {field!r} (fields: {known})",
-            field=field,
-            value=first.get("input"),
-        ) from None
-    value = first.get("input")
-    message = str(first.get("msg", "invalid value"))
-    raise ConfigurationError(
-        f"{where}: {message}, got {value!r}", field=field, value=value
-    ) from None
-
-
-def check_policy(owner: str, value: Any) -> Any:
-    """A preset name, a :class:`~cupel.policy.Policy` or a policy's dict form (as
-    ``to_dict()`` writes it; pydantic turns it into a ``Policy``), or a
-    ConfigurationError listing what is allowed."""
-    if isinstance(value, (str, Policy, Mapping)):
-        return value
-    raise _policy_error(owner, value)
-
-
-def _policy_error(owner: str, value: object) -> ConfigurationError:
-    return ConfigurationError(
-        f"{owner}.policy: must be a preset name ({', '.join(PRESET_NAMES)}) or a cupel "
-        f"Policy, got {type(value).__name__} {value!r}",
-        field="policy",
-        value=value,
-    )
 
 
 _T = TypeVar("_T")

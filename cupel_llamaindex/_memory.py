@@ -35,7 +35,6 @@ from cupel_llamaindex._common import (
     context_window,
     dispatcher,
     handlers_reached,
-    raise_configuration_error,
     stable_fields,
     state_without_caches,
     tokenizer_field,
@@ -156,7 +155,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise_configuration_error(exc, _OWNER, type(self).model_fields)
+            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
 
     def __getstate__(self) -> dict[str, Any]:
         return state_without_caches(self, CupelChatMemory, ("_caches", "_pending_report"))

@@ -20,11 +20,10 @@ from cupel.conversation import (
     tool_free_window,
 )
 from cupel.counting import estimate_tokens
-from cupel.policy import Policy
+from cupel.policy import Policy, resolve_pipeline
 from cupel_llamaindex._common import (
     emit_selection,
     request_reserve,
-    resolve_pipeline,
     stable_fields,
 )
 from cupel_llamaindex._mapping import MessageMapping, map_read
@@ -185,7 +184,8 @@ class Caches:
             or built[2] != cache_stable
         ):
             low_water = check_cache_stable(cache_stable, f"{OWNER}.cache_stable")
-            current = cache_stable_pipeline(resolve_pipeline(OWNER, policy, pipeline), low_water)
+            resolved = resolve_pipeline(policy, owner=OWNER, pipelines=False, pipeline=pipeline)
+            current = cache_stable_pipeline(resolved, low_water)
             self._pipeline = current
             self._built_from = (policy, pipeline, cache_stable)
         return current

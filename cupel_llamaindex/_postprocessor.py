@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -18,14 +19,12 @@ from pydantic import (
 
 from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
 from cupel.counting import request_budget
-from cupel.policy import Policy
+from cupel.policy import Policy, resolve_pipeline
 from cupel_llamaindex._common import (
     CupelFields,
     built_report,
     check_int,
     emit_selection,
-    raise_configuration_error,
-    resolve_pipeline,
     state_without_caches,
     tokenizer_field,
 )
@@ -53,9 +52,10 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     ``pipeline`` decides; the nodes come back in placed order, the very same
     :class:`NodeWithScore` objects, unmodified.
 
-    Deduplication (``rag``) compares the node text alone (``dedup_on="text"``): the same
-    passage retrieved from two files is kept once; ``dedup_on="content"`` compares what
-    the LLM sees, metadata included. Fields are validated at assignment too.
+    Deduplication (``rag``; ``deduplicate=True`` or ``False`` overrides the policy or
+    pipeline) compares the node text alone (``dedup_on="text"``): the same passage
+    retrieved from two files is kept once; ``dedup_on="content"`` compares what the LLM
+    sees, metadata included. Fields are validated at assignment too.
 
     Placement (``rag``): the best node is **always first** and the second best always
     last, then third second, fourth second-to-last, ... — whatever the number of nodes.
@@ -89,6 +89,11 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     relevance: Literal["auto", "score", "rank"] = Field(
         default="auto", description="How node scores become relevance hints."
     )
+    deduplicate: Annotated[bool, Strict()] | None = Field(
+        default=None,
+        description="Deduplicate (True) or not (False) whatever the policy or pipeline says; "
+        "None: as it says.",
+    )
     dedup_on: Literal["text", "content"] = Field(
         default="text",
         description="Deduplicate on the node text alone ('text') or on what the LLM sees, "
@@ -111,14 +116,14 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     _pipeline: Pipeline = PrivateAttr()
-    _built_from: tuple[object, object] = PrivateAttr()
+    _built_from: tuple[object, object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise_configuration_error(exc, _OWNER, type(self).model_fields)
+            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Fields are validated at assignment: a bad value raises here (not at query time)
@@ -129,7 +134,7 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         except ValidationError as exc:
             if name in type(self).model_fields:  # a whole-model check ran after the write
                 self.__dict__[name] = previous
-            raise_configuration_error(exc, _OWNER, type(self).model_fields)
+            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
 
     def __getstate__(self) -> dict[str, Any]:
         return state_without_caches(self, CupelNodePostprocessor, ("_pipeline", "_built_from"))
@@ -195,10 +200,16 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         return request_budget(self.max_tokens, target, headroom=self.headroom, fixed=0)
 
     def _current_pipeline(self) -> Pipeline:
-        key = (self.policy, self.pipeline)
+        key = (self.policy, self.pipeline, self.deduplicate)
         built = getattr(self, "_built_from", None)
-        if built is None or built[0] is not key[0] or built[1] is not key[1]:
-            self._pipeline = resolve_pipeline(_OWNER, self.policy, self.pipeline)
+        if built is None or any(a is not b for a, b in zip(built, key, strict=True)):
+            self._pipeline = resolve_pipeline(
+                self.policy,
+                owner=_OWNER,
+                pipelines=False,
+                pipeline=self.pipeline,
+                deduplicate=self.deduplicate,
+            )
             self._built_from = key
         return self._pipeline
 

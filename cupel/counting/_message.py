@@ -58,36 +58,39 @@ _REMEMBERED = 1 << 23
 MB at most) before it starts afresh."""
 
 
-def remembered(
-    count: TextCounter, known: dict[str, int] | None = None, limit: int = _REMEMBERED
-) -> TextCounter:
+class _Remembered(dict[str, int]):
+    """Counts by text; a text not yet seen is counted on look-up (``__missing__``)."""
+
+    __slots__ = ("count", "held", "limit")
+
+    def __init__(self, count: TextCounter, limit: int) -> None:
+        super().__init__()
+        self.count = count
+        self.limit = limit
+        self.held = 0  # characters of the texts kept
+
+    def __missing__(self, text: str) -> int:
+        value = self.count(text)
+        self.held += len(text)
+        if self.held > self.limit:
+            self.clear()
+            self.held = len(text)
+        self[text] = value
+        return value
+
+
+def remembered(count: TextCounter, limit: int = _REMEMBERED) -> TextCounter:
     """``count`` with the counts of texts already seen kept, by the text itself (a
     history is counted again on every call; a string caches its hash, so a repeated text
-    costs one dictionary look-up). Bounded: emptied once the texts kept hold more than
-    ``limit`` characters. A counter is a function of the text, so the result never
-    changes. ``known``: the dictionary the counts are kept in (a caller may read it
-    directly: a hit is then one look-up, without a call).
+    costs one dictionary look-up, done in C). Bounded: emptied once the texts kept hold
+    more than ``limit`` characters. A counter is a function of the text, so the result
+    never changes.
 
     >>> count = remembered(lambda text: len(text.split()))
     >>> count("a b c"), count("a b c")
     (3, 3)
     """
-    if known is None:
-        known = {}
-    held = [0]  # characters of the texts kept
-
-    def count_remembered(text: str) -> int:
-        value = known.get(text)
-        if value is None:
-            value = count(text)
-            held[0] += len(text)
-            if held[0] > limit:
-                known.clear()
-                held[0] = len(text)
-            known[text] = value
-        return value
-
-    return count_remembered
+    return _Remembered(count, limit).__getitem__
 
 
 class MessageCost:
@@ -98,12 +101,10 @@ class MessageCost:
     Both are checked here, once.
     """
 
-    __slots__ = ("count_text", "known", "price_media")
+    __slots__ = ("count_text", "price_media")
 
     def __init__(self, counter: object = "approximate", image_tokens: ImageTokens = "max") -> None:
-        self.known: dict[str, int] = {}
-        """The counts of the texts :attr:`count_text` has counted, by text."""
-        self.count_text: TextCounter = remembered(text_counter(counter), self.known)
+        self.count_text: TextCounter = remembered(text_counter(counter))
         self.price_media = media_pricer(image_tokens)
 
     def __call__(self, texts: Iterable[str], media: Iterable[Media] = ()) -> int:

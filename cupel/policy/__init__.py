@@ -48,7 +48,7 @@ from cupel.policy._custom import (
     unregister_scorer,
 )
 from cupel.policy._policy import Policy
-from cupel.policy._resolve import resolve_pipeline
+from cupel.policy._resolve import check_policy, resolve_pipeline
 from cupel.policy._sensitivity import (
     ItemStatus,
     PolicySensitivityDiffEntry,
@@ -67,6 +67,7 @@ __all__ = [
     "PolicySensitivityDiffEntry",
     "PolicySensitivityReport",
     "ScorerFactory",
+    "check_policy",
     "dry_run_with_policy",
     "policy_sensitivity",
     "register_scorer",

@@ -1,13 +1,51 @@
-"""One resolver: a Pipeline, a Policy or a preset name → a Pipeline."""
+"""One resolver: a Pipeline, a Policy or a preset name → a Pipeline; one check of a
+``policy`` setting. Analytics, the command line, :meth:`~cupel.Pipeline.from_policy` and
+both adapters use them."""
 
 from __future__ import annotations
 
-from cupel._errors import ConfigurationError
+from collections.abc import Mapping
+
+from cupel._errors import ConfigurationError, PolicyError
 from cupel._pipeline import Pipeline, set_policy_resolver
 from cupel.policy._policy import Policy
-from cupel.policy._presets import preset
+from cupel.policy._presets import PRESET_NAMES, preset
 
-__all__ = ["resolve_pipeline"]
+__all__ = ["check_policy", "resolve_pipeline"]
+
+
+def _where(owner: str, field: str) -> str:
+    return f"{owner}.{field}" if owner else field
+
+
+def _refused(source: object, where: str, field: str, pipelines: bool) -> ConfigurationError:
+    accepted = "a Policy, a Pipeline or a preset name" if pipelines else "a Policy or a preset name"
+    return ConfigurationError(
+        f"{where}: must be {accepted} ({', '.join(PRESET_NAMES)}), got "
+        f"{type(source).__name__} {source!r}",
+        field=field,
+        value=source,
+    )
+
+
+def check_policy(value: object, owner: str = "", field: str = "policy") -> str | Policy:
+    """A ``policy`` setting as a component stores it: a preset name or a
+    :class:`~cupel.policy.Policy` as it is, a policy's dict form (what serialization
+    writes) as the ``Policy`` it describes; anything else raises
+    :class:`~cupel.ConfigurationError` naming ``owner.field`` and what is allowed.
+
+    >>> check_policy(preset("rag").to_dict()) == preset("rag")
+    True
+    >>> check_policy(3, "Memory")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cupel.ConfigurationError: Memory.policy: must be a Policy or a preset name (...), got int 3
+    """
+    if isinstance(value, (str, Policy)):
+        return value
+    if isinstance(value, Mapping):
+        return Policy.from_dict(value)
+    raise _refused(value, _where(owner, field), field, pipelines=False)
 
 
 def resolve_pipeline(
@@ -16,33 +54,71 @@ def resolve_pipeline(
     owner: str = "",
     field: str = "policy",
     pipelines: bool = True,
+    pipeline: Pipeline | None = None,
+    deduplicate: bool | None = None,
 ) -> Pipeline:
     """The pipeline ``source`` stands for: a :class:`~cupel.Pipeline` as it is (unless
     ``pipelines=False``), a :class:`~cupel.policy.Policy` built, a preset name's policy
-    built (an unknown name raises :class:`~cupel.PolicyError` listing the presets).
-    Anything else raises :class:`~cupel.ConfigurationError` naming ``owner`` and
-    ``field``. Analytics, the command line, :meth:`~cupel.Pipeline.from_policy` and the
-    adapters resolve their ``policy`` / ``pipeline`` arguments here.
+    built. ``pipeline``, when given, is used instead of ``source`` (a component's explicit
+    ``pipeline`` beside its ``policy``); ``deduplicate``, when not ``None``, overrides the
+    result's deduplication. Anything else raises :class:`~cupel.ConfigurationError` (an
+    unknown preset name :class:`~cupel.PolicyError`) naming ``owner.field``, the value and
+    what is allowed.
 
     >>> resolve_pipeline("rag").placer
     UShapedPlacer()
+    >>> resolve_pipeline("chat", deduplicate=True).deduplication
+    True
     >>> resolve_pipeline(3, owner="select")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cupel.ConfigurationError: select: policy must be a Policy, a Pipeline or a preset ...
+    cupel.ConfigurationError: select.policy: must be a Policy, a Pipeline or a preset name ...
+    >>> resolve_pipeline("summary")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cupel.PolicyError: policy: unknown preset 'summary'; allowed: a cupel.policy.Policy or one ...
     """
-    if pipelines and isinstance(source, Pipeline):
-        return source
-    if isinstance(source, Policy):
-        return source.build()
-    if isinstance(source, str):
-        return preset(source).build()
-    accepted = "a Policy, a Pipeline or a preset name" if pipelines else "a Policy or a preset name"
-    where = f"{owner}: {field}" if owner else field
-    raise ConfigurationError(
-        f"{where} must be {accepted}, got {type(source).__name__} {source!r}",
-        field=field,
-        value=source,
+    if not isinstance(deduplicate, (bool, type(None))):
+        raise ConfigurationError(
+            f"{_where(owner, 'deduplicate')}: must be a bool or None, got {deduplicate!r}",
+            field="deduplicate",
+            value=deduplicate,
+        )
+    if pipeline is not None:
+        if not isinstance(pipeline, Pipeline):
+            raise ConfigurationError(
+                f"{_where(owner, 'pipeline')}: must be a cupel.Pipeline, got "
+                f"{type(pipeline).__name__} {pipeline!r}",
+                field="pipeline",
+                value=pipeline,
+            )
+        built = pipeline
+    elif pipelines and isinstance(source, Pipeline):
+        built = source
+    elif isinstance(source, Policy):
+        built = source.build()
+    elif isinstance(source, str):
+        try:
+            named = preset(source)
+        except PolicyError:
+            raise PolicyError(
+                f"{_where(owner, field)}: unknown preset {source!r}; allowed: a "
+                f"cupel.policy.Policy or one of {', '.join(PRESET_NAMES)}",
+                field=field,
+                value=source,
+            ) from None
+        built = named.build()
+    else:
+        raise _refused(source, _where(owner, field), field, pipelines)
+    if deduplicate is None or built.deduplication == deduplicate:
+        return built
+    return Pipeline(
+        built.scorer,
+        built.slicer,
+        built.placer,
+        deduplication=deduplicate,
+        overflow_strategy=built.overflow_strategy,
+        on_overflow=built.on_overflow,
     )
 
 

@@ -14,9 +14,13 @@ import json
 import math
 import struct
 import zlib
+from typing import Any
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -32,7 +36,7 @@ from langchain_core.messages import (
 from llama_index.core.utils import get_tokenizer
 
 from cupel import ConfigurationError
-from cupel.counting import estimate_tokens
+from cupel.counting import MessageCost, estimate_tokens
 from cupel_langchain import (
     CupelMessageSelector,
     approximate_message_tokens,
@@ -41,6 +45,8 @@ from cupel_langchain import (
     select_messages_with_report,
     tool_call_problems,
 )
+from cupel_langchain._messages import read_messages
+from cupel_langchain._tokens import message_parts, resolve_message_counter
 
 ENCODE = get_tokenizer()  # cl100k_base, shipped offline with llama-index-core
 
@@ -346,3 +352,55 @@ def test_a_provider_counting_more_tightens_the_call_and_the_report_says_so() -> 
     assert tight_report.included_tokens * 1.25 <= 600 - 3 + 1
     (event,) = [e for e in tight_report.events if e.stage == "Calibrate"]
     assert "ratio 1.250" in str(event.message) and "instead of 597" in str(event.message)
+
+
+_TEXTS = st.sampled_from(["", "Hi", "How long is the Nile?", "x" * 41, "naïve café ☕"])
+
+
+@st.composite
+def _messages(draw: st.DrawFn) -> BaseMessage:
+    """Human, AI, system and tool messages: text or block content, with or without a
+    name, tool calls (valid and invalid) and extra kwargs."""
+    kind = draw(st.sampled_from(["human", "ai", "system", "tool"]))
+    content: Any = draw(_TEXTS)
+    if draw(st.booleans()):
+        content = [{"type": "text", "text": draw(_TEXTS)}, draw(_TEXTS)]
+    extra: dict[str, Any] = {}
+    if draw(st.booleans()):
+        extra["function_call"] = {"name": "f", "arguments": draw(_TEXTS)}
+    name = draw(st.one_of(st.none(), _TEXTS))
+    if kind == "human":
+        return HumanMessage(content, name=name, additional_kwargs=extra)
+    if kind == "system":
+        return SystemMessage(content, name=name, additional_kwargs=extra)
+    if kind == "tool":
+        return ToolMessage(content, tool_call_id=draw(_TEXTS), name=name)
+    calls = [
+        {"name": draw(_TEXTS) or "f", "args": {"q": draw(_TEXTS)}, "id": f"c{i}"}
+        for i in range(draw(st.integers(0, 2)))
+    ]
+    invalid = [
+        {"name": "g", "args": draw(_TEXTS), "id": "bad", "error": None, "type": "invalid_tool_call"}
+        for _ in range(draw(st.integers(0, 1)))
+    ]
+    return AIMessage(
+        content, name=name, tool_calls=calls, invalid_tool_calls=invalid, additional_kwargs=extra
+    )
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    messages=st.lists(_messages(), max_size=6), counter=st.sampled_from(["approximate", "words"])
+)
+def test_the_read_pass_prices_every_message_as_its_parts(
+    messages: list[BaseMessage], counter: str
+) -> None:
+    """The text-counter modes price a message as :class:`~cupel.counting.MessageCost` of
+    its parts; the read pass, which prices a plain message as its text's count + 3
+    without reading its parts, agrees (also on a second read, from remembered counts)."""
+    text: Any = counter if counter == "approximate" else (lambda t: len(t.split()))
+    count = resolve_message_counter(text, "text" if counter == "words" else "auto")
+    expected = [MessageCost(text)(*message_parts(message)) for message in messages]
+    for _ in range(2):
+        assert read_messages(messages, count.message, count.plain).tokens == expected
+    assert [count([message]) for message in messages] == expected

@@ -179,7 +179,7 @@ def test_the_compressor_works_inside_contextual_compression_retriever() -> None:
         (
             {"max_tokens": 10, "top_k": 3},
             "top_k",
-            "CupelDocumentCompressor.top_k: unknown option, got 3; allowed: max_tokens, "
+            "CupelDocumentCompressor: unknown option 'top_k'; allowed: max_tokens, "
             "target_tokens, output_reserve, policy, pipeline, token_counter, headroom, "
             "relevance_key, deduplicate, k, kind, report",
         ),
@@ -291,7 +291,7 @@ def test_bad_retriever_settings_name_the_field() -> None:
     with pytest.raises(ConfigurationError) as raised:
         CupelRetriever(base_retriever=store().as_retriever(), max_tokens=10, top_k=3)
     assert raised.value.field == "top_k"
-    assert "unknown option, got 3; allowed:" in str(raised.value)
+    assert "CupelRetriever: unknown option 'top_k'; allowed:" in str(raised.value)
     assert ", k," in str(raised.value) and "retriever" in str(raised.value)
     retriever = CupelRetriever(base_retriever=store().as_retriever(), max_tokens=10)
     with pytest.raises(ConfigurationError) as raised:

@@ -37,7 +37,7 @@ from cupel import (
     RecencyScorer,
     SelectionReport,
 )
-from cupel.counting import REPLY_TOKENS
+from cupel.counting import MESSAGE_TOKENS, REPLY_TOKENS
 from cupel.presets import preset
 from cupel_langchain import (
     REPORT_EVENT,
@@ -554,18 +554,25 @@ def test_a_handler_that_ignores_custom_events_is_not_a_listener() -> None:
     assert report is not None and report.included_tokens <= 200
 
 
-def test_the_functions_reuse_a_checked_selection_for_the_same_settings() -> None:
-    """``select_messages`` caches its checked configuration by settings; an edited
-    ``kinds`` dict or another counter is a new configuration."""
-    from cupel_langchain._runnable import _SELECTIONS
+def test_the_functions_reuse_a_checked_selection_for_settings_of_equal_content() -> None:
+    """The checked configuration is shared by settings of equal content (key order,
+    a copied ``kinds`` dict, an equal ``Policy``); an edited ``kinds`` dict, another
+    counter or another policy is a new configuration."""
+    from cupel_langchain._selection import build_selection
 
     kinds = {"human": "message"}
-    first = _SELECTIONS.get({"max_tokens": 200, "kinds": kinds})
-    assert _SELECTIONS.get({"kinds": dict(kinds), "max_tokens": 200}) is first
+    first = build_selection({"max_tokens": 200, "kinds": kinds})
+    assert build_selection({"kinds": dict(kinds), "max_tokens": 200}) is first
     kinds["ai"] = "message"
-    assert _SELECTIONS.get({"max_tokens": 200, "kinds": kinds}) is not first
-    assert _SELECTIONS.get({"max_tokens": 200, "token_counter": len}) is not first
-    assert _SELECTIONS.get({"max_tokens": 200}) is _SELECTIONS.get({"max_tokens": 200})
+    assert build_selection({"max_tokens": 200, "kinds": kinds}) is not first
+    assert build_selection({"max_tokens": 200, "token_counter": len}) is not first
+    assert build_selection({"max_tokens": 200}) is build_selection({"max_tokens": 200})
+    assert build_selection({"max_tokens": 200, "headroom": 0}) is not build_selection(
+        {"max_tokens": 200, "headroom": 0.0}
+    )
+    policy = build_selection({"max_tokens": 200, "policy": preset("long_running")})
+    assert build_selection({"max_tokens": 200, "policy": preset("long_running")}) is policy
+    assert build_selection({"max_tokens": 200, "policy": preset("chat")}) is not policy
     assert select_messages([HumanMessage("x")], max_tokens=1, keep_last_human=False) == []  # 1 ...
     with pytest.raises(ConfigurationError, match="max_tokens"):
         select_messages([HumanMessage("x")], max_tokens=True, keep_last_human=False)  # not True
@@ -672,12 +679,12 @@ def test_bad_selector_settings_fail_at_construction_with_the_field_named() -> No
     )
     with pytest.raises(ConfigurationError) as raised:
         CupelMessageSelector()
-    assert str(raised.value) == "CupelMessageSelector.max_tokens: Field required, got {}"
+    assert str(raised.value) == "CupelMessageSelector.max_tokens: is required"
     with pytest.raises(ConfigurationError) as raised:
         CupelMessageSelector(max_tokens=100, keep_sytem=False)  # a typo is not ignored
     assert raised.value.field == "keep_sytem"
     assert str(raised.value).startswith(
-        "CupelMessageSelector.keep_sytem: unknown option, got False; allowed: name, max_tokens,"
+        "CupelMessageSelector: unknown option 'keep_sytem'; allowed: name, max_tokens,"
     )
     assert "keep_system" in str(raised.value)
     with pytest.raises(ConfigurationError) as raised:
@@ -693,3 +700,36 @@ def test_the_selector_has_langchain_names_and_types() -> None:
     assert selector.OutputType == list[BaseMessage]
     assert selector.get_input_jsonschema()["title"] == "CupelMessageSelectorInput"
     assert CupelMessageSelector.is_lc_serializable()  # see test_lc_citizenship.py
+
+
+def test_a_new_counter_is_never_served_a_freed_one_s_selection() -> None:
+    """Counters made and dropped one after another (a freed object's address is
+    reused at once) each count with themselves: a selection is shared only by settings
+    of equal content, and a counter is its own key, held while the selection is kept."""
+    history = [HumanMessage("one two three four"), AIMessage("five six"), HumanMessage("seven")]
+
+    def words_times(factor: int) -> Any:
+        return lambda text: factor * len(text.split())
+
+    for factor in range(1, 40):
+        kept, report = select_messages_with_report(
+            history, max_tokens=10_000, token_counter=words_times(factor)
+        )
+        assert kept == history
+        expected = sum(factor * len(str(m.content).split()) + MESSAGE_TOKENS for m in history)
+        assert report.included_tokens == expected
+
+
+def test_selector_copies_and_edited_settings_take_effect() -> None:
+    history = conversation()
+    selector = CupelMessageSelector(max_tokens=10_000)
+    wide = selector.invoke(history)
+    narrow = selector.model_copy(update={"max_tokens": 60})
+    assert len(narrow.invoke(history)) < len(wide) == len(selector.invoke(history))
+    selector.kinds = {}
+    assert selector.kinds is not None
+    selector.kinds["human"] = "Question"  # edited in place: the next run reads it
+    selector.invoke(history)
+    report = selector.last_report
+    assert report is not None
+    assert {str(e.item.kind) for e in report.included} >= {"Question"}

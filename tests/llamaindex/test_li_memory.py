@@ -399,14 +399,14 @@ def test_bad_configuration_fails_at_construction(kwargs: dict[str, object], mess
         (lambda: CupelChatMemory(), r"^CupelChatMemory.token_limit: is required$"),
         (
             lambda: CupelChatMemory(token_limit=10, token_limt=5),
-            r"CupelChatMemory: unknown field 'token_limt' "
-            r"\(fields: agent_reserve, cache_stable, chat_store, .*headroom, image_tokens, "
+            r"CupelChatMemory: unknown field 'token_limt'; "
+            r"allowed: chat_store, chat_store_key, image_tokens, headroom, agent_reserve, "
             r".*token_limit",
         ),
         (
             lambda: CupelChatMemory(token_limit=10, policy=3),
-            r"CupelChatMemory.policy: must be a preset name \(chat, code_review, rag, .*\) or a "
-            r"cupel Policy, got int 3",
+            r"CupelChatMemory.policy: must be a Policy or a preset name "
+            r"\(chat, code_review, rag, .*\), got int 3",
         ),
         (
             lambda: CupelChatMemory.from_defaults(llm="gpt-4o"),  # type: ignore[arg-type]

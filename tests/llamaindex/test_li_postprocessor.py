@@ -194,6 +194,39 @@ def test_identical_node_texts_are_deduplicated_keeping_the_better_score() -> Non
     assert dropped.item.metadata["llamaindex_node_id"] == "low"
 
 
+def test_deduplicate_overrides_the_policy_and_the_pipeline_in_a_query_engine() -> None:
+    """``deduplicate`` (the same setting as LangChain's) turns deduplication on or off
+    whatever the policy or explicit pipeline says; ``None`` leaves it to them."""
+    text = _words("same", 5)
+    nodes = [TextNode(text=text, id_=f"n{i}") for i in range(3)]
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=2))
+
+    def kept(post: CupelNodePostprocessor) -> list[str]:
+        engine = index.as_query_engine(
+            llm=MockLLM(), similarity_top_k=3, node_postprocessors=[post]
+        )
+        return [n.node.node_id for n in engine.query("q").source_nodes]
+
+    post = CupelNodePostprocessor(max_tokens=100, tokenizer_fn=str.split)  # rag: deduplicates
+    assert len(kept(post)) == 1
+    post.deduplicate = False
+    assert len(kept(post)) == 3
+    assert post.last_report is not None and post.last_report.excluded == ()
+    chat = CupelNodePostprocessor(max_tokens=100, tokenizer_fn=str.split, policy="chat")
+    assert len(kept(chat)) == 3  # the chat preset keeps equal texts
+    chat.deduplicate = True
+    assert len(kept(chat)) == 1
+    assert {e.reason.name for e in chat.last_report.excluded} == {"Deduplicated"}  # type: ignore[union-attr]
+    explicit = Pipeline(ReflexiveScorer(), GreedySlice(), UShapedPlacer(), deduplication=False)
+    forced = CupelNodePostprocessor(
+        max_tokens=100, tokenizer_fn=str.split, pipeline=explicit, deduplicate=True
+    )
+    assert len(kept(forced)) == 1
+    assert explicit.deduplication is False  # the given pipeline is left as it is
+    with pytest.raises(ConfigurationError, match=r"CupelNodePostprocessor.deduplicate: "):
+        CupelNodePostprocessor(max_tokens=100, deduplicate="yes")
+
+
 def test_nodes_without_scores_are_ranked_by_retrieval_order() -> None:
     nodes = _scored(None, None, None)
     post = CupelNodePostprocessor(max_tokens=20, tokenizer_fn=str.split)
@@ -271,12 +304,12 @@ def test_reassigning_the_policy_takes_effect_on_the_next_call() -> None:
         ({}, r"^CupelNodePostprocessor.max_tokens: is required$"),
         (
             {"max_tokens": 10, "max_token": 5},
-            r"CupelNodePostprocessor: unknown field 'max_token' \(fields: .*max_tokens",
+            r"CupelNodePostprocessor: unknown field 'max_token'; allowed: .*max_tokens",
         ),
         (
             {"max_tokens": 10, "policy": ["rag"]},
-            r"CupelNodePostprocessor.policy: must be a preset name \(chat, code_review, rag, "
-            r".*\) or a cupel Policy, got list \['rag'\]",
+            r"CupelNodePostprocessor.policy: must be a Policy or a preset name "
+            r"\(chat, code_review, rag, .*\), got list \['rag'\]",
         ),
         ({"max_tokens": 10, "token_counter": 3}, r"token_counter: must be callable, got int 3"),
         (

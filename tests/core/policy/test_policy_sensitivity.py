@@ -170,7 +170,7 @@ def test_bad_variants_are_named() -> None:
         policy_sensitivity(PAIR, PAIR_BUDGET, [("x", "chat"), ("x", "rag")])
     with pytest.raises(ConfigurationError, match=r"variants\[0\] must be a \(label, policy\) pair"):
         policy_sensitivity(PAIR, PAIR_BUDGET, ["chat", ("x", "rag")])  # type: ignore[list-item]
-    with pytest.raises(ConfigurationError, match=r"variants\[1\] policy must be a Policy, a Pipe"):
+    with pytest.raises(ConfigurationError, match=r"variants\[1\] policy: must be a Policy, a Pipe"):
         policy_sensitivity(PAIR, PAIR_BUDGET, [("a", "chat"), ("b", PriorityScorer())])  # type: ignore[list-item]
     with pytest.raises(ConfigurationError, match="variants must be a sequence"):
         policy_sensitivity(PAIR, PAIR_BUDGET, "chat")  # type: ignore[arg-type]

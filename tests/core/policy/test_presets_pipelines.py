@@ -148,5 +148,6 @@ def test_presets_select_differently_on_the_same_items() -> None:
 def test_from_policy_rejects_other_types() -> None:
     from cupel import ConfigurationError
 
-    with pytest.raises(ConfigurationError, match="policy must be a Policy or a preset name"):
+    message = r"Pipeline\.from_policy\.policy: must be a Policy or a preset name"
+    with pytest.raises(ConfigurationError, match=message):
         Pipeline.from_policy(42)  # type: ignore[arg-type]
