@@ -41,7 +41,8 @@ from cupel_llamaindex._common import (
     tokenizer_field,
 )
 from cupel_llamaindex._memory_selection import OWNER as _OWNER
-from cupel_llamaindex._memory_selection import Caches, Explains, choose
+from cupel_llamaindex._memory_selection import Explains, choose, pipeline_of
+from cupel_llamaindex._reading import Counting, counting_for
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -99,13 +100,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       says what they need and names ``pin_system`` / ``pin_last_user``;
     * with ``start_on_user`` (default), the first non-system message is a user message
       (units dropped for it are reported as ``Filtered("start_on")``);
-    * every message text is counted once and remembered for later calls
-      (``ChatMemoryBuffer`` re-counts the whole window for every message it drops, on
-      every ``get()``); a ``get()`` on a history that reads the same as the last one (the
-      same message objects, roles, text parts, media and tool-call links) under the same
-      settings and budget returns the last plain window again without selecting; a
-      history without tool calls or results under a recency-window preset is selected
-      from its roles and counts alone (the units and items are made only for the report).
+    * every ``get()`` reads and counts the history in one pass, each message once
+      (``ChatMemoryBuffer`` re-counts the whole window for every message it drops); the
+      counts of texts already counted are remembered by the text itself, so a result
+      never depends on what the memory saw before; a history without tool calls or
+      results under a recency-window preset is selected from its roles and counts alone
+      (the units and items are made only for the report).
 
     **Cache-stable windows** (``cache_stable=True`` or a low-water mark): the window only
     grows by the new messages until it would overflow, then is cut back to the mark; the
@@ -147,7 +147,8 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
 
-    _caches: Caches = PrivateAttr(default_factory=lambda: Caches())
+    _built: tuple[object, object, object, Pipeline] | None = PrivateAttr(default=None)
+    _counting: Counting | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: Explains | None = PrivateAttr(default=None)
@@ -159,7 +160,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
-        return state_without_caches(self, CupelChatMemory, ("_caches", "_pending_report"))
+        return state_without_caches(
+            self, CupelChatMemory, ("_built", "_counting", "_pending_report")
+        )
 
     @classmethod
     def class_name(cls) -> str:
@@ -380,8 +383,30 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         )
 
     def _current_pipeline(self) -> Pipeline:
-        caches: Caches = self.__pydantic_private__["_caches"]  # type: ignore[index]
-        return caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
+        """The pipeline of ``policy``, ``pipeline`` and ``cache_stable`` (built again when
+        one of them was replaced)."""
+        policy, pipeline, cache_stable = self.policy, self.pipeline, self.cache_stable
+        built = self._built
+        if (
+            built is None
+            or built[0] is not policy
+            or built[1] is not pipeline
+            or built[2] != cache_stable
+        ):
+            built = (policy, pipeline, cache_stable, pipeline_of(policy, pipeline, cache_stable))
+            self._built = built
+        return built[3]
+
+    def _current_counting(self) -> Counting:
+        """The counting of ``tokenizer_fn``, ``image_tokens`` and ``message_token_counter``
+        (built again when one of them was replaced)."""
+        counting = self._counting
+        current = counting_for(
+            counting, self.tokenizer_fn, self.image_tokens, self.message_token_counter
+        )
+        if current is not counting:
+            self._counting = current
+        return current
 
     def get(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
@@ -446,9 +471,30 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         listening, spans = handlers_reached()
         if listening or spans:
             return self._select(history, input, initial_token_count, listening)
-        return choose(self, history, input, initial_token_count, listening)
+        return self._choose(history, input, initial_token_count, listening)
 
     @dispatcher.span
     def _select(self, *arguments: Any) -> list[ChatMessage]:
         """The selection in a LlamaIndex span (the span's id names ``_select``)."""
-        return choose(self, *arguments)
+        return self._choose(*arguments)
+
+    def _choose(
+        self,
+        history: Sequence[ChatMessage],
+        input: str | None,
+        initial_token_count: int,
+        listening: bool,
+    ) -> list[ChatMessage]:
+        chosen = choose(
+            self,
+            history,
+            input,
+            initial_token_count,
+            listening,
+            self._current_pipeline(),
+            self._current_counting(),
+        )
+        self._last_window = chosen.window
+        self._last_report = chosen.report
+        self._pending_report = chosen.pending
+        return chosen.messages
