@@ -41,8 +41,7 @@ from cupel_llamaindex._common import (
     tokenizer_field,
 )
 from cupel_llamaindex._memory_selection import OWNER as _OWNER
-from cupel_llamaindex._memory_selection import Explains, choose, pipeline_of
-from cupel_llamaindex._reading import Counting, counting_for
+from cupel_llamaindex._memory_selection import Built, Explains, choose, pipeline_of
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -147,8 +146,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
 
-    _built: tuple[object, object, object, Pipeline] | None = PrivateAttr(default=None)
-    _counting: Counting | None = PrivateAttr(default=None)
+    _built: Built | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: Explains | None = PrivateAttr(default=None)
@@ -160,9 +158,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             raise_configuration_error(exc, _OWNER, type(self).model_fields)
 
     def __getstate__(self) -> dict[str, Any]:
-        return state_without_caches(
-            self, CupelChatMemory, ("_built", "_counting", "_pending_report")
-        )
+        return state_without_caches(self, CupelChatMemory, ("_built", "_pending_report"))
 
     @classmethod
     def class_name(cls) -> str:
@@ -176,7 +172,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     @model_validator(mode="after")
     def _build(self) -> CupelChatMemory:
-        self._current_pipeline()
+        pipeline_of(self.policy, self.pipeline, self.cache_stable)  # a bad policy fails here
         return self
 
     @classmethod
@@ -382,32 +378,6 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             stacklevel=2,
         )
 
-    def _current_pipeline(self) -> Pipeline:
-        """The pipeline of ``policy``, ``pipeline`` and ``cache_stable`` (built again when
-        one of them was replaced)."""
-        policy, pipeline, cache_stable = self.policy, self.pipeline, self.cache_stable
-        built = self._built
-        if (
-            built is None
-            or built[0] is not policy
-            or built[1] is not pipeline
-            or built[2] != cache_stable
-        ):
-            built = (policy, pipeline, cache_stable, pipeline_of(policy, pipeline, cache_stable))
-            self._built = built
-        return built[3]
-
-    def _current_counting(self) -> Counting:
-        """The counting of ``tokenizer_fn``, ``image_tokens`` and ``message_token_counter``
-        (built again when one of them was replaced)."""
-        counting = self._counting
-        current = counting_for(
-            counting, self.tokenizer_fn, self.image_tokens, self.message_token_counter
-        )
-        if current is not counting:
-            self._counting = current
-        return current
-
     def get(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
@@ -485,16 +455,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         initial_token_count: int,
         listening: bool,
     ) -> list[ChatMessage]:
-        chosen = choose(
-            self,
-            history,
-            input,
-            initial_token_count,
-            listening,
-            self._current_pipeline(),
-            self._current_counting(),
-        )
-        self._last_window = chosen.window
-        self._last_report = chosen.report
-        self._pending_report = chosen.pending
-        return chosen.messages
+        """The selection with what the settings build (:class:`Built`: made again when one
+        was replaced), kept as the last one (window, report or report to build)."""
+        built = self._built
+        current = Built.of(built, self)
+        if current is not built:
+            self._built = current
+        chosen = choose(self, history, input, initial_token_count, listening, current)
+        messages, self._last_report, self._pending_report, self._last_window = chosen
+        return messages

@@ -3,9 +3,10 @@ in one pass (:meth:`~cupel_llamaindex._reading.Counting.counts`) and selects its
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from llama_index.core.base.llms.types import ChatMessage
 
@@ -30,7 +31,9 @@ from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._oversized import PARTS
 from cupel_llamaindex._reading import (
     Counting,
+    MessageCounter,
     MessageRead,
+    counting_for,
     read_messages,
     read_roles,
 )
@@ -119,6 +122,47 @@ class _Deferred:
         return window.explain()
 
 
+class Built:
+    """What a memory's settings build: the ``pipeline`` (of ``policy``, ``pipeline`` and
+    ``cache_stable``) and the ``counting`` (of ``tokenizer_fn``, ``image_tokens`` and
+    ``message_token_counter``), with the settings they were built of (held, compared by
+    identity: :meth:`of` builds again what a replaced setting changes)."""
+
+    __slots__ = ("counting", "pipeline", "settings")
+
+    def __init__(
+        self, settings: tuple[object, ...], pipeline: Pipeline, counting: Counting
+    ) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.counting = counting
+
+    @staticmethod
+    def of(previous: Built | None, memory: MemorySettings) -> Built:
+        """``previous`` if ``memory``'s settings are those it was built of, else what they
+        build (the pipeline or the counting of ``previous`` kept if its settings are)."""
+        policy, pipeline, cache_stable = memory.policy, memory.pipeline, memory.cache_stable
+        tokenizer_fn, image_tokens = memory.tokenizer_fn, memory.image_tokens
+        counter = memory.message_token_counter
+        settings = (policy, pipeline, cache_stable, tokenizer_fn, image_tokens, counter)
+        if previous is None:
+            return Built(
+                settings,
+                pipeline_of(policy, pipeline, cache_stable),
+                Counting(tokenizer_fn, image_tokens, counter),
+            )
+        if all(map(operator.is_, settings, previous.settings)):
+            return previous
+        before = previous.settings
+        return Built(
+            settings,
+            previous.pipeline
+            if before[0] is policy and before[1] is pipeline and before[2] == cache_stable
+            else pipeline_of(policy, pipeline, cache_stable),
+            counting_for(previous.counting, tokenizer_fn, image_tokens, counter),
+        )
+
+
 def pipeline_of(
     policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
 ) -> Pipeline:
@@ -148,9 +192,14 @@ class Chosen(NamedTuple):
 
 
 class MemorySettings(Protocol):
-    """What :func:`choose` reads of a ``CupelChatMemory``."""
+    """What :func:`choose` and :class:`Built` read of a ``CupelChatMemory``."""
 
     token_limit: int
+    tokenizer_fn: Any
+    message_token_counter: MessageCounter | None
+    image_tokens: Any
+    policy: str | Policy
+    pipeline: Pipeline | None
     headroom: float
     agent_reserve: int
     truncate_oversized: bool
@@ -191,10 +240,9 @@ def choose(
     input: str | None,
     initial_token_count: int,
     listening: bool,
-    pipeline: Pipeline,
-    counting: Counting,
+    built: Built,
 ) -> Chosen:
-    """``memory``'s selection from ``history`` with ``pipeline`` and ``counting``
+    """``memory``'s selection from ``history`` with what its settings ``built``
     (``CupelChatMemory.get``).
 
     The history is read and counted in one pass. A history without tool calls or results
@@ -217,6 +265,8 @@ def choose(
         )
     limit = token_limit - initial_token_count
     budget = _budget(limit, request_reserve(token_limit, memory.headroom, memory.agent_reserve))
+    pipeline = built.pipeline
+    counting = built.counting
     read = read_messages(history)
     counts = counting.counts(read)
     config: _Config = (counting, memory.pin_system, memory.pin_last_user)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from itertools import islice
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -236,8 +235,7 @@ class Counting:
     :data:`~cupel.counting.MESSAGE_TOKENS` + the text parts by ``tokenizer_fn`` (any
     form :func:`~cupel.counting.text_counter` accepts) + the media by ``image_tokens``.
     Both are checked here (:class:`~cupel.ConfigurationError`). A plain callable
-    returning a list of tokens (LlamaIndex's convention) is called directly, many texts
-    in one pass.
+    returning a list of tokens (LlamaIndex's convention) counts by the list's length.
 
     :meth:`counts` counts a whole history in one pass. The counts of text parts already
     counted are kept in :attr:`known`, by the text parts themselves (a text counter is a
@@ -252,7 +250,7 @@ class Counting:
     8
     """
 
-    __slots__ = ("_plain", "_settings", "count_text", "known", "message_counter", "price_media")
+    __slots__ = ("_settings", "count_text", "known", "message_counter", "price_media")
 
     def __init__(
         self,
@@ -266,9 +264,7 @@ class Counting:
         self.count_text: TextCounter | None = (
             None if tokenizer_fn is None else text_counter(tokenizer_fn, "tokenizer_fn")
         )
-        self._plain: Callable[[str], Any] | None = None
         if callable(tokenizer_fn) and not is_tokenizer(tokenizer_fn):
-            self._plain = tokenizer_fn
             self.count_text = _listed(tokenizer_fn)
         if message_token_counter is None and self.count_text is None:
             raise ConfigurationError(
@@ -300,8 +296,8 @@ class Counting:
     def counts(self, read: MessageRead) -> list[int]:
         """Each message's tokens, the whole history in one pass: the text parts by
         :attr:`known` and, for those not counted yet, the text counter (each distinct one
-        once, every text in one pass); then :data:`~cupel.counting.MESSAGE_TOKENS` and
-        the media. With a ``message_token_counter``, that counter on every message."""
+        once); then :data:`~cupel.counting.MESSAGE_TOKENS` and the media. With a
+        ``message_token_counter``, that counter on every message."""
         count_message = self.message_counter
         if count_message is not None:
             return [
@@ -311,10 +307,12 @@ class Counting:
         known = self.known
         found = list(map(known.get, keys))
         if None in found:
-            new: dict[TextKey, int] = {}
-            pairs = list(zip(keys, found, strict=True))
-            self._count_into(new, [key for key, value in pairs if value is None])
-            found = [new[key] if value is None else value for key, value in pairs]
+            count = self.text_tokens
+            missing = dict.fromkeys(
+                [key for key, value in zip(keys, found, strict=True) if value is None]
+            )
+            new = {key: count(key) for key in missing}
+            found = list(map(new.get, keys, found))  # each one not found is new
             if len(known) + len(new) > 2 * len(keys) + 1000:
                 known.clear()
             known.update(new)
@@ -322,29 +320,6 @@ class Counting:
         for i, media in read.media.items():
             counts[i] += self.media_tokens(media)
         return counts
-
-    def _count_into(self, new: dict[TextKey, int], keys: list[TextKey]) -> None:
-        """Count each distinct text parts of ``keys`` once into ``new``, every text in one
-        pass (a tuple's parts are never empty: :func:`message_parts`)."""
-        distinct = dict.fromkeys(keys)
-        singles = [key for key in distinct if type(key) is str and key]
-        new.update(zip(singles, self._count_texts(singles), strict=True))
-        if "" in distinct:
-            new[""] = 0  # an empty message: nothing to count
-        several = [key for key in distinct if type(key) is not str]
-        if several:
-            counts = iter(self._count_texts([part for key in several for part in key]))
-            for key in several:
-                new[key] = sum(islice(counts, len(key)))
-
-    def _count_texts(self, texts: list[str]) -> list[int]:
-        plain = self._plain
-        if plain is None:
-            return list(map(self.text_tokens, texts))
-        results = list(map(plain, texts))
-        if _TOKEN_LISTS.issuperset(map(type, results)):
-            return list(map(len, results))
-        return [checked_count_of(result, "tokenizer_fn") for result in results]
 
     def media_tokens(self, media: Sequence[Media]) -> int:
         """The tokens of a message's media, by rule."""

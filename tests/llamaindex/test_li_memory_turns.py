@@ -183,11 +183,11 @@ def test_a_freed_message_whose_id_is_reused_is_counted_anew(counter: str) -> Non
     memory.put(ChatMessage(role="user", content="short"))
     memory.get()
     freed = id(memory.get_all()[-1])
+    block = TextBlock(text="word " * 30)  # made before: a new message then allocates little
     memory.chat_store.delete_last_message(memory.chat_store_key)
     memory.get()  # the last selection no longer holds it: it is freed
     gc.collect()
-    long_text = "word " * 30
-    memory.put(_same_address(freed, lambda: ChatMessage(role="user", content=long_text)))
+    memory.put(_same_address(freed, lambda: ChatMessage(role="user", blocks=[block])))
     assert id(memory.get_all()[-1]) == freed
     window = memory.get()
     fresh = CupelChatMemory(

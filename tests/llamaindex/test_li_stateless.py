@@ -431,8 +431,9 @@ def _private_sizes(memory: Any) -> dict[str, int]:
     sizes = {}
     for name, value in (memory.__pydantic_private__ or {}).items():
         sizes[name] = len(value) if hasattr(value, "__len__") else 1
-        if isinstance(value, Counting):
-            sizes[f"{name}.counts"] = len(value.known)
+        counting = getattr(value, "counting", value)  # CupelChatMemory's, in what it built
+        if isinstance(counting, Counting):
+            sizes[f"{name}.counts"] = len(counting.known)
     return sizes
 
 
@@ -441,8 +442,9 @@ def _empty_token_caches(memory: Any) -> None:
     1,000 texts of recent conversations, whatever they are) so that it does not hide in
     the traced memory what else might grow."""
     for value in (memory.__pydantic_private__ or {}).values():
-        if isinstance(value, Counting):
-            value.known.clear()
+        counting = getattr(value, "counting", value)
+        if isinstance(counting, Counting):
+            counting.known.clear()
 
 
 def _check_nothing_grows(
