@@ -19,6 +19,13 @@ without its call, no call without its results).
     python benchmarks/bench_langchain.py --sizes 10000 --runs 11
     python benchmarks/bench_langchain.py --sizes 10000 --breakdown   # where cupel's time goes
     python benchmarks/bench_langchain.py --small     # W8: 10 ... 10,000 messages, in µs
+
+"Report read" rows (W8) build the :class:`~cupel.SelectionReport` and read it as a caller
+does (:func:`read_report`: every included and excluded entry's item, score and reason):
+``select_messages_with_report(history, max_tokens=B, start_on="human")`` against
+``trim_messages(history, strategy="last", max_tokens=B, include_system=True,
+start_on="human", token_counter=count_tokens_approximately)``, and the selector's
+``last_report`` read after ``invoke`` against the ``trim_messages`` Runnable.
 """
 
 from __future__ import annotations
@@ -48,11 +55,13 @@ if __package__ in (None, ""):  # run as a script: the repository root holds the 
 
 from benchmarks.harness import Case, traced_build, yes
 from benchmarks.timing import per_call_us
+from cupel import SelectionReport
 from cupel.counting import REPLY_TOKENS
 from cupel_langchain import (
     CupelMessageSelector,
     approximate_message_tokens,
     select_messages,
+    select_messages_with_report,
     tool_call_problems,
 )
 
@@ -95,6 +104,36 @@ def make_history(n: int, seed: int = SEED) -> list[BaseMessage]:
         else:
             history.append(AIMessage(text(len(history)), id=f"m{len(history)}"))
     return history
+
+
+def read_report(report: SelectionReport | None) -> int:
+    """Read ``report`` as a caller does: every included and excluded entry's item (its
+    tokens), score and reason (its name); the number of entries read."""
+    assert report is not None
+    read = 0
+    for entry in report.included:
+        read += entry.item.tokens >= 0 and entry.score >= 0.0 and bool(entry.reason.value)
+    for entry in report.excluded:
+        read += entry.item.tokens >= 0 and entry.score >= 0.0 and bool(entry.reason.name)
+    return read
+
+
+def trim_chat(history: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    """The incumbent of the report rows: ``trim_messages`` as its documentation sets it up
+    for chat history (keep the system message, start on a human message)."""
+    return trim_messages(
+        history,
+        strategy="last",
+        max_tokens=budget,
+        include_system=True,
+        start_on="human",
+        token_counter=count_tokens_approximately,
+    )
+
+
+def report_read(history: list[BaseMessage], budget: int) -> int:
+    """``select_messages_with_report`` (same budget and ``start_on``) and its report read."""
+    return read_report(select_messages_with_report(history, max_tokens=budget, start_on="human")[1])
 
 
 def _median_ms(func: Callable[[], Any], runs: int, warmups: int) -> tuple[float, float, float]:
@@ -211,14 +250,17 @@ class SmallRow:
     runnable_report_us: float
     trim_function_us: float
     function_us: float
+    trim_chat_us: float
+    report_read_us: float
 
 
 def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
     """W8 (small histories): the W5 conversation at ``n`` messages, budget B = 25% of its
     approximate total. ``CupelMessageSelector(max_tokens=B)`` with its defaults invoked,
-    alone and followed by reading ``last_report`` (the report is built when read if no
-    callback listens), against ``trim_messages(...)`` built as a Runnable and invoked; and
-    ``select_messages`` against the ``trim_messages`` function."""
+    alone and followed by reading ``last_report`` and its entries (:func:`read_report`;
+    the report is built when read if no callback listens), against ``trim_messages(...)``
+    built as a Runnable and invoked; ``select_messages`` against the ``trim_messages``
+    function; and :func:`report_read` against :func:`trim_chat`."""
     history = make_history(n)
     budget = count_tokens_approximately(history) // 4
     trimmer = trim_messages(
@@ -228,7 +270,7 @@ def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
 
     def with_report() -> Any:
         selector.invoke(history)
-        return selector.last_report
+        return read_report(selector.last_report)
 
     def trim_function() -> Any:
         return trim_messages(
@@ -239,8 +281,11 @@ def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
         return select_messages(history, max_tokens=budget)
 
     assert [m.id for m in selector.invoke(history)] == [m.id for m in function()]
-    report = with_report()
+    report = selector.last_report
     assert report is not None and report.included_tokens <= budget
+    assert report_read(history, budget) == len(history) - sum(
+        isinstance(m, ToolMessage) for m in history
+    )  # one entry per unit: a tool call's group is one
 
     def us(func: Callable[[], Any]) -> float:
         return per_call_us(func, runs)
@@ -252,6 +297,8 @@ def small(n: int, runs: int = 51, warmups: int = 5) -> SmallRow:
         runnable_report_us=us(with_report),
         trim_function_us=us(trim_function),
         function_us=us(function),
+        trim_chat_us=us(lambda: trim_chat(history, budget)),
+        report_read_us=us(lambda: report_read(history, budget)),
     )
 
 
@@ -310,8 +357,9 @@ def w5_cases(sizes: list[int]) -> Iterator[Case]:
 def w8_cases(sizes: list[int]) -> Iterator[Any]:
     """W8 rows for ``python -m benchmarks``: the selector (defaults: report on, built when
     read unless a callback listens) against ``trim_messages`` used as a Runnable; the same
-    followed by reading ``last_report`` (no target: the price of reading it); and
-    ``select_messages`` against the ``trim_messages`` function. Each call is repeated
+    followed by reading ``last_report``'s entries (:func:`read_report`); ``select_messages``
+    against the ``trim_messages`` function; and ``select_messages_with_report`` with its
+    report read against :func:`trim_chat` (:func:`report_read`). Each call is repeated
     ``2000 // n`` times per timed sample (at least once), the incumbent likewise."""
     for n in sizes:
         history = make_history(n)
@@ -324,7 +372,7 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
 
         def read(selector: CupelMessageSelector = selector, history: Any = history) -> Any:
             selector.invoke(history)
-            return selector.last_report
+            return read_report(selector.last_report)
 
         def trim_function(history: Any = history, budget: int = budget) -> Any:
             return trim_messages(
@@ -356,7 +404,20 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
             batched(read, calls),
             incumbent=runnable,
             incumbent_label="trim_messages Runnable",
-            note=f"{note}; no target: the price of reading the report".lstrip("; "),
+            note=f"{note}; every entry's item, score and reason read".lstrip("; "),
+        )
+        yield Case(
+            "W8",
+            "W8 select_messages_with_report, report read",
+            n,
+            batched(lambda history=history, budget=budget: report_read(history, budget), calls),
+            incumbent=batched(
+                lambda history=history, budget=budget: trim_chat(history, budget), calls
+            ),
+            incumbent_label="trim_messages (include_system, start_on='human')",
+            note=f"{note}; start_on='human'; every entry's item, score and reason read".lstrip(
+                "; "
+            ),
         )
         yield Case(
             "W8",
@@ -371,17 +432,20 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
 
 def print_small(sizes: list[int], runs: int) -> None:
     print(
-        f"{'N':>6} {'trim Runnable':>14} {'selector':>10} {'ratio':>6} {'+report':>10} "
-        f"{'ratio':>6} {'trim fn':>10} {'select_messages':>16} {'ratio':>6}"
+        f"{'N':>6} {'trim Runnable':>14} {'selector':>10} {'ratio':>6} {'+report read':>13} "
+        f"{'ratio':>6} {'trim fn':>10} {'select_messages':>16} {'ratio':>6} "
+        f"{'trim chat':>10} {'with_report+read':>17} {'ratio':>6}"
     )
     for n in sizes:
         row = small(n, max(runs, 21))
         t = row.trim_runnable_us
         print(
             f"{n:>6} {t:>11.0f} us {row.runnable_us:>7.0f} us {row.runnable_us / t:>6.2f} "
-            f"{row.runnable_report_us:>7.0f} us {row.runnable_report_us / t:>6.2f} "
+            f"{row.runnable_report_us:>10.0f} us {row.runnable_report_us / t:>6.2f} "
             f"{row.trim_function_us:>7.0f} us {row.function_us:>13.0f} us "
-            f"{row.function_us / row.trim_function_us:>6.2f}"
+            f"{row.function_us / row.trim_function_us:>6.2f} "
+            f"{row.trim_chat_us:>7.0f} us {row.report_read_us:>14.0f} us "
+            f"{row.report_read_us / row.trim_chat_us:>6.2f}"
         )
 
 

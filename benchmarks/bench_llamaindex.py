@@ -20,10 +20,11 @@ says so. Peak memory (tracemalloc, one untimed call) is reported except for that
     python benchmarks/bench_llamaindex.py W6 --sizes 1000
     python benchmarks/bench_llamaindex.py W8          # small histories, 10 ... 1,000 messages
 
-W8 (small histories) has two rows per size: ``get()`` repeated on an unchanged history
-(the memory recalls its last window) and one chat turn (:func:`chat_turn`: a new user
+W8 (small histories) has three rows per size: ``get()`` repeated on an unchanged history
+(the memory recalls its last window), one chat turn (:func:`chat_turn`: a new user
 message is put, ``get()`` selects, the message is deleted again so the size stays n),
-which is what a chat engine pays per turn.
+which is what a chat engine pays per turn, and the same turn with ``last_report`` read
+(every included and excluded entry's item, score and reason: the report built and read).
 """
 
 from __future__ import annotations
@@ -243,11 +244,14 @@ def w6(n: int, runs: int, slow_runs: int) -> None:
         print(f"  cupel {label:8s} / incumbent = {ratio:.4f}  (1/{1 / ratio:,.0f}){verdict}")
 
 
-def chat_turn(memory: Any, calls: int = 1) -> Callable[[], None]:
+def chat_turn(memory: Any, calls: int = 1, *, read: bool = False) -> Callable[[], None]:
     """``calls`` chat turns on ``memory`` (a ``CupelChatMemory`` or ``ChatMemoryBuffer``,
     treated identically): each puts a NEW user message with a new text (so nothing is
-    recalled from the previous call), calls ``get()``, then deletes the message from the
-    chat store again, so the history keeps its size."""
+    recalled from the previous call), calls ``get()`` (``read``: then reads every entry of
+    the memory's ``last_report``, :func:`~benchmarks.bench_langchain.read_report`), then
+    deletes the message from the chat store again, so the history keeps its size."""
+    from benchmarks.bench_langchain import read_report
+
     numbers = itertools.count()
     store = memory.chat_store
     key = memory.chat_store_key
@@ -257,6 +261,8 @@ def chat_turn(memory: Any, calls: int = 1) -> Callable[[], None]:
             number = next(numbers)
             memory.put(ChatMessage(role="user", content=f"next question {number}: and then?"))
             memory.get()
+            if read:
+                read_report(memory.last_report)
             store.delete_last_message(key)
 
     return turns
@@ -287,14 +293,15 @@ def _memories(n: int) -> tuple[list[ChatMessage], CupelChatMemory, ChatMemoryBuf
     return history, ours, theirs
 
 
-def small(n: int, runs: int = 51) -> tuple[float, float, float, float]:
+def small(n: int, runs: int = 51) -> tuple[float, float, float, float, float]:
     """W8 (small histories): ``CupelChatMemory.get()`` with its defaults and
     ``ChatMemoryBuffer.get()`` over the W6 conversation of ``n`` messages held by the same
     kind of store, budget B = 25%: medians in µs of ``get()`` repeated on the unchanged
     history and of one chat turn (:func:`chat_turn`), as (cupel repeated, incumbent
-    repeated, cupel per turn, incumbent per turn). The memory builds its report on first
-    read of ``last_report`` (at once if an instrumentation handler listens), so
-    ``get()`` alone is what a chat engine pays per turn."""
+    repeated, cupel per turn, incumbent per turn, cupel per turn with its report read).
+    The memory builds its report on first read of ``last_report`` (at once if an
+    instrumentation handler listens), so ``get()`` alone is what a chat engine pays per
+    turn."""
     history, ours, theirs = _memories(n)
     problems = window_problems(ours.get(), history)
     assert not problems, problems
@@ -303,7 +310,7 @@ def small(n: int, runs: int = 51) -> tuple[float, float, float, float]:
     assert not problems, problems
     repeated = per_call_us(ours.get, runs), per_call_us(theirs.get, runs)
     turn = per_call_us(chat_turn(ours), runs), per_call_us(chat_turn(theirs), runs)
-    return (*repeated, *turn)
+    return (*repeated, *turn, per_call_us(chat_turn(ours, read=True), runs))
 
 
 def w6_cases(sizes: list[int]) -> Iterator[Case]:
@@ -406,8 +413,9 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
     ``ChatMemoryBuffer`` on the W6 conversation at ``n`` messages (at most 1,000: the
     incumbent is quadratic), each repeated ``2000 // n`` times per timed sample. Two rows
     per size: ``get()`` repeated on the unchanged history ("W8 chat memory": the memory
-    recalls its last window) and one chat turn ("W8 chat memory, per turn": put a new
-    user message, ``get()``, delete it again; :func:`chat_turn`)."""
+    recalls its last window), one chat turn ("W8 chat memory, per turn": put a new
+    user message, ``get()``, delete it again; :func:`chat_turn`) and the same turn with
+    ``last_report`` read ("W8 chat memory, per turn, report read")."""
     from benchmarks.bench_langchain import batched
 
     for n in (size for size in sizes if size <= 1000):
@@ -436,6 +444,17 @@ def w8_cases(sizes: list[int]) -> Iterator[Any]:
             incumbent_label="ChatMemoryBuffer put + get + delete",
             note=f"{per_sample}put a new user message, get(), delete it; "
             f"window problems: {', '.join(turn_problems) or 'none'}",
+            checks={"cupel window valid": not turn_problems},
+        )
+        yield Case(
+            "W8",
+            "W8 chat memory, per turn, report read",
+            n,
+            chat_turn(ours, calls, read=True),
+            incumbent=chat_turn(theirs, calls),
+            incumbent_label="ChatMemoryBuffer put + get + delete",
+            note=f"{per_sample}put a new user message, get(), read every entry of "
+            "last_report, delete the message",
             checks={"cupel window valid": not turn_problems},
         )
 
@@ -513,10 +532,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'N':>6} {'':>13} {'ChatMemoryBuffer':>17} {'CupelChatMemory':>16} {'ratio':>6}"
             )
             for n in (10, 50, 200, 1000):
-                ours, theirs, ours_turn, theirs_turn = small(n, max(args.runs, 21))
+                ours, theirs, ours_turn, theirs_turn, read = small(n, max(args.runs, 21))
                 for what, cupel, incumbent in (
                     ("repeated get", ours, theirs),
                     ("per turn", ours_turn, theirs_turn),
+                    ("+report read", read, theirs_turn),
                 ):
                     print(
                         f"{n:>6} {what:>13} {incumbent:>14.0f} us {cupel:>13.0f} us "

@@ -66,6 +66,16 @@ def _flag(name: str) -> Measure:
     return measure
 
 
+def _call_or_incumbent(row: Row) -> tuple[float, str] | None:
+    """The smaller of the ratio to the incumbent and the milliseconds per call (W8 rows
+    time ``2000 // n`` calls per sample): a limit of 1 reads "≤ 1.0× or ≤ 1 ms a call"."""
+    ratio = row.incumbent_ratio
+    if ratio is None:
+        return None
+    per_call = row.timing.median_ms / max(1, 2000 // row.n)
+    return min(ratio, per_call), f"{ratio:.2f}×, {per_call:.2f} ms a call"
+
+
 def _floor_growth(row: Row) -> tuple[float, str] | None:
     """How much the ÷floor ratio grew from a tenth of the items (``scaling ÷ floor
     scaling``: above 1 the pipeline grows faster than its floor)."""
@@ -98,6 +108,21 @@ class Goal:
     n_for: tuple[str, int] | None = None  # (workload, n): that workload only at that size
     sizes: tuple[int, ...] | None = None  # only rows of these sizes
 
+
+_REPORT_READ = (
+    ("W8 selector, report read", "trim_messages Runnable", (10, 50, 200, 1_000, 10_000)),
+    (
+        "W8 select_messages_with_report, report read",
+        "trim_messages (include_system, start_on='human')",
+        (10, 50, 200, 1_000, 10_000),
+    ),
+    (
+        "W8 chat memory, per turn, report read",
+        "ChatMemoryBuffer put + get + delete",
+        (10, 50, 200, 1_000),
+    ),
+)
+"""The rows of issue 28's report target: (label, incumbent, sizes)."""
 
 GOALS: tuple[Goal, ...] = (
     Goal("{label} {n:,} ≤ 30 ms", _ms(2), 30.0, "W1 chat", 10_000),
@@ -170,6 +195,30 @@ GOALS: tuple[Goal, ...] = (
             n,
         )
         for n in (10, 50, 200, 1_000)
+    ),
+    *(
+        Goal(
+            f"{label} {{n:,}}: report built and read ≤ 1.0× {baseline} (issue 28)",
+            _incumbent(2),
+            1.0,
+            label,
+            n,
+        )
+        for label, baseline, sizes in _REPORT_READ
+        for n in sizes
+        if n >= 1_000
+    ),
+    *(
+        Goal(
+            f"{label} {{n:,}}: report built and read ≤ 1 ms a call or ≤ 1.0× {baseline}",
+            _call_or_incumbent,
+            1.0,
+            label,
+            n,
+        )
+        for label, baseline, sizes in _REPORT_READ
+        for n in sizes
+        if n < 1_000
     ),
     *(
         Goal(f"{label} {{n:,}}: window valid", _flag("cupel window valid"), 0.0, label)

@@ -46,7 +46,7 @@ Chat turns are not deduplicated by default: two identical "ok" turns are two mes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextvars import ContextVar
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from langchain_core.callbacks import (
@@ -104,9 +104,6 @@ Fraction = tuple[Literal["fraction"], float]
 
 _FUNCTION_NAMES = option_names(FunctionOptions)
 _SELECTIONS = SelectionCache()
-_SINK: ContextVar[list[Explainable]] = ContextVar("cupel_langchain_report_sink")
-"""Where a run puts its report for the ``invoke`` that started it (the run happens in a
-copy of the caller's context, which shares this list)."""
 
 
 def _select(
@@ -152,7 +149,7 @@ def select_messages(
       ``tool_group``, ...); ``timestamp_key`` names a timestamp messages may carry in
       ``additional_kwargs`` / ``response_metadata`` (default ``None``: message order
       only; set it when the policy scores time, e.g. with a ``DecayScorer``).
-    - ``cache_stable`` (``True``: low-water mark 0.6, or a mark ``0 < m <= 1``) keeps the
+    - ``cache_stable`` (``True``: low-water mark 0.5, or a mark ``0 < m <= 1``) keeps the
       window append-only between cuts, for providers' prompt caches: the previous request's
       window plus the new messages while they fit, else a cut by whole units back to ``m``
       of the budget. The cut is replayed from ``messages`` themselves, so every process
@@ -259,7 +256,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     report: StrictBool = True
     """Build and emit the SelectionReport of each run."""
     cache_stable: StrictBool | float = False
-    """Cache-stable windows: ``True`` (low-water mark 0.6) or a mark ``0 < m <= 1``. The
+    """Cache-stable windows: ``True`` (low-water mark 0.5) or a mark ``0 < m <= 1``. The
     window grows by appending until it overflows, then is cut back to ``m`` of the budget
     once; the cut is replayed from the history itself, so the selector keeps nothing
     between calls (see :mod:`cupel_langchain._stable`)."""
@@ -320,12 +317,8 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self, input: MessagesInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Select from ``input`` (a prompt value or message-likes)."""
-        sink: list[Explainable] = []
-        token = _SINK.set(sink)  # the run itself happens in a copy of this context
-        try:
-            selected = self._call_with_config(self._run, input, config, **kwargs)
-        finally:
-            _SINK.reset(token)
+        sink: list[Explainable] = []  # the run's report, for this context's last_report
+        selected = self._call_with_config(partial(self._run, sink=sink), input, config, **kwargs)
         if sink:
             remember_report(self, sink[0])
         return selected
@@ -335,11 +328,9 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     ) -> list[BaseMessage]:
         """Async :meth:`invoke` (the selection itself is CPU-only)."""
         sink: list[Explainable] = []
-        token = _SINK.set(sink)
-        try:
-            selected = await self._acall_with_config(self._arun, input, config, **kwargs)
-        finally:
-            _SINK.reset(token)
+        selected = await self._acall_with_config(
+            partial(self._arun, sink=sink), input, config, **kwargs
+        )
         if sink:
             remember_report(self, sink[0])
         return selected
@@ -389,9 +380,11 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         input: MessagesInput,
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
+        *,
+        sink: list[Explainable],
     ) -> list[BaseMessage]:
         child = run_manager.get_child()
-        selected, event = self._selected(input, config, child, _SINK.get([]))
+        selected, event = self._selected(input, config, child, sink)
         if event is not None:
             dispatch_report(child, event)
         return selected
@@ -401,9 +394,11 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         input: MessagesInput,
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
+        *,
+        sink: list[Explainable],
     ) -> list[BaseMessage]:
         child = run_manager.get_child()
-        selected, event = self._selected(input, config, child, _SINK.get([]))
+        selected, event = self._selected(input, config, child, sink)
         if event is not None:
             await adispatch_report(child, event)
         return selected

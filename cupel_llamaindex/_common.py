@@ -291,7 +291,7 @@ class WindowFields(CupelFields):
     cache_stable: bool | float = Field(
         default=False,
         description=(
-            "Cache-stable windows: True (low-water mark 0.6) or a mark 0 < m <= 1; the window "
+            "Cache-stable windows: True (low-water mark 0.5) or a mark 0 < m <= 1; the window "
             "only grows by appending until it overflows, then is cut back to m of the budget."
         ),
     )

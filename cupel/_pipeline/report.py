@@ -7,12 +7,14 @@ collector, so a traced run selects exactly what an untraced one does; the report
 built from the stages' results, in the order the collector has always received them.
 
 Each stage's entries come from one builder (``_negative_entries``, ``_duplicate_entries``,
-``_slice_entries``, ``_truncation_entries``, ``_window_entries``). When a collector needs
-them one by one (observers at item detail, OpenTelemetry, a subclass's ``on_excluded``),
-they are built as the stage runs and passed on per item; when it does not
-(:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s collector), the builder
-itself is handed over with the arrays it reads, and the report runs it on its first read
-of ``included`` / ``excluded``. Both give the same entries in the same order
+``_slice_entries``, ``_truncation_entries``, ``_window_entries``) that gathers the
+stage's columns — items, scores, reasons (equal reasons built once and shared) — and
+makes the entries from them in bulk (:func:`~cupel.diagnostics._entries.entries`). When
+a collector needs them one by one (observers at item detail, OpenTelemetry, a
+subclass's ``on_excluded``), the builder runs as the stage ends and each entry is passed
+on; when it does not (:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s
+collector), the builder itself is handed over and the report runs it on its first read
+of ``included`` / ``excluded``: the same entries, built later
 (tests/core/perf/test_perf_report.py).
 """
 
@@ -25,8 +27,6 @@ from itertools import compress
 from operator import not_
 from time import perf_counter
 from typing import Any
-
-import numpy as np
 
 from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
@@ -185,15 +185,19 @@ class Traced(Stages):
         start = self._start(PipelineStage.SLICE)
         sliced = slice_items(slicer, classified, ranking, budget)
         self._sliced, self._ranking = sliced, ranking
-        explained: Mapping[int, ExclusionReason] = {}
-        if getattr(slicer, "exclusion_reasons", None) is not None:
-            explained = _slicer_reasons(slicer, *self._ranked_lists(classified), sliced)
         outcome = sliced.outcome
         if outcome is not None and outcome.shortfalls:
             self.trace.on_shortfalls(outcome.shortfalls)
+        # The reasons a slicer may give itself (e.g. RecencyWindowSlice's OutsideWindow).
+        explain = getattr(slicer, "exclusion_reasons", None)
 
         def build() -> list[ExcludedItem]:
             ranked = self._ranked_lists(classified)
+            explained: Mapping[int, ExclusionReason] = (
+                {}
+                if explain is None
+                else explain(scored_pairs(*ranked), sliced.items, sliced.budget)
+            )
             return _slice_entries(*ranked, sliced, classified, budget, explained)
 
         self._excluded(PipelineStage.SLICE, build)
@@ -236,34 +240,25 @@ class Traced(Stages):
         return report if cost is None else replace(report, bucket_rounding=cost)
 
 
-def _slicer_reasons(
-    slicer: object, ranked_items: list[ContextItem], ranked_scores: list[Any], sliced: Sliced
-) -> Mapping[int, ExclusionReason]:
-    """The exclusion reasons a slicer gives itself (an optional ``exclusion_reasons``
-    method, e.g. :class:`~cupel.RecencyWindowSlice`'s ``OutsideWindow``), by ``id(item)``."""
-    explain = getattr(slicer, "exclusion_reasons", None)
-    if explain is None:
-        return {}
-    reasons: Mapping[int, ExclusionReason] = explain(
-        scored_pairs(ranked_items, ranked_scores), sliced.items, sliced.budget
-    )
-    return reasons
-
-
 def _negative_entries(negative: list[ContextItem]) -> list[ExcludedItem]:
     """Classify: one exclusion per negative-token item, in input order."""
-    return [ExcludedItem(item, 0.0, NegativeTokens(item.tokens)) for item in negative]
+    reasons = [NegativeTokens(tokens) for tokens in map(TOKENS, negative)]
+    return entries(ExcludedItem, negative, [0.0] * len(negative), reasons)
 
 
 def _duplicate_entries(scoreable: list[ContextItem], survivors: Survivors) -> list[ExcludedItem]:
-    """Deduplicate: one exclusion per removed copy, in input order."""
-    values, kept_at = survivors.values, survivors.kept
-    out: list[ExcludedItem] = []
-    for i, content in enumerate(survivors.contents):
-        kept = kept_at[content]
-        if kept != i:
-            out.append(ExcludedItem(scoreable[i], values[i], Deduplicated(scoreable[kept].content)))
-    return out
+    """Deduplicate: one exclusion per removed copy, in input order (the copies of one
+    surviving item share its reason)."""
+    values = survivors.values
+    kept_of = list(map(survivors.kept.__getitem__, survivors.contents))
+    removed = [i for i, kept in enumerate(kept_of) if kept != i]
+    against = {k: Deduplicated(scoreable[k].content) for k in {kept_of[i] for i in removed}}
+    return entries(
+        ExcludedItem,
+        [scoreable[i] for i in removed],
+        [values[i] for i in removed],
+        [against[kept_of[i]] for i in removed],
+    )
 
 
 def _slice_entries(
@@ -276,46 +271,45 @@ def _slice_entries(
 ) -> list[ExcludedItem]:
     """One exclusion per candidate the slicer did not select, in ranked order. An
     object listed more than once (deduplication off) is counted per occurrence: the
-    first ones in ranked order are the selected ones. Equal reasons (immutable values)
-    are built once and shared. ``explained``: reasons the slicer gave itself, keyed by
-    ``id(item)``.
-
-    When no item is capped or explained by the slicer and no object is listed twice,
-    the entries are built in bulk (:func:`~cupel.diagnostics._entries.entries`); else
-    item by item."""
+    first ones in ranked order are the selected ones (:func:`_left_out`). The reason of
+    each: a count cap's ``CountCapExceeded``, else the reason the slicer gave itself
+    (``explained``, keyed by ``id(item)``), else the budget's (:class:`_BudgetReasons`);
+    equal reasons (immutable values) are built once and shared."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
-    selected_ids = Counter(map(id, sliced.items))
-    capped = {id(c.item): c for c in outcome.cap_exclusions}
     target = sliced.budget.target_tokens
-    available = target - sliced.tokens
     displaced = PinnedOverride(pinned[0].content) if pinned else None
     by_budget = _BudgetReasons(
-        available, target, budget.target_tokens - budget.output_reserve, displaced
+        target - sliced.tokens, target, budget.target_tokens - budget.output_reserve, displaced
     )
-    if not capped and not explained:
-        ids = list(map(id, ranked_items))
-        if len(set(ids)) == len(ids):
-            left_out = list(map(not_, map(selected_ids.__contains__, ids)))
-            items = list(compress(ranked_items, left_out))
-            reasons = list(map(by_budget.__getitem__, map(TOKENS, items)))
-            return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
-    out: list[ExcludedItem] = []
-    for item, item_score in zip(ranked_items, ranked_scores, strict=True):
-        key = id(item)
-        if selected_ids[key] > 0:
-            selected_ids[key] -= 1
-            continue
-        cap = capped.get(key) if capped else None
-        reason: ExclusionReason
-        if cap is not None:
-            reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
-        elif key in explained:
-            reason = explained[key]
-        else:
-            reason = by_budget[item.tokens]
-        out.append(ExcludedItem(item, item_score, reason))
-    return out
+    given: dict[int, ExclusionReason] = {**explained}
+    given.update(
+        (id(c.item), CountCapExceeded(c.kind, c.cap, c.count)) for c in outcome.cap_exclusions
+    )
+    keys = list(map(id, ranked_items))
+    left_out = _left_out(keys, list(map(id, sliced.items)))
+    items = list(compress(ranked_items, left_out))
+    fallback = map(by_budget.__getitem__, map(TOKENS, items))
+    reasons = list(map(given.get, compress(keys, left_out), fallback))
+    return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
+
+
+def _left_out(keys: list[int], selected: list[int]) -> list[bool]:
+    """Per candidate (``keys``: ids in ranked order), whether the slicer left it out: a
+    key selected ``k`` times is selected at its first ``k`` occurrences.
+
+    >>> _left_out([7, 8, 7, 9, 7], [7, 9, 7])
+    [False, True, False, False, True]
+    """
+    quota = Counter(selected)
+    get = quota.get
+    left: list[bool] = []
+    for key in keys:
+        times = get(key, 0)
+        if times:
+            quota[key] = times - 1
+        left.append(not times)
+    return left
 
 
 class _BudgetReasons(dict[int, ExclusionReason]):
@@ -346,50 +340,39 @@ class _BudgetReasons(dict[int, ExclusionReason]):
 def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[ExcludedItem]:
     """The entries ``OverflowStrategy.TRUNCATE`` dropped: ``PinnedOverride`` when a pinned
     item forced them out, else ``BudgetExceeded`` against what the kept items left."""
-    available = merged.target - merged.tokens
-    out: list[ExcludedItem] = []
-    for entry, forced_by_pinned in merged.dropped:
-        reason: ExclusionReason = (
-            PinnedOverride(pinned[0].content)
-            if forced_by_pinned
-            else BudgetExceeded(entry.item.tokens, available)
-        )
-        out.append(ExcludedItem(entry.item, entry.score, reason))
-    return out
+    by_budget = _BudgetReasons(merged.target - merged.tokens, 0, 0, None)
+    forced = PinnedOverride(pinned[0].content) if pinned else None
+    dropped = [entry for entry, _ in merged.dropped]
+    reasons = [
+        forced if by_pinned and forced is not None else by_budget[entry.item.tokens]
+        for entry, by_pinned in merged.dropped
+    ]
+    return entries(ExcludedItem, list(map(ITEM, dropped)), list(map(SCORE, dropped)), reasons)
 
 
 def _window_entries(
     placed: list[ContextItem], merged: Merged, classified: Classified
 ) -> list[IncludedItem]:
-    """One inclusion per placed item: pinned (score 1.0), zero-token or scored, built in
-    bulk (:func:`~cupel.diagnostics._entries.entries`). The window's items are told apart
-    by identity, without reading them again: its pinned items are the input's pinned ones
-    (scored 1.0 in ``merged``), its zero-token ones come from the token counts the
-    Classify stage read."""
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored. The
+    window's items are told apart by identity, without reading them again: its pinned
+    items are the input's pinned ones (scored 1.0 in ``merged``), its zero-token ones
+    come from the token counts the Classify stage read."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
     ids = list(map(id, placed))
     scores = list(map(scores_by_id.__getitem__, ids))
     pinned = set(map(id, classified.pinned))
     free = _zero_token_ids(classified)
-    if not pinned and not free:
-        reasons = [InclusionReason.SCORED] * len(ids)
-    else:
-        reasons = [
-            InclusionReason.PINNED
-            if key in pinned
-            else InclusionReason.ZERO_TOKEN
-            if key in free
-            else InclusionReason.SCORED
-            for key in ids
-        ]
+    reasons = [
+        InclusionReason.PINNED
+        if key in pinned
+        else InclusionReason.ZERO_TOKEN
+        if key in free
+        else InclusionReason.SCORED
+        for key in ids
+    ]
     return entries(IncludedItem, placed, scores, reasons)
 
 
 def _zero_token_ids(classified: Classified) -> set[int]:
-    """The ids of the scoreable items with no tokens."""
-    scoreable = classified.scoreable
-    if classified.token_array is not None:
-        return {id(scoreable[i]) for i in np.flatnonzero(classified.token_array == 0).tolist()}
-    return {
-        id(item) for item, count in zip(scoreable, classified.tokens, strict=True) if count == 0
-    }
+    """The ids of the scoreable items with no tokens (the counts the Classify stage read)."""
+    return set(map(id, compress(classified.scoreable, map(not_, classified.tokens))))

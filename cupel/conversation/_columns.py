@@ -80,9 +80,7 @@ class HistoryColumns:
     """
 
     __slots__ = (
-        "_bad",
         "_bare",
-        "_flags",
         "_invalid",
         "_items",
         "_position",
@@ -92,7 +90,9 @@ class HistoryColumns:
         "conversation",
         "keeps",
         "pinned",
+        "pinned_flags",
         "pinned_tokens",
+        "rejected",
         "tokens",
         "units",
     )
@@ -123,10 +123,13 @@ class HistoryColumns:
         """The pinned positions (ascending)."""
         self.pinned_tokens = pinned_tokens
         """Pinned tokens by cause: ``system``, ``latest_user``, ``last``."""
-        self._flags = [False] * len(units)
+        flags = [False] * len(units)
         for position in pinned:
-            self._flags[position] = True
-        self._bad = bad  # (unit, tokens) of the units providers would reject
+            flags[position] = True
+        self.pinned_flags: Sequence[bool] = flags
+        """Whether each position is pinned."""
+        self.rejected: Sequence[tuple[int, int]] = bad
+        """``(unit, tokens)`` of each unit providers would reject."""
         self._source = source
         self._items: list[ContextItem] | None = None
         self._bare: list[ContextItem] | None = None
@@ -135,13 +138,13 @@ class HistoryColumns:
 
     def __repr__(self) -> str:
         return (
-            f"HistoryItems({len(self.units)} items, {len(self._bad)} invalid, "
+            f"HistoryItems({len(self.units)} items, {len(self.rejected)} invalid, "
             f"{len(self.pinned)} pinned)"
         )
 
     def is_pinned(self, position: int) -> bool:
         """Whether the item at ``position`` is pinned."""
-        return self._flags[position]
+        return self.pinned_flags[position]
 
     @property
     def items(self) -> list[ContextItem]:
@@ -149,8 +152,8 @@ class HistoryColumns:
         items = self._items
         if items is None:
             items, bad = self._source.build(self, with_metadata=True)
-            problems = self.conversation._problems
-            reasons = [InvalidToolCall(*problems[k]) for k, _ in self._bad]
+            problems = self.conversation.unit_problems
+            reasons = [InvalidToolCall(*problems[k]) for k, _ in self.rejected]
             self._invalid = list(zip(bad, reasons, strict=True))
             self._items = items
         return items
@@ -211,7 +214,7 @@ class HistoryColumns:
         """
         limit = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
         tokens = self.tokens
-        roles = self.conversation._roles
+        roles = self.conversation.unit_roles
         units = self.units
         system = [p for p in self.pinned if roles[units[p]] == SYSTEM]
         left = limit - sum(tokens[p] for p in system)
@@ -317,10 +320,10 @@ class _Source:
         texts = self.texts
         n = conversation.n_messages
         stamps = synthetic_timestamps(n) if self.timestamps is None else _ordered(self.timestamps)
-        firsts = conversation._firsts
-        groups = conversation._members
-        roles = conversation._roles
-        turns = conversation._turns
+        firsts = conversation.unit_firsts
+        groups = conversation.unit_members
+        roles = conversation.unit_roles
+        turns = conversation.unit_turns
         table = self.kinds
         # Per unit type: its kind and whether its source is Tool; other roles are "other".
         kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
@@ -371,7 +374,7 @@ class _Source:
                 out["metadata"] = frozen
             return out
 
-        flags = history._flags
+        flags = history.pinned_flags
         rows = [
             row(k, need, flags[p], block)
             for p, (k, need, block) in enumerate(
@@ -382,7 +385,7 @@ class _Source:
         if with_metadata:
             latest_user = conversation.latest_user
             latest_turn = turns[latest_user] if latest_user >= 0 else 0
-            for k, need in history._bad:
+            for k, need in history.rejected:
                 turn = turns[k]
                 blocked = block_key is not None and turn < latest_turn
                 bad_rows.append(row(k, need, False, turn if blocked else None))

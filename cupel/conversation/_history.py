@@ -134,11 +134,11 @@ class HistoryItems(HistoryColumns):
         if keep_latest_user and latest_user >= 0:
             pins[latest_user] = "latest_user"
         # The structure's columns, read directly: this loop runs once per unit.
-        firsts = conversation._firsts
-        groups = conversation._members
-        roles = conversation._roles
-        turns = conversation._turns
-        problems = conversation._problems
+        firsts = conversation.unit_firsts
+        groups = conversation.unit_members
+        roles = conversation.unit_roles
+        turns = conversation.unit_turns
+        problems = conversation.unit_problems
         per_message = tokens if unit_tokens is None else None
         count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
         units: list[int] = []

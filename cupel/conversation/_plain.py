@@ -228,30 +228,9 @@ def split_start(
     return [p for p in positions if p not in gone], leading
 
 
-_OWN: dict[int, tuple[Pipeline, object, object, bool]] = {}
-""":func:`_own_components` per pipeline (by identity, with the scorer and placer it was
-found for: a pipeline whose components are replaced is looked at again)."""
-
-
 def _own_components(pipeline: Pipeline) -> bool:
     """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
     that read no item metadata (a subclass could read anything)."""
-    known = _OWN.get(id(pipeline))
-    if (
-        known is not None
-        and known[0] is pipeline
-        and known[1] is pipeline.scorer
-        and known[2] is pipeline.placer
-    ):
-        return known[3]
-    own = _components_are_own(pipeline)
-    if len(_OWN) >= 256:
-        _OWN.clear()
-    _OWN[id(pipeline)] = (pipeline, pipeline.scorer, pipeline.placer, own)
-    return own
-
-
-def _components_are_own(pipeline: Pipeline) -> bool:
     placers, blind = _blind_classes()
     if type(pipeline.placer) not in placers:
         return False

@@ -16,7 +16,7 @@ the same history; between cuts each window is the previous one plus the new mess
 
 >>> from cupel import Pipeline
 >>> cache_stable_pipeline(Pipeline.from_policy("chat"), check_cache_stable(True, "demo")).slicer
-RecencyWindowSlice(low_water=0.6, partial_blocks=True)
+RecencyWindowSlice(low_water=0.5, partial_blocks=True)
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ __all__ = [
     "stable_cut",
 ]
 
-DEFAULT_LOW_WATER = 0.6
+DEFAULT_LOW_WATER = 0.5
 """The low-water mark of ``cache_stable=True``: when the window overflows, it is cut back
 to 60% of the budget, then only appended to until it overflows again."""
 
@@ -175,7 +175,7 @@ def stable_cut(
     columns = _Columns(history, blocks)
     starts = [index for index, _ in earlier]
     budgets = [b for _, b in earlier]
-    firsts = history.conversation._firsts
+    firsts = history.conversation.unit_firsts
     units = history.units
     size = len(units)
     newest_assistant = columns.newest_assistant
@@ -343,8 +343,8 @@ class _Columns:
 
     def __init__(self, history: HistoryColumns, blocks: bool) -> None:
         conversation = history.conversation
-        roles = conversation._roles
-        unit_turns = conversation._turns
+        roles = conversation.unit_roles
+        unit_turns = conversation.unit_turns
         keep_system, self.keep_latest_user, self.keep_last = history.keeps
         units = history.units
         tokens = history.tokens

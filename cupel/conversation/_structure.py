@@ -6,6 +6,7 @@ from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from types import MappingProxyType
 
 from cupel._errors import ConfigurationError
 
@@ -121,14 +122,14 @@ class Conversation:
     __slots__ = (
         "_answers",
         "_calls",
-        "_firsts",
-        "_members",
         "_message_roles",
-        "_problems",
-        "_roles",
-        "_turns",
         "latest_user",
         "n_messages",
+        "unit_firsts",
+        "unit_members",
+        "unit_problems",
+        "unit_roles",
+        "unit_turns",
     )
 
     def __init__(
@@ -207,76 +208,84 @@ class Conversation:
         self.n_messages = n
         self.latest_user = latest_user
         """The unit of the latest user message (``-1``: there is none)."""
-        self._firsts = firsts
-        self._roles = unit_roles
-        self._turns = turns
-        self._members = {k: tuple(v) for k, v in members.items()}
-        self._problems = problems
+        # the unit columns, read-only: the conversation layer reads them whole
+        self.unit_firsts: tuple[int, ...] = tuple(firsts)
+        """The index of each unit's first message."""
+        self.unit_roles: tuple[str, ...] = tuple(unit_roles)
+        """The role of each unit's first message."""
+        self.unit_turns: tuple[int, ...] = tuple(turns)
+        """The user turn of each unit (0 before the first user message)."""
+        self.unit_members: Mapping[int, tuple[int, ...]] = MappingProxyType(
+            {k: tuple(v) for k, v in members.items()}
+        )
+        """The messages of each exchange unit (a tool call with its results)."""
+        self.unit_problems: Mapping[int, tuple[str, tuple[str, ...]]] = MappingProxyType(problems)
+        """Why providers would reject a unit, and the call ids concerned, by unit."""
         self._message_roles = roles
         self._calls = calls
         self._answers = answers
 
     def __repr__(self) -> str:
         return (
-            f"Conversation({self.n_messages} messages, {len(self._firsts)} units, "
-            f"{len(self._problems)} invalid)"
+            f"Conversation({self.n_messages} messages, {len(self.unit_firsts)} units, "
+            f"{len(self.unit_problems)} invalid)"
         )
 
     def __len__(self) -> int:
         """The number of units."""
-        return len(self._firsts)
+        return len(self.unit_firsts)
 
     @property
     def units(self) -> list[Unit]:
         """Every unit, valid or not, in history order."""
-        return [self.unit(k) for k in range(len(self._firsts))]
+        return [self.unit(k) for k in range(len(self.unit_firsts))]
 
     def unit(self, k: int) -> Unit:
         """Unit ``k``."""
-        problem, ids = self._problems.get(k, (None, ()))
+        problem, ids = self.unit_problems.get(k, (None, ()))
         return Unit(
             self.messages_of(k),
-            self._roles[k],
-            k in self._members,
-            self._turns[k],
+            self.unit_roles[k],
+            k in self.unit_members,
+            self.unit_turns[k],
             problem,
             ids,
         )
 
     def messages_of(self, k: int) -> tuple[int, ...]:
         """The message indices of unit ``k`` (ascending)."""
-        group = self._members.get(k)
-        return (self._firsts[k],) if group is None else group
+        group = self.unit_members.get(k)
+        return (self.unit_firsts[k],) if group is None else group
 
     def first_message(self, k: int) -> int:
         """The index of unit ``k``'s first message."""
-        return self._firsts[k]
+        return self.unit_firsts[k]
 
     def role(self, k: int) -> str:
         """The role of unit ``k``'s first message."""
-        return self._roles[k]
+        return self.unit_roles[k]
 
     def turn(self, k: int) -> int:
         """The user turn unit ``k`` belongs to (0 before the first user message)."""
-        return self._turns[k]
+        return self.unit_turns[k]
 
     def is_exchange(self, k: int) -> bool:
         """Whether unit ``k`` is an assistant message that calls tools, with its results."""
-        return k in self._members
+        return k in self.unit_members
 
     def problem(self, k: int) -> tuple[str, tuple[str, ...]] | None:
         """Why providers would reject unit ``k`` and the call ids concerned, or ``None``."""
-        return self._problems.get(k)
+        return self.unit_problems.get(k)
 
     @property
     def invalid_units(self) -> list[int]:
         """The units providers would reject, ascending."""
-        return sorted(self._problems)
+        return sorted(self.unit_problems)
 
     @property
     def has_exchanges(self) -> bool:
         """Whether any message calls tools."""
-        return bool(self._members)
+        return bool(self.unit_members)
 
     def check_window(self, kept: Collection[int]) -> WindowCheck:
         """How the window made of the messages at indices ``kept`` reads.
@@ -303,15 +312,15 @@ class Conversation:
         kept_set = set(kept)
         sendable: list[int] = []
         roles_at: dict[int, str] = {}  # message -> the role of its unit
-        for k in range(len(self._firsts)):
+        for k in range(len(self.unit_firsts)):
             members = self.messages_of(k)
             for index in members:
-                roles_at[index] = self._roles[k]
-            if k not in self._problems and self._roles[k] != SYSTEM:
+                roles_at[index] = self.unit_roles[k]
+            if k not in self.unit_problems and self.unit_roles[k] != SYSTEM:
                 sendable.extend(members)
         sendable.sort()
         window = [i for i in sendable if i in kept_set]
-        task = self._firsts[self.latest_user] if self.latest_user >= 0 else -1
+        task = self.unit_firsts[self.latest_user] if self.latest_user >= 0 else -1
         holes: list[str] = []
         if window:
             rest = window
@@ -365,14 +374,18 @@ class Conversation:
 
     def _unit_messages(self, first: int) -> tuple[int, ...]:
         """The messages of the unit whose first message is ``first``."""
-        k = bisect_left(self._firsts, first)
-        return self.messages_of(k) if k < len(self._firsts) and self._firsts[k] == first else ()
+        k = bisect_left(self.unit_firsts, first)
+        return (
+            self.messages_of(k)
+            if k < len(self.unit_firsts) and self.unit_firsts[k] == first
+            else ()
+        )
 
     def _message_turns(self) -> list[int]:
         """The turn of each message (a unit's messages share its turn)."""
         out = [0] * self.n_messages
-        for k, first in enumerate(self._firsts):
-            turn = self._turns[k]
+        for k, first in enumerate(self.unit_firsts):
+            turn = self.unit_turns[k]
             for index in self.messages_of(k):
                 out[index] = turn
             out[first] = turn
@@ -405,9 +418,9 @@ class Conversation:
 (unknown_result)"]
         """
         out: list[str] = []
-        for k in sorted(self._problems):
-            problem, ids = self._problems[k]
-            first = self._firsts[k]
+        for k in sorted(self.unit_problems):
+            problem, ids = self.unit_problems[k]
+            first = self.unit_firsts[k]
             if problem in (_UNANSWERED, _PARTIAL):
                 out.append(f"message {first}: tool call(s) {list(ids)} are unanswered ({problem})")
             else:

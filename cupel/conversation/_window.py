@@ -191,7 +191,7 @@ def select_window(
             partial=slicer.partial_blocks,
             earlier=earlier,
         )
-        flags = history._flags
+        flags = history.pinned_flags
         offered = []
         for position in range(len(history.units)):
             if flags[position] or position >= stable.cut or position == stable.head:
@@ -237,7 +237,7 @@ def select_window(
     if stable is not None:
         conversation = history.conversation
         cut = (
-            conversation._firsts[history.units[stable.cut]]
+            conversation.unit_firsts[history.units[stable.cut]]
             if stable.cut < len(history.units)
             else conversation.n_messages
         )
@@ -287,7 +287,7 @@ def _plain(
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None
     target = effective_limits(budget, pinned_tokens)[1]
-    flags = history._flags
+    flags = history.pinned_flags
     tokens = history.tokens
     blocks = history.blocks
     walk = [p for p in (range(len(flags)) if offered is None else offered) if not flags[p]]
@@ -306,8 +306,8 @@ def _cut(history: HistoryColumns, positions: list[int]) -> int:
     window's newest unit is left out (units newer than the window are not a gap) — or the
     history's length when no non-system message is kept."""
     conversation = history.conversation
-    firsts = conversation._firsts
-    roles = conversation._roles
+    firsts = conversation.unit_firsts
+    roles = conversation.unit_roles
     units = history.units
     stretch = [p for p in positions if roles[units[p]] != SYSTEM]
     if not stretch:
@@ -325,4 +325,4 @@ def _cut(history: HistoryColumns, positions: list[int]) -> int:
 def _start_on(
     history: HistoryColumns, positions: list[int], start_on: Collection[str]
 ) -> tuple[list[int], list[int]]:
-    return split_start(positions, history.conversation._roles, history.units, start_on)
+    return split_start(positions, history.conversation.unit_roles, history.units, start_on)

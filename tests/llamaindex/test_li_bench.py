@@ -114,8 +114,10 @@ def test_w8_has_a_repeated_and_a_per_turn_row_per_size_both_valid(bench: ModuleT
     assert [(case.label, case.n) for case in cases] == [
         ("W8 chat memory", 10),
         ("W8 chat memory, per turn", 10),
+        ("W8 chat memory, per turn, report read", 10),
         ("W8 chat memory", 50),
         ("W8 chat memory, per turn", 50),
+        ("W8 chat memory, per turn, report read", 50),
     ]
     for case in cases:
         assert case.checks == {"cupel window valid": True}

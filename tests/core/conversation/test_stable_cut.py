@@ -98,8 +98,8 @@ def oracle_windows(
     for end in ends:
         conversation, history = _build(roles, calls, answers, tokens, end, keeps)
         units = history.units
-        firsts = conversation._firsts
-        turns = conversation._turns
+        firsts = conversation.unit_firsts
+        turns = conversation.unit_turns
         latest = turns[units[-1]] if units else 0
         start = cut
         holding = [p for p in range(len(units)) if firsts[units[p]] >= cut]

@@ -1,13 +1,16 @@
-"""The report of ``dry_run`` (entries built on first read, from the stages' arrays) is the
-report of the per-item route (entries built and passed to the collector one by one, as an
-observer at item detail or any other collector needs them), bit for bit."""
+"""The report's entries (each stage's built in bulk from its columns, equal reasons
+shared) are the entries the spec's per-item definitions give (the oracle builders below);
+``dry_run`` builds them on first read, collectors that need each decision (item detail,
+observers, subclasses overriding ``on_excluded`` / ``on_included``) get them one by one
+as the stages end: the same report, bit for bit."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import pickle
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -41,7 +44,17 @@ from cupel import (
     TraceDetailLevel,
     UShapedPlacer,
 )
-from cupel.diagnostics import ExcludedItem, IncludedItem, InclusionReason, PipelineStage
+from cupel.diagnostics import (
+    BudgetExceeded,
+    CountCapExceeded,
+    ExcludedItem,
+    ExclusionReason,
+    IncludedItem,
+    InclusionReason,
+    PinnedOverride,
+    PipelineStage,
+    SliceOutcome,
+)
 
 SLICERS = [
     GreedySlice(),
@@ -74,7 +87,7 @@ class Recording(DiagnosticTraceCollector):
 
 
 def per_item(pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget) -> Any:
-    """The previous route: every entry built as its stage runs and passed on."""
+    """Every entry built as its stage ends and passed on one by one."""
     return pipeline.run(items, budget, collector=MultiTraceCollector(DiagnosticTraceCollector()))
 
 
@@ -135,7 +148,7 @@ def test_the_deferred_report_is_the_per_item_report(
     assert wire(deferred.report) == wire(reference.report)
     assert deferred.report is not None and reference.report is not None
     assert deferred.report.bucket_rounding == reference.report.bucket_rounding
-    assert_bulk_entries_are_built_one_by_one(pipeline, items, budget, deferred.report)
+    assert_entries_are_the_oracle_entries(pipeline, items, budget, deferred.report)
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -317,14 +330,44 @@ def test_scored_items_of_a_custom_slicer_are_checked_before_the_report_is_read()
         )
 
 
-def _item_by_item_slice_entries(*args: Any) -> Any:
-    """``_slice_entries`` forced onto its item-by-item loop: the slicer is said to explain
-    an id no object has (ids are positive), which only the bulk route's guard reads."""
-    *head, explained = args
-    return _SLICE_ENTRIES(*head, {**explained, -1: None})
+def oracle_slice_entries(
+    ranked_items: list[ContextItem],
+    ranked_scores: list[Any],
+    sliced: Any,
+    classified: Any,
+    budget: ContextBudget,
+    explained: Mapping[int, ExclusionReason],
+) -> list[ExcludedItem]:
+    """The Slice stage's exclusions as the definitions read, one candidate at a time: an
+    unselected candidate (per occurrence, the first ones in ranked order being the
+    selected ones) is ``CountCapExceeded`` when a cap removed it, else the slicer's own
+    reason, else ``PinnedOverride`` when it would have fitted without the pinned items
+    (ruling 2), else ``BudgetExceeded`` against what the selection left (ruling 5)."""
+    outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
+    selected = Counter(map(id, sliced.items))
+    capped = {id(c.item): c for c in outcome.cap_exclusions}
+    pinned = classified.pinned
+    target = sliced.budget.target_tokens
+    out = []
+    for item, item_score in zip(ranked_items, ranked_scores, strict=True):
+        if selected[id(item)] > 0:
+            selected[id(item)] -= 1
+            continue
+        reason: ExclusionReason
+        if id(item) in capped:
+            cap = capped[id(item)]
+            reason = CountCapExceeded(cap.kind, cap.cap, cap.count)
+        elif id(item) in explained:
+            reason = explained[id(item)]
+        elif pinned and target < item.tokens <= budget.target_tokens - budget.output_reserve:
+            reason = PinnedOverride(pinned[0].content)
+        else:
+            reason = BudgetExceeded(item.tokens, target - sliced.tokens)
+        out.append(ExcludedItem(item, item_score, reason))
+    return out
 
 
-def _item_by_item_window_entries(
+def oracle_window_entries(
     placed: list[ContextItem], merged: Any, classified: Any
 ) -> list[IncludedItem]:
     """``_window_entries`` as the definition reads, one entry per placed item, each read
@@ -341,39 +384,30 @@ def _item_by_item_window_entries(
     return out
 
 
-_SLICE_ENTRIES = cupel._pipeline.report._slice_entries
-
-
-def assert_bulk_entries_are_built_one_by_one(
-    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget, bulk: SelectionReport
+def assert_entries_are_the_oracle_entries(
+    pipeline: Pipeline, items: list[ContextItem], budget: ContextBudget, built: SelectionReport
 ) -> None:
-    """The Slice stage's exclusions for the budget alone (``BudgetExceeded`` shared per
-    token count, ``PinnedOverride``) and the window's inclusions are built in bulk; the
-    report is the one the item-by-item builders give, entry for entry, reasons shared
-    alike."""
+    """The report is the one the per-item oracle builders give, entry for entry; equal
+    budget reasons are one object (one ``BudgetExceeded`` per token count)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cupel._pipeline.report, "_slice_entries", _item_by_item_slice_entries)
-        patch.setattr(cupel._pipeline.report, "_window_entries", _item_by_item_window_entries)
-        one_by_one = pipeline.dry_run(items, budget).report
-        assert one_by_one is not None
-        wired = wire(one_by_one)  # the entries are built now, by the patched builders
-    assert wire(bulk) == wired
-    for built, reference in (
-        (bulk.included, one_by_one.included),
-        (bulk.excluded, one_by_one.excluded),
+        patch.setattr(cupel._pipeline.report, "_slice_entries", oracle_slice_entries)
+        patch.setattr(cupel._pipeline.report, "_window_entries", oracle_window_entries)
+        oracle = pipeline.dry_run(items, budget).report
+        assert oracle is not None
+    assert wire(built) == wire(oracle)
+    for entries_built, reference in (
+        (built.included, oracle.included),
+        (built.excluded, oracle.excluded),
     ):
-        assert [type(e) for e in built] == [type(e) for e in reference]
-        assert [(id(e.item), e.score, e.reason) for e in built] == [
+        assert [type(e) for e in entries_built] == [type(e) for e in reference]
+        assert [(id(e.item), e.score, e.reason) for e in entries_built] == [
             (id(e.item), e.score, e.reason) for e in reference
         ]
-        assert [type(e.score) for e in built] == [float] * len(built)
-
-    # equal reasons are shared in both (one BudgetExceeded per token count)
-    def shared(entries: Sequence[ExcludedItem]) -> list[int]:
-        first: dict[int, int] = {}
-        return [first.setdefault(id(e.reason), i) for i, e in enumerate(entries)]
-
-    assert shared(bulk.excluded) == shared(one_by_one.excluded)
+        assert [type(e.score) for e in entries_built] == [float] * len(entries_built)
+    shared: dict[ExclusionReason, int] = {}
+    for entry in built.excluded:
+        if isinstance(entry.reason, BudgetExceeded):
+            assert shared.setdefault(entry.reason, id(entry.reason)) == id(entry.reason)
 
 
 def test_entries_built_in_bulk_are_frozen_dataclass_instances() -> None:
