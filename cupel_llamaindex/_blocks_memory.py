@@ -56,9 +56,7 @@ from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._memory_selection import fitted_mapping
 from cupel_llamaindex._reading import (
     Counting,
-    TokenCache,
     counting_for,
-    read_counts,
     read_messages,
 )
 
@@ -144,7 +142,6 @@ class CupelMemory(WindowFields, Memory):
     tokenizer_fn: Any = tokenizer_field()
 
     _counting: Counting | None = PrivateAttr(default=None)
-    _token_cache: TokenCache = PrivateAttr(default_factory=TokenCache)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
 
@@ -318,7 +315,6 @@ class CupelMemory(WindowFields, Memory):
             counting=counting,
             pin_system=self.pin_system,
             pin_last_user=self.pin_last_user,
-            cache=self._token_cache,
         )
 
     def _block_tokens(self, name: str, content: Any, counting: Counting) -> int:
@@ -371,7 +367,7 @@ class CupelMemory(WindowFields, Memory):
         if not self.truncate_oversized:
             return mapping
         config = (counting, self.pin_system, self.pin_last_user)
-        return fitted_mapping(mapping, budget, config, self._token_cache)
+        return fitted_mapping(mapping, budget, config)
 
     async def _manage_queue(self) -> None:
         """The flush, by cupel's window, recomputed from the store on every ``put()``:
@@ -388,7 +384,7 @@ class CupelMemory(WindowFields, Memory):
             return
         limit = self._flush_budget()
         counting = self._count()
-        if sum(read_counts(read_messages(active), counting, self._token_cache)) <= limit:
+        if sum(counting.counts(read_messages(active))) <= limit:
             return
         system = await self._archived_system()
         history = [*system, *active]

@@ -33,8 +33,6 @@ from cupel_llamaindex._reading import (
     MessageCounter,
     MessageRead,
     TextKey,
-    TokenCache,
-    read_counts,
     read_messages,
 )
 
@@ -140,7 +138,6 @@ def messages_to_items(
     image_tokens: ImageTokens = "max",
     pin_system: bool = True,
     pin_last_user: bool = True,
-    cache: TokenCache | None = None,
 ) -> MessageMapping:
     """Map a chat history to one item per unit with cupel's conversation layer.
 
@@ -159,8 +156,7 @@ def messages_to_items(
       result's call id — + its images and other media by ``image_tokens``
       (:data:`~cupel.counting.ImageTokens`). A ``message_token_counter(message)``, if
       given, counts whole messages instead (nothing is added). A unit's tokens are the
-      sum. With a ``cache`` (a :class:`TokenCache`), texts counted in an earlier call are
-      not counted again.
+      sum.
     * Content is ``"[position] role: text"`` (so distinct turns never deduplicate);
       ``metadata`` holds ``{"role": ...}`` of the unit's first message, plus
       ``cupel:turn`` for units of earlier turns (a recency window keeps them whole).
@@ -195,7 +191,6 @@ def messages_to_items(
         counting=Counting(tokenizer_fn, image_tokens, message_token_counter),
         pin_system=pin_system,
         pin_last_user=pin_last_user,
-        cache=cache,
     )
 
 
@@ -205,15 +200,17 @@ def map_read(
     counting: Counting,
     pin_system: bool,
     pin_last_user: bool,
-    cache: TokenCache | None,
+    counts: list[int] | None = None,
     cuts: Mapping[int, int] | None = None,
 ) -> MessageMapping:
     """:func:`messages_to_items` of messages already read (:func:`read_messages`);
-    ``cuts``: the tokens cut from the unit whose first message is at that index
+    ``counts``: their tokens if already counted (:meth:`Counting.counts`); ``cuts``: the
+    tokens cut from the unit whose first message is at that index
     (``metadata["cupel:cut_tokens"]``, :mod:`cupel_llamaindex._oversized`)."""
     raw_roles = [str.__str__(role) for role in read.roles]
     roles = [ROLE_NAMES.get(role, role) for role in raw_roles]
-    counts = read_counts(read, counting, cache)
+    if counts is None:
+        counts = counting.counts(read)
     conversation = Conversation(roles, calls=read.calls, answers=read.answers)
     labelled = _Labelled(raw_roles, read.keys)
 

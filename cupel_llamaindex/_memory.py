@@ -40,7 +40,7 @@ from cupel_llamaindex._common import (
     tokenizer_field,
 )
 from cupel_llamaindex._memory_selection import OWNER as _OWNER
-from cupel_llamaindex._memory_selection import Caches, Explains, choose
+from cupel_llamaindex._memory_selection import Built, Explains, choose, pipeline_of
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -98,13 +98,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
       says what they need and names ``pin_system`` / ``pin_last_user``;
     * with ``start_on_user`` (default), the first non-system message is a user message
       (units dropped for it are reported as ``Filtered("start_on")``);
-    * every message text is counted once and remembered for later calls
-      (``ChatMemoryBuffer`` re-counts the whole window for every message it drops, on
-      every ``get()``); a ``get()`` on a history that reads the same as the last one (the
-      same message objects, roles, text parts, media and tool-call links) under the same
-      settings and budget returns the last plain window again without selecting; a
-      history without tool calls or results under a recency-window preset is selected
-      from its roles and counts alone (the units and items are made only for the report).
+    * every ``get()`` reads and counts the history in one pass, each message once
+      (``ChatMemoryBuffer`` re-counts the whole window for every message it drops); the
+      counts of texts already counted are remembered by the text itself, so a result
+      never depends on what the memory saw before; a history without tool calls or
+      results under a recency-window preset is selected from its roles and counts alone
+      (the units and items are made only for the report).
 
     **Cache-stable windows** (``cache_stable=True`` or a low-water mark): the window only
     grows by the new messages until it would overflow, then is cut back to the mark; the
@@ -146,7 +145,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
 
-    _caches: Caches = PrivateAttr(default_factory=lambda: Caches())
+    _built: Built | None = PrivateAttr(default=None)
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
     _last_report: SelectionReport | None = PrivateAttr(default=None)
     _pending_report: Explains | None = PrivateAttr(default=None)
@@ -158,7 +157,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
 
     def __getstate__(self) -> dict[str, Any]:
-        return state_without_caches(self, CupelChatMemory, ("_caches", "_pending_report"))
+        return state_without_caches(self, CupelChatMemory, ("_built", "_pending_report"))
 
     @classmethod
     def class_name(cls) -> str:
@@ -172,7 +171,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     @model_validator(mode="after")
     def _build(self) -> CupelChatMemory:
-        self._current_pipeline()
+        pipeline_of(self.policy, self.pipeline, self.cache_stable)  # a bad policy fails here
         return self
 
     @classmethod
@@ -378,10 +377,6 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             stacklevel=2,
         )
 
-    def _current_pipeline(self) -> Pipeline:
-        caches: Caches = self.__pydantic_private__["_caches"]  # type: ignore[index]
-        return caches.pipeline_for(self.policy, self.pipeline, self.cache_stable)
-
     def get(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
@@ -445,9 +440,26 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         listening, spans = handlers_reached()
         if listening or spans:
             return self._select(history, input, initial_token_count, listening)
-        return choose(self, history, input, initial_token_count, listening)
+        return self._choose(history, input, initial_token_count, listening)
 
     @dispatcher.span
     def _select(self, *arguments: Any) -> list[ChatMessage]:
         """The selection in a LlamaIndex span (the span's id names ``_select``)."""
-        return choose(self, *arguments)
+        return self._choose(*arguments)
+
+    def _choose(
+        self,
+        history: Sequence[ChatMessage],
+        input: str | None,
+        initial_token_count: int,
+        listening: bool,
+    ) -> list[ChatMessage]:
+        """The selection with what the settings build (:class:`Built`: made again when one
+        was replaced), kept as the last one (window, report or report to build)."""
+        built = self._built
+        current = Built.of(built, self)
+        if current is not built:
+            self._built = current
+        chosen = choose(self, history, input, initial_token_count, listening, current)
+        messages, self._last_report, self._pending_report, self._last_window = chosen
+        return messages

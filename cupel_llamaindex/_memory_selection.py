@@ -1,11 +1,12 @@
-"""CupelChatMemory's selection (:func:`choose`) and what a memory keeps between calls
-(:class:`Caches`): the pipeline, budgets, token counts, the last read and its mapping, and
-the last plain window (recalled while the history reads the same)."""
+"""CupelChatMemory's selection (:func:`choose`): every call reads and counts the history
+in one pass (:meth:`~cupel_llamaindex._reading.Counting.counts`) and selects its window."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from typing import Any, Protocol
+from functools import lru_cache
+from typing import Any, NamedTuple, Protocol
 
 from llama_index.core.base.llms.types import ChatMessage
 
@@ -16,7 +17,6 @@ from cupel.conversation import (
     PinnedOptions,
     cache_stable_pipeline,
     check_cache_stable,
-    plain_key,
     tool_free_window,
 )
 from cupel.counting import estimate_tokens
@@ -32,13 +32,20 @@ from cupel_llamaindex._reading import (
     Counting,
     MessageCounter,
     MessageRead,
-    RoleCounts,
-    TokenCache,
     counting_for,
     read_messages,
+    read_roles,
 )
 
-__all__ = ["OWNER", "PINNED_OPTIONS", "Caches", "Explains", "MemorySettings", "choose"]
+__all__ = [
+    "OWNER",
+    "PINNED_OPTIONS",
+    "Chosen",
+    "Explains",
+    "MemorySettings",
+    "choose",
+    "pipeline_of",
+]
 
 OWNER = "CupelChatMemory"
 _START_ON_USER = frozenset({USER})
@@ -64,35 +71,6 @@ _Config = tuple[Counting, bool, bool]
 ``image_tokens``, ``message_token_counter``), ``pin_system`` and ``pin_last_user``."""
 
 
-class _Recall:
-    """A memory's last read under ``config`` and its mapping (made when first needed: a
-    tool-free history under a plain pipeline is selected without one). The last plain
-    window chosen from it is :attr:`Caches.last` (not here: a deferred window refers to
-    its recall, and a cycle would leave every chat turn's objects to the garbage
-    collector)."""
-
-    __slots__ = ("config", "mapping", "read")
-
-    def __init__(self, read: MessageRead, config: _Config) -> None:
-        self.read = read
-        self.config = config
-        self.mapping: MessageMapping | None = None
-
-    def mapping_for(self, cache: TokenCache) -> MessageMapping:
-        """The mapping of the read (made once)."""
-        mapping = self.mapping
-        if mapping is None:
-            config = self.config
-            mapping = self.mapping = map_read(
-                self.read,
-                counting=config[0],
-                pin_system=config[1],
-                pin_last_user=config[2],
-                cache=cache,
-            )
-        return mapping
-
-
 class _Deferred:
     """A window selected from the messages' roles and counts alone
     (:func:`~cupel.conversation.tool_free_window`): its report is that of the same
@@ -104,22 +82,30 @@ class _Deferred:
     def __init__(
         self,
         messages: list[int],
-        recall: _Recall,
-        cache: TokenCache,
+        read: MessageRead,
+        counts: list[int],
+        config: _Config,
         pipeline: Pipeline,
         budget: ContextBudget,
         start_on: frozenset[str],
     ) -> None:
         self.messages = messages
-        self._args = (recall, cache, pipeline, budget, start_on)
+        self._args = (read, counts, config, pipeline, budget, start_on)
         self._window: HistoryWindow | None = None
 
     def explain(self) -> SelectionReport:
         """The selection's report (see :meth:`HistoryWindow.explain`)."""
         window = self._window
         if window is None:
-            recall, cache, pipeline, budget, start_on = self._args
-            window = recall.mapping_for(cache).history.select(
+            read, counts, config, pipeline, budget, start_on = self._args
+            mapping = map_read(
+                read,
+                counting=config[0],
+                pin_system=config[1],
+                pin_last_user=config[2],
+                counts=counts,
+            )
+            window = mapping.history.select(
                 pipeline,
                 budget,
                 with_report=False,
@@ -135,94 +121,86 @@ class _Deferred:
         return window.explain()
 
 
-class Caches:
-    """What a memory keeps between calls (one private attribute, read once per call: a
-    pydantic private attribute costs a Python-level ``__getattr__`` per read): the
-    pipeline built from ``policy`` / ``pipeline`` / ``cache_stable``, the counting built
-    from ``tokenizer_fn`` / ``image_tokens`` / ``message_token_counter``, budgets by
-    limit and reserve, token counts, the last read's roles and counts
-    (:class:`RoleCounts`), the last read and mapping (:class:`_Recall`) and, in
-    ``last``, the last plain window chosen from it: ``(recall, key, window, its
-    messages)`` (one tuple, replaced whole, so that a concurrent call never pairs one
-    call's key with another's window). Every entry is keyed by what it depends on, so a
-    copy of the memory sharing it stays correct."""
+class Built:
+    """What a memory's settings build: the ``pipeline`` (of ``policy``, ``pipeline`` and
+    ``cache_stable``) and the ``counting`` (of ``tokenizer_fn``, ``image_tokens`` and
+    ``message_token_counter``), with the settings they were built of (held, compared by
+    identity: :meth:`of` builds again what a replaced setting changes)."""
 
-    __slots__ = (
-        "_budgets",
-        "_built_from",
-        "_counting",
-        "_pipeline",
-        "columns",
-        "last",
-        "recall",
-        "token_cache",
-    )
+    __slots__ = ("counting", "pipeline", "settings")
 
-    def __init__(self) -> None:
-        self._built_from: tuple[object, object, object] | None = None
-        self._pipeline: Pipeline | None = None
-        self._budgets: dict[tuple[int, int], ContextBudget] = {}
-        self._counting: Counting | None = None
-        self.token_cache = TokenCache()
-        self.columns = RoleCounts()
-        self.recall: _Recall | None = None
-        self.last: tuple[_Recall, tuple[object, ...], Explains, tuple[ChatMessage, ...]] | None = (
-            None
+    def __init__(
+        self, settings: tuple[object, ...], pipeline: Pipeline, counting: Counting
+    ) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.counting = counting
+
+    @staticmethod
+    def of(previous: Built | None, memory: MemorySettings) -> Built:
+        """``previous`` if ``memory``'s settings are those it was built of, else what they
+        build (the pipeline or the counting of ``previous`` kept if its settings are)."""
+        policy, pipeline, cache_stable = memory.policy, memory.pipeline, memory.cache_stable
+        tokenizer_fn, image_tokens = memory.tokenizer_fn, memory.image_tokens
+        counter = memory.message_token_counter
+        settings = (policy, pipeline, cache_stable, tokenizer_fn, image_tokens, counter)
+        if previous is None:
+            return Built(
+                settings,
+                pipeline_of(policy, pipeline, cache_stable),
+                Counting(tokenizer_fn, image_tokens, counter),
+            )
+        if all(map(operator.is_, settings, previous.settings)):
+            return previous
+        before = previous.settings
+        return Built(
+            settings,
+            previous.pipeline
+            if before[0] is policy and before[1] is pipeline and before[2] == cache_stable
+            else pipeline_of(policy, pipeline, cache_stable),
+            counting_for(previous.counting, tokenizer_fn, image_tokens, counter),
         )
 
-    def pipeline_for(
-        self, policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
-    ) -> Pipeline:
-        """The pipeline of these settings (built again when one of them changed)."""
-        built = self._built_from
-        current = self._pipeline
-        if (
-            current is None
-            or built is None
-            or built[0] is not policy
-            or built[1] is not pipeline
-            or built[2] != cache_stable
-        ):
-            low_water = check_cache_stable(cache_stable, f"{OWNER}.cache_stable")
-            resolved = resolve_pipeline(policy, owner=OWNER, pipelines=False, pipeline=pipeline)
-            current = cache_stable_pipeline(resolved, low_water)
-            self._pipeline = current
-            self._built_from = (policy, pipeline, cache_stable)
-        return current
 
-    def counting_for(
-        self,
-        tokenizer_fn: object,
-        image_tokens: object,
-        message_token_counter: MessageCounter | None,
-    ) -> Counting:
-        """The counting of these settings (built again when one of them changed)."""
-        counting = counting_for(self._counting, tokenizer_fn, image_tokens, message_token_counter)
-        self._counting = counting
-        return counting
+def pipeline_of(
+    policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
+) -> Pipeline:
+    """The pipeline a memory selects with: ``pipeline`` or ``policy``'s, cache-stable
+    under ``cache_stable``."""
+    low_water = check_cache_stable(cache_stable, f"{OWNER}.cache_stable")
+    return cache_stable_pipeline(
+        resolve_pipeline(policy, owner=OWNER, pipelines=False, pipeline=pipeline), low_water
+    )
 
-    def budget(self, limit: int, reserve: int) -> ContextBudget:
-        """The budget of ``limit`` tokens (max and target) less ``reserve`` (its
-        ``output_reserve``, at most ``limit``)."""
-        key = (limit, reserve)
-        budget = self._budgets.get(key)
-        if budget is None:
-            budget = ContextBudget(
-                max_tokens=limit, target_tokens=limit, output_reserve=min(limit, reserve)
-            )
-            if len(self._budgets) > 64:
-                self._budgets.clear()
-            self._budgets[key] = budget
-        return budget
+
+@lru_cache(maxsize=64)
+def _budget(limit: int, reserve: int) -> ContextBudget:
+    """The budget of ``limit`` tokens (max and target) less ``reserve`` (its
+    ``output_reserve``, at most ``limit``); a value of its arguments (kept: a budget
+    costs more to build than a small history's selection)."""
+    return ContextBudget(max_tokens=limit, target_tokens=limit, output_reserve=min(limit, reserve))
+
+
+class Chosen(NamedTuple):
+    """What :func:`choose` selected: the ``messages``; the report, built (``report``) or
+    to be built when first read (``pending``); the cache-stable ``window`` (else
+    ``None``)."""
+
+    messages: list[ChatMessage]
+    report: SelectionReport | None
+    pending: Explains | None
+    window: HistoryWindow | None
 
 
 class MemorySettings(Protocol):
-    """What :func:`choose` reads of a ``CupelChatMemory``."""
+    """What :func:`choose` and :class:`Built` read of a ``CupelChatMemory``."""
 
     token_limit: int
     tokenizer_fn: Any
     message_token_counter: MessageCounter | None
     image_tokens: Any
+    policy: str | Policy
+    pipeline: Pipeline | None
     headroom: float
     agent_reserve: int
     truncate_oversized: bool
@@ -230,13 +208,10 @@ class MemorySettings(Protocol):
     pin_last_user: bool
     start_on_user: bool
     cache_stable: bool | float
-    policy: str | Policy
-    pipeline: Pipeline | None
-    __pydantic_private__: dict[str, Any] | None
 
 
 def fitted_mapping(
-    mapping: MessageMapping, budget: ContextBudget, config: _Config, cache: TokenCache
+    mapping: MessageMapping, budget: ContextBudget, config: _Config
 ) -> MessageMapping:
     """``mapping``, or the mapping of its messages with cut copies of the units too large
     for any window (``truncate_oversized``: :mod:`cupel_llamaindex._oversized`)."""
@@ -256,7 +231,6 @@ def fitted_mapping(
         counting=counting,
         pin_system=config[1],
         pin_last_user=config[2],
-        cache=cache,
         cuts=cuts,
     )
 
@@ -267,18 +241,16 @@ def choose(
     input: str | None,
     initial_token_count: int,
     listening: bool,
-) -> list[ChatMessage]:
-    """``memory``'s selection from ``history`` (``CupelChatMemory.get``).
+    built: Built,
+) -> Chosen:
+    """``memory``'s selection from ``history`` with what its settings ``built``
+    (``CupelChatMemory.get``).
 
-    The memory remembers its last mapping and, for a plain recency window chosen
-    without a report, its last window: a call that reads the very same message
-    objects with the same roles, texts and tool-call links (so a message edited in
-    place or an appended one is seen), under the same settings, budget and pipeline
-    (:func:`~cupel.conversation.plain_key`), returns that window again. Otherwise a
-    history without tool calls or results under a plain pipeline is selected from its
-    roles and counts (:func:`~cupel.conversation.tool_free_window`; those of the messages
-    shared with the last read are reused, :class:`~cupel_llamaindex._reading.RoleCounts`),
-    without a mapping; the report is then made from the mapping when first read.
+    The history is read and counted in one pass. A history without tool calls or results
+    under a plain recency-window pipeline, without a report, is selected from its roles
+    and counts (:func:`~cupel.conversation.tool_free_window`), without a mapping (the
+    report is then made from the mapping when first read); any other is mapped and
+    selected (:meth:`~cupel.conversation.HistoryItems.select`).
     """
     token_limit = memory.token_limit
     if (
@@ -293,58 +265,33 @@ def choose(
             value=initial_token_count,
         )
     limit = token_limit - initial_token_count
-    reserve = request_reserve(token_limit, memory.headroom, memory.agent_reserve)
-    private: dict[str, Any] = memory.__pydantic_private__  # type: ignore[assignment]
-    caches: Caches = private["_caches"]
+    budget = _budget(limit, request_reserve(token_limit, memory.headroom, memory.agent_reserve))
+    pipeline = built.pipeline
+    counting = built.counting
     read = read_messages(history)
-    config: _Config = (
-        caches.counting_for(memory.tokenizer_fn, memory.image_tokens, memory.message_token_counter),
-        memory.pin_system,
-        memory.pin_last_user,
-    )
-    recall = caches.recall
-    if recall is None or recall.config != config or not recall.read.same(read):
-        recall = caches.recall = _Recall(read, config)
-    pipeline = caches.pipeline_for(memory.policy, memory.pipeline, memory.cache_stable)
-    start_on_user = memory.start_on_user
-    start_on = _START_ON_USER if start_on_user else _START_ON_NONE
+    counts = counting.counts(read)
+    config: _Config = (counting, memory.pin_system, memory.pin_last_user)
+    start_on = _START_ON_USER if memory.start_on_user else _START_ON_NONE
     stable = memory.cache_stable is not False
-    key: tuple[object, ...] | None = None
-    if not stable and not listening and not memory.truncate_oversized:
-        key = (limit, reserve, start_on_user, *plain_key(pipeline))
-        last = caches.last
-        if last is not None and last[0] is recall and last[1] == key:  # the last call's
-            private["_last_window"] = None
-            private["_last_report"] = None
-            private["_pending_report"] = last[2]
-            return list(last[3])
-        if not read.calls:  # no tool calls: maybe a plain window of roles and counts
-            budget = caches.budget(limit, reserve)
-            roles, counts = caches.columns.of(read, config[0], caches.token_cache)
-            indices = tool_free_window(
-                roles,
-                counts,
-                pipeline,
-                budget,
-                keep_system=config[1],
-                keep_latest_user=config[2],
-                start_on=start_on,
-            )
-            if indices is not None:
-                messages = read.messages
-                chosen = [messages[i] for i in indices]
-                deferred = _Deferred(
-                    indices, recall, caches.token_cache, pipeline, budget, start_on
-                )
-                caches.last = (recall, key, deferred, tuple(chosen))
-                private["_last_window"] = None
-                private["_last_report"] = None
-                private["_pending_report"] = deferred
-                return chosen
-    mapping = recall.mapping_for(caches.token_cache)
-    budget = caches.budget(limit, reserve)
+    if not (stable or listening or memory.truncate_oversized or read.calls):
+        indices = tool_free_window(
+            read_roles(read),
+            counts,
+            pipeline,
+            budget,
+            keep_system=config[1],
+            keep_latest_user=config[2],
+            start_on=start_on,
+        )
+        if indices is not None:
+            messages = read.messages
+            deferred = _Deferred(indices, read, counts, config, pipeline, budget, start_on)
+            return Chosen([messages[i] for i in indices], None, deferred, None)
+    mapping = map_read(
+        read, counting=counting, pin_system=config[1], pin_last_user=config[2], counts=counts
+    )
     if memory.truncate_oversized:
-        mapping = fitted_mapping(mapping, budget, config, caches.token_cache)
+        mapping = fitted_mapping(mapping, budget, config)
     # A report costs about as much as the selection itself: build it now only for an
     # instrumentation handler; otherwise on the first read of last_report.
     window = mapping.history.select(
@@ -356,14 +303,9 @@ def choose(
     )
     messages = mapping.messages
     chosen = [messages[i] for i in window.messages]
-    caches.last = (recall, key, window, tuple(chosen)) if key is not None and window.plain else None
-    private["_last_window"] = window if stable else None
+    kept = window if stable else None
     if window.report is None:
-        private["_last_report"] = None
-        private["_pending_report"] = window
-        return chosen
-    private["_last_report"] = window.report
-    private["_pending_report"] = None
+        return Chosen(chosen, None, window, kept)
     available = max(0, limit - budget.output_reserve)
     emit_selection(
         OWNER,
@@ -374,6 +316,6 @@ def choose(
         selected=len(chosen),
         selected_tokens=window.tokens,
         query=input,
-        stable=stable_fields(window if stable else None),
+        stable=stable_fields(kept),
     )
-    return chosen
+    return Chosen(chosen, window.report, None, kept)

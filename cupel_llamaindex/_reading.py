@@ -1,7 +1,7 @@
 """What is read of each LlamaIndex chat message: its text parts and media
 (:func:`message_parts`, :func:`message_text`), role (:func:`conversation_role`), tool-call
 links (:func:`tool_call_ids`) and token count (:class:`Counting`), once per message
-(:func:`read_messages`, :func:`read_counts`, :class:`TokenCache`, :class:`RoleCounts`).
+(:func:`read_messages`, :func:`read_roles`, :meth:`Counting.counts`).
 
 A message costs what a provider bills for it (:mod:`cupel.counting`):
 :data:`~cupel.counting.MESSAGE_TOKENS` + its text parts by the text counter + its media
@@ -10,9 +10,7 @@ by the image rule; a user's ``message_token_counter`` counts whole messages inst
 from __future__ import annotations
 
 import json
-import operator
-from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -40,14 +38,12 @@ __all__ = [
     "Counting",
     "MessageCounter",
     "MessageRead",
-    "RoleCounts",
     "TextKey",
-    "TokenCache",
     "checked_count",
     "conversation_role",
+    "counting_for",
     "message_parts",
     "message_text",
-    "read_counts",
     "read_messages",
     "read_roles",
     "tool_call_ids",
@@ -238,16 +234,23 @@ class Counting:
     ``ChatMessage -> int``) each whole message as it says; otherwise
     :data:`~cupel.counting.MESSAGE_TOKENS` + the text parts by ``tokenizer_fn`` (any
     form :func:`~cupel.counting.text_counter` accepts) + the media by ``image_tokens``.
-    Both are checked here (:class:`~cupel.ConfigurationError`). ``source`` is what the
-    text cache's counts depend on (:class:`TokenCache`). A plain callable returning a
-    list of tokens (LlamaIndex's convention) is called directly, many texts in one pass.
+    Both are checked here (:class:`~cupel.ConfigurationError`). A plain callable
+    returning a list of tokens (LlamaIndex's convention) counts by the list's length.
+
+    :meth:`counts` counts a whole history in one pass. The counts of text parts already
+    counted are kept in :attr:`known`, by the text parts themselves (a text counter is a
+    function of the text: a kept count is the count again, whatever message object holds
+    the text, and whether it was edited or freed since); bounded, emptied when it would
+    hold more than twice the texts of the history counted plus 1,000. A
+    ``message_token_counter`` sees whole messages: it is called for every message, every
+    time.
 
     >>> counting = Counting(str.split)
     >>> counting.message(ChatMessage(role="user", content="How long is the Nile?"))
     8
     """
 
-    __slots__ = ("_plain", "_settings", "count_text", "message_counter", "price_media", "source")
+    __slots__ = ("_settings", "count_text", "known", "message_counter", "price_media")
 
     def __init__(
         self,
@@ -261,9 +264,7 @@ class Counting:
         self.count_text: TextCounter | None = (
             None if tokenizer_fn is None else text_counter(tokenizer_fn, "tokenizer_fn")
         )
-        self._plain: Callable[[str], Any] | None = None
         if callable(tokenizer_fn) and not is_tokenizer(tokenizer_fn):
-            self._plain = tokenizer_fn
             self.count_text = _listed(tokenizer_fn)
         if message_token_counter is None and self.count_text is None:
             raise ConfigurationError(
@@ -271,9 +272,8 @@ class Counting:
                 field="tokenizer_fn",
                 value=None,
             )
-        self.source: object = (
-            message_token_counter if message_token_counter is not None else tokenizer_fn
-        )
+        self.known: dict[TextKey, int] = {}
+        """The counts of the text parts counted so far, by text parts (bounded)."""
 
     def is_for(
         self, tokenizer_fn: object, image_tokens: object, message_token_counter: object
@@ -293,35 +293,40 @@ class Counting:
             return count(key) if key else 0
         return sum(count(part) for part in key if part)
 
-    def count_into(self, known: dict[object, int], keys: Iterable[TextKey]) -> None:
-        """Count the text parts ``keys`` (distinct, not in ``known``) into ``known``, every
-        text in one pass (a tuple's parts are never empty: :func:`message_parts`)."""
-        keys = list(keys)
-        singles = [key for key in keys if type(key) is str and key]
-        known.update(zip(singles, self._count_texts(singles), strict=True))
-        if "" in keys:
-            known[""] = 0  # an empty message: nothing to count
-        if len(singles) + ("" in keys) < len(keys):
-            several = [key for key in keys if type(key) is not str]
-            counts = iter(self._count_texts([part for key in several for part in key]))
-            for key in several:
-                known[key] = sum(islice(counts, len(key)))
-
-    def _count_texts(self, texts: list[str]) -> list[int]:
-        plain = self._plain
-        if plain is None:
-            return list(map(self.text_tokens, texts))
-        results = list(map(plain, texts))
-        if _TOKEN_LISTS.issuperset(map(type, results)):
-            return list(map(len, results))
-        return [checked_count_of(result, "tokenizer_fn") for result in results]
+    def counts(self, read: MessageRead) -> list[int]:
+        """Each message's tokens, the whole history in one pass: the text parts by
+        :attr:`known` and, for those not counted yet, the text counter (each distinct one
+        once); then :data:`~cupel.counting.MESSAGE_TOKENS` and the media. With a
+        ``message_token_counter``, that counter on every message."""
+        count_message = self.message_counter
+        if count_message is not None:
+            return [
+                checked_count(count_message(message), i) for i, message in enumerate(read.messages)
+            ]
+        keys = read.keys
+        known = self.known
+        found = list(map(known.get, keys))
+        if None in found:
+            count = self.text_tokens
+            missing = dict.fromkeys(
+                [key for key, value in zip(keys, found, strict=True) if value is None]
+            )
+            new = {key: count(key) for key in missing}
+            found = list(map(new.get, keys, found))  # each one not found is new
+            if len(known) + len(new) > 2 * len(keys) + 1000:
+                known.clear()
+            known.update(new)
+        counts: list[int] = list(map(MESSAGE_TOKENS.__add__, found))  # type: ignore[arg-type]
+        for i, media in read.media.items():
+            counts[i] += self.media_tokens(media)
+        return counts
 
     def media_tokens(self, media: Sequence[Media]) -> int:
         """The tokens of a message's media, by rule."""
         return sum(map(self.price_media, media))
 
     def message(self, message: ChatMessage) -> int:
-        """One message's tokens (nothing cached)."""
+        """One message's tokens."""
         if self.message_counter is not None:
             return checked_count(self.message_counter(message), 0)
         parts, media = message_parts(message)
@@ -357,30 +362,6 @@ def counting_for(
     return Counting(tokenizer_fn, image_tokens, message_token_counter)
 
 
-class TokenCache:
-    """Counts of message texts already counted, so that a growing history is counted
-    once per message, not once per call (LlamaIndex's ``ChatMemoryBuffer`` re-counts the
-    window for every message it drops). Keyed by text (a message's text parts); valid
-    for one counter (:attr:`Counting.source`): :meth:`for_counter` empties it when the
-    counter changes. The overhead and media of each message are added outside it.
-    Bounded: it is cleared when it holds more than twice the entries of the last
-    history plus 1,000."""
-
-    __slots__ = ("_counter", "_counts")
-
-    def __init__(self) -> None:
-        self._counter: object = None
-        self._counts: dict[object, int] = {}
-
-    def for_counter(self, counter: object, size: int) -> dict[object, int]:
-        """The cache for ``counter`` (emptied if it was filled by another or grew past
-        its bound for a history of ``size`` messages)."""
-        if counter is not self._counter or len(self._counts) > 2 * size + 1000:
-            self._counter = counter
-            self._counts = {}
-        return self._counts
-
-
 class MessageRead:
     """What a mapping reads of each message: the ``messages`` themselves, their
     ``roles`` (as given), ``keys`` (the text parts as counted: the text itself for one
@@ -388,8 +369,7 @@ class MessageRead:
     ``media`` (message index -> its media, for the messages that have some) and
     tool-call links (``calls``: message index -> the ids of the calls it makes, ``None``
     for a call without one; ``answers``: message index -> the call id a tool message
-    answers). Two reads that are :meth:`same` map to the same units, items and counts
-    (with the same counting)."""
+    answers)."""
 
     __slots__ = ("answers", "calls", "keys", "media", "messages", "roles")
 
@@ -413,22 +393,6 @@ class MessageRead:
     def texts(self) -> list[str]:
         """Each message's text parts joined by spaces (:func:`message_text`)."""
         return [key if type(key) is str else " ".join(key) for key in self.keys]
-
-    def same(self, other: MessageRead) -> bool:
-        """Whether ``other`` read the very same message objects (by identity) and found
-        the same roles, text parts, media and tool-call links."""
-        mine = self.messages
-        theirs = other.messages
-        return (
-            len(mine) == len(theirs)
-            and (not mine or mine[-1] is theirs[-1])  # a chat turn's new message: at once
-            and all(map(operator.is_, mine, theirs))
-            and self.keys == other.keys
-            and self.roles == other.roles
-            and self.media == other.media
-            and self.calls == other.calls
-            and self.answers == other.answers
-        )
 
 
 def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
@@ -469,106 +433,19 @@ def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
     return MessageRead(messages, roles, keys, media, calls, answers)
 
 
-_MEMBER_ROLES = {id(role): ROLE_NAMES.get(role.value, role.value) for role in MessageRole}
-"""The conversation-layer role of each ``MessageRole`` member, by identity (members live
-as long as the class: their ids are never reused)."""
+_MEMBER_ROLES = {role: ROLE_NAMES.get(role.value, role.value) for role in MessageRole}
+"""The conversation-layer role of each ``MessageRole`` member."""
 
 
 def read_roles(read: MessageRead) -> list[str]:
     """The conversation-layer role of each message read (:func:`conversation_role`)."""
     members = _MEMBER_ROLES
-    return [members.get(id(role)) or _role_of(role) for role in read.roles]
-
-
-class RoleCounts:
-    """The conversation-layer roles and token counts of the last read (:meth:`of`),
-    reused for the leading messages a new read shares with it: the same roles, text
-    parts and media as read now (and, with a ``message_token_counter``, the very same
-    message objects), when that is all of the shorter read or all but its last message —
-    a chat turn's new, replaced or removed message. Only the messages after it are looked
-    up (a message edited in place further back makes every message looked up, in the
-    :class:`TokenCache`). Valid for one :class:`Counting` (compared by identity)."""
-
-    __slots__ = ("_last",)
-
-    def __init__(self) -> None:
-        self._last: tuple[MessageRead, Counting, list[str], list[int]] | None = None
-
-    def of(
-        self, read: MessageRead, counting: Counting, cache: TokenCache
-    ) -> tuple[list[str], list[int]]:
-        """:func:`read_roles` and :func:`read_counts` of ``read`` (equal lists, kept for the
-        next call: not to be modified)."""
-        last = self._last  # one tuple, replaced whole: safe to read from another thread
-        known = cache.for_counter(counting.source, len(read.keys))
-        shared = 0
-        if last is not None and last[1] is counting:
-            shared = _shared_prefix(last[0], read, counting.message_counter is not None)
-        if not shared or last is None:
-            kinds = [_MEMBER_ROLES.get(id(role)) or _role_of(role) for role in read.roles]
-            counts = _counts(read, counting, known)
-        elif shared == len(read.keys) - 1 and counting.message_counter is None:
-            # One new message (a chat turn): its role and count alone.
-            key = read.keys[shared]
-            count = known.get(key)
-            if count is None:
-                count = known[key] = counting.text_tokens(key)
-            media = read.media.get(shared) if read.media else None
-            count += MESSAGE_TOKENS + (counting.media_tokens(media) if media else 0)
-            role = read.roles[shared]
-            kinds = last[2][:shared]
-            kinds.append(_MEMBER_ROLES.get(id(role)) or _role_of(role))
-            counts = last[3][:shared]
-            counts.append(count)
-        else:
-            kinds = last[2][:shared]
-            kinds.extend(
-                _MEMBER_ROLES.get(id(role)) or _role_of(role) for role in read.roles[shared:]
-            )
-            counts = last[3][:shared]
-            counts.extend(_counts(read, counting, known, shared))
-        self._last = (read, counting, kinds, counts)
-        return kinds, counts
-
-
-def _shared_prefix(before: MessageRead, now: MessageRead, by_identity: bool) -> int:
-    """How many leading messages ``now`` shares with ``before`` — the same roles, text
-    parts and media as read (and, ``by_identity``, the same message objects) — when that
-    is all of the shorter read or all but its last message (a chat turn's new, replaced
-    or removed message); else 0. Without ``by_identity`` (a tokenizer counts texts) an
-    equal copy is shared."""
-    mine = before.keys
-    theirs = now.keys
-    size = min(len(mine), len(theirs))
-    if size and mine[size - 1] != theirs[size - 1]:
-        size -= 1  # the last one differs: at most all but it
-    if (
-        size
-        and mine[:size] == theirs[:size]
-        and before.roles[:size] == now.roles[:size]
-        and (
-            not (before.media or now.media)
-            or _media_before(before, size) == _media_before(now, size)
-        )
-        and (not by_identity or all(map(operator.is_, before.messages[:size], now.messages[:size])))
-    ):
-        return size
-    return 0
-
-
-def _media_before(read: MessageRead, size: int) -> dict[int, tuple[Media, ...]]:
-    return {i: found for i, found in read.media.items() if i < size}
+    return [members.get(role) or _role_of(role) for role in read.roles]  # type: ignore[call-overload]
 
 
 def _role_of(role: object) -> str:
     raw = str.__str__(role)
     return ROLE_NAMES.get(raw, raw)
-
-
-def read_counts(read: MessageRead, counting: Counting, cache: TokenCache | None) -> list[int]:
-    """Each message's tokens (texts already counted are read from ``cache``)."""
-    known = cache.for_counter(counting.source, len(read.keys)) if cache is not None else {}
-    return _counts(read, counting, known)
 
 
 def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:
@@ -581,45 +458,6 @@ def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:
     if extra and extra.get("function_call"):
         total += 1
     return [*ids, *([None] * (total - len(ids)))]
-
-
-def _counts(
-    read: MessageRead, counting: Counting, known: dict[object, int], start: int = 0
-) -> list[int]:
-    """The tokens of the messages of ``read`` from ``start`` on; ``known`` (a
-    :class:`TokenCache`'s dict) is read and filled: text parts' counts keyed by the
-    parts for a text counter, whole messages' counts keyed by the message object and its
-    text for a ``message_token_counter``. The overhead and media are added here, outside
-    the cache."""
-    count_message = counting.message_counter
-    if count_message is not None:
-        by_message: list[int] = []
-        keys = read.keys
-        for i, message in enumerate(read.messages[start:], start):
-            by_id = (id(message), keys[i])
-            value = known.get(by_id)
-            if value is None:
-                value = known[by_id] = checked_count(count_message(message), i)
-            by_message.append(value)
-        return by_message
-    keys = read.keys[start:] if start else read.keys
-    found = list(map(known.get, keys))
-    missing = found.count(None)
-    if missing == 1:  # one new text (a chat turn's message)
-        index = found.index(None)
-        key = keys[index]
-        found[index] = known[key] = counting.text_tokens(key)
-    elif missing:  # texts not counted yet: each distinct one counted once
-        new = (key for key, value in zip(keys, found, strict=True) if value is None)
-        counting.count_into(known, dict.fromkeys(new))
-        found = list(map(known.__getitem__, keys))
-    counts: list[int] = list(map(MESSAGE_TOKENS.__add__, found))  # type: ignore[arg-type]
-    media = read.media
-    if media:
-        for i, found_media in media.items():
-            if i >= start:
-                counts[i - start] += counting.media_tokens(found_media)
-    return counts
 
 
 def checked_count(value: Any, index: int, counter: str = "message_token_counter") -> int:

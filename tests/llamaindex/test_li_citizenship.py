@@ -371,7 +371,10 @@ def test_pickling_leaves_the_live_component_whole() -> None:
     watching = _WatchingTokenizer()
     post = CupelNodePostprocessor(max_tokens=5, tokenizer_fn=watching)
     chat = CupelChatMemory.from_defaults(token_limit=50, tokenizer_fn=watching)
-    for component, caches in ((post, {"_pipeline", "_built_from"}), (chat, {"_caches"})):
+    for component, caches in (
+        (post, {"_pipeline", "_built_from"}),
+        (chat, {"_built"}),
+    ):
         watching.component, watching.seen = component, []
         clone = pickle.loads(pickle.dumps(component))
         assert watching.seen and all(caches <= seen for seen in watching.seen)

@@ -2,8 +2,8 @@
 
 * the batch token count == 3 per message + one ``tokenizer_fn`` call per text part;
 * the inlined text of a plain message == :func:`message_text`;
-* counts remembered by a :class:`TokenCache` == counting again, and the cache is dropped
-  when the counter changes or it outgrows the history;
+* counts remembered by a :class:`Counting` (by text) == counting again, and what it
+  remembers is bounded by the history it serves;
 * mapped items == items built by ``ContextItem(...)`` (the core's trusted constructor).
 """
 
@@ -17,7 +17,7 @@ from test_li_properties import histories
 
 from cupel import ContextItem, ContextKind
 from cupel_llamaindex import message_text, messages_to_items
-from cupel_llamaindex._reading import TokenCache, message_parts, read_messages
+from cupel_llamaindex._reading import Counting, message_parts, read_messages
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -35,42 +35,34 @@ def test_batch_counts_equal_one_call_per_message(history: list[ChatMessage]) -> 
 
 @settings(max_examples=examples(100), deadline=None)
 @given(history=histories(), later=histories())
-def test_cached_counts_equal_counting_again(
+def test_remembered_counts_equal_counting_again(
     history: list[ChatMessage], later: list[ChatMessage]
 ) -> None:
-    cache = TokenCache()
     calls, tokenizer = counting_split()
+    counting = Counting(tokenizer)
+    fresh = Counting(str.split)
 
-    first = messages_to_items(history, tokenizer_fn=tokenizer, cache=cache)
-    assert first.counts == messages_to_items(history, tokenizer_fn=str.split).counts
+    first = counting.counts(read_messages(history))
+    assert first == Counting(str.split).counts(read_messages(history))
     calls.clear()
     grown = [*history, *later]
-    again = messages_to_items(grown, tokenizer_fn=tokenizer, cache=cache)
-    assert again.counts == messages_to_items(grown, tokenizer_fn=str.split).counts
-    # only the text parts of messages not seen before were counted, each message once
+    again = counting.counts(read_messages(grown))
+    assert again == fresh.counts(read_messages(grown)) == list(map(fresh.message, grown))
+    # only the text parts of messages not seen before were counted, each distinct one once
     seen = set(read_messages(history).keys)
-    fresh = [key for key in dict.fromkeys(read_messages(grown).keys) if key not in seen]
-    parts = [part for key in fresh for part in ((key,) if isinstance(key, str) else key)]
+    new = [key for key in dict.fromkeys(read_messages(grown).keys) if key not in seen]
+    parts = [part for key in new for part in ((key,) if isinstance(key, str) else key)]
     assert sorted(calls) == sorted(part for part in parts if part)
 
 
-def test_a_cache_filled_by_another_counter_is_not_used() -> None:
-    history = [ChatMessage(role="user", content="one two three")]
-    cache = TokenCache()
-    assert messages_to_items(history, tokenizer_fn=str.split, cache=cache).counts == [3 + 3]
-    assert messages_to_items(history, tokenizer_fn=list, cache=cache).counts == [13 + 3]
-    per_message = messages_to_items(history, message_token_counter=lambda m: 7, cache=cache)
-    assert per_message.counts == [7]
-
-
-def test_the_cache_is_bounded_by_the_history_it_serves() -> None:
-    cache = TokenCache()
+def test_what_a_counting_remembers_is_bounded_by_the_history_it_serves() -> None:
+    counting = Counting(str.split)
     big = [ChatMessage(role="user", content=f"message {i}") for i in range(3000)]
-    messages_to_items(big, tokenizer_fn=str.split, cache=cache)
-    assert len(cache.for_counter(str.split, 3000)) == 3000
-    small = big[:10]
-    messages_to_items(small, tokenizer_fn=str.split, cache=cache)
-    assert len(cache.for_counter(str.split, 10)) == 10  # 3000 > 2 * 10 + 1000: started over
+    assert counting.counts(read_messages(big)) == [5] * 3000
+    assert len(counting.known) == 3000
+    small = [ChatMessage(role="user", content=f"other {i}") for i in range(10)]
+    assert counting.counts(read_messages(small)) == [5] * 10
+    assert len(counting.known) == 10  # 3000 + 10 > 2 * 10 + 1000: started over
 
 
 def test_mapping_items_equal_validated_items() -> None:

@@ -1,6 +1,6 @@
-"""CupelChatMemory's recall: the last mapping and plain window are returned again while
-the history reads the same. Agreement with a fresh memory (which maps and selects from
-scratch) on random histories, budgets, settings and edits of the stored messages."""
+"""CupelChatMemory against a fresh memory (nothing remembered) on random histories,
+budgets, settings and edits of the stored messages: every ``get()`` selects from the
+history as it reads now; only text counts are remembered, by text."""
 
 from __future__ import annotations
 
@@ -24,9 +24,7 @@ from cupel import (
     RecencyScorer,
     RecencyWindowSlice,
 )
-from cupel.conversation import HistoryItems
 from cupel_llamaindex import CupelChatMemory
-from cupel_llamaindex import _memory_selection as memory_module
 
 _WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ok"]), max_size=12).map(
     " ".join
@@ -189,32 +187,11 @@ def test_every_get_equals_a_fresh_memorys_through_edits_budgets_and_settings(
         initial = data.draw(st.integers(0, memory.token_limit))
         expected = _outcome(_fresh(memory), initial)
         assert _outcome(memory, initial) == expected
-        assert _outcome(memory, initial) == expected  # the recalled window, when one is
+        assert _outcome(memory, initial) == expected  # again, on the unchanged history
         if data.draw(st.booleans()):
             with listening() as recorder:  # a listener: the report is built with the window
                 assert _outcome(memory, initial) == expected
             assert len(recorder.events) == (expected[0] == "window")
-
-
-def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Selections made: ``HistoryItems.select`` and the tool-free window of roles and
-    counts (``tool_free_window``; it returns ``None`` when select must run instead)."""
-    calls = {"select": 0}
-    select = HistoryItems.select
-    tool_free = memory_module.tool_free_window
-
-    def counted(self: HistoryItems, *args: Any, **kwargs: Any) -> Any:
-        calls["select"] += 1
-        return select(self, *args, **kwargs)
-
-    def counted_tool_free(*args: Any, **kwargs: Any) -> Any:
-        window = tool_free(*args, **kwargs)
-        calls["select"] += window is not None
-        return window
-
-    monkeypatch.setattr(HistoryItems, "select", counted)
-    monkeypatch.setattr(memory_module, "tool_free_window", counted_tool_free)
-    return calls
 
 
 def _turns(count: int) -> list[ChatMessage]:
@@ -225,25 +202,25 @@ def _turns(count: int) -> list[ChatMessage]:
     return out
 
 
-def test_a_repeated_get_neither_counts_nor_selects_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _counting(monkeypatch)
+def test_a_repeated_get_counts_no_text_again() -> None:
     counted, tokenizer = counting_split()
-
     history = _turns(5)
     memory = CupelChatMemory.from_defaults(
         chat_history=history, token_limit=20, tokenizer_fn=tokenizer
     )
     first = memory.get()
-    assert calls["select"] == 1 and len(counted) == len(history)
+    assert len(counted) == len(history)
     report = memory.last_report
-    selected = calls["select"]  # the report's selection, when the window was tool-free
     second = memory.get()
     assert second == first and second is not first  # a new list, the same objects
     assert all(a is b for a, b in zip(first, second, strict=True))
-    assert calls["select"] == selected and len(counted) == len(history)
-    assert memory.last_report is report  # built once, for the one selection made
-    memory.get(initial_token_count=3)  # another budget: selected again
-    assert calls["select"] == selected + 1
+    assert len(counted) == len(history)  # the texts' counts are remembered
+    again = memory.last_report
+    assert report is not None and again is not None and again is not report
+    assert again.included == report.included and again.excluded == report.excluded
+    memory.put(ChatMessage(role="user", content="a new question"))
+    memory.get()
+    assert counted[len(history) :] == ["a new question"]  # only the new text is counted
 
 
 def test_a_mutated_or_appended_store_is_seen_on_the_next_get() -> None:
@@ -378,19 +355,15 @@ def _set_memory(attribute: str, value: object) -> Callable[[CupelChatMemory, Pip
         _set_pipeline("deduplication", True),
     ],
 )
-def test_any_change_the_window_depends_on_selects_again(
-    change: Callable[[CupelChatMemory, Pipeline], None], monkeypatch: pytest.MonkeyPatch
+def test_any_change_the_window_depends_on_is_seen(
+    change: Callable[[CupelChatMemory, Pipeline], None],
 ) -> None:
-    calls = _counting(monkeypatch)
     pipeline = Pipeline.from_policy("chat")
     history = [ChatMessage(role="system", content="be brief"), *_turns(4)]
     memory = CupelChatMemory.from_defaults(
         chat_history=history, token_limit=25, tokenizer_fn=_split, pipeline=pipeline
     )
     memory.get()
-    memory.get()
-    assert calls["select"] == 1
     change(memory, pipeline)
     window = memory.get()
-    assert calls["select"] == 2
     assert [id(m) for m in window] == [id(m) for m in _fresh(memory).get()]

@@ -1,14 +1,17 @@
-"""The per-turn fast paths of CupelChatMemory against the plain ones: the roles and counts
-reused for a read's shared prefix (``RoleCounts``) against a fresh read, the tool-free
-window's own walk against the pipeline's run, and concurrent turns on memories that share
-their caches against fresh memories."""
+"""CupelChatMemory's turns against fresh computations: the roles and counts of a counting
+that remembers texts against a fresh full count through every kind of change (a message
+edited in place, a freed message whose id is reused), the tool-free window's own walk
+against the pipeline's run, and concurrent turns on memories that share their counting
+against fresh memories."""
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -28,9 +31,7 @@ from cupel.conversation import Conversation, HistoryItems, tool_free_window
 from cupel_llamaindex import CupelChatMemory
 from cupel_llamaindex._reading import (
     Counting,
-    RoleCounts,
-    TokenCache,
-    read_counts,
+    conversation_role,
     read_messages,
     read_roles,
 )
@@ -87,6 +88,7 @@ def _change(messages: list[ChatMessage], data: st.DataObject) -> None:
                 "copy",
                 "insert",
                 "delete",
+                "freed",
                 "text",
                 "role",
                 "image",
@@ -106,6 +108,10 @@ def _change(messages: list[ChatMessage], data: st.DataObject) -> None:
         messages.insert(index, _message(data))
     elif edit == "delete":
         del messages[index]
+    elif edit == "freed":  # freed, then a new message (often at the freed one's address)
+        del messages[index]
+        gc.collect()
+        messages.insert(index, _message(data))
     elif edit == "text":
         blocks = messages[index].blocks
         if blocks and isinstance(blocks[0], TextBlock):
@@ -125,24 +131,76 @@ def _change(messages: list[ChatMessage], data: st.DataObject) -> None:
 
 @settings(max_examples=examples(300), deadline=None)
 @given(data=st.data())
-def test_role_counts_equal_a_fresh_read_through_changes(data: st.DataObject) -> None:
+def test_counts_equal_a_fresh_full_count_through_changes(data: st.DataObject) -> None:
     messages = [_message(data) for _ in range(data.draw(st.integers(0, 8)))]
-    columns = RoleCounts()
-    cache = TokenCache()
     countings = {  # one each, as a memory keeps its counting while its settings stay
         "split": Counting(_split),
         "doubled": Counting(_doubled),
         "anthropic": Counting(_split, "anthropic"),
         "counter": Counting(_split, message_token_counter=words),
     }
+    fresh = {
+        "split": lambda: Counting(_split),
+        "doubled": lambda: Counting(_doubled),
+        "anthropic": lambda: Counting(_split, "anthropic"),
+        "counter": lambda: Counting(_split, message_token_counter=words),
+    }
     for _ in range(data.draw(st.integers(1, 10))):
-        counting = countings[data.draw(st.sampled_from(sorted(countings)))]
+        name = data.draw(st.sampled_from(sorted(countings)))
+        counting = countings[name]
         read = read_messages(messages)
-        roles, counts = columns.of(read, counting, cache)
-        assert roles == read_roles(read)
-        assert counts == read_counts(read, counting, TokenCache())
-        assert counts == [counting.message(m) for m in messages]  # nothing cached
+        counts = counting.counts(read)
+        assert read_roles(read) == [conversation_role(m) for m in messages]
+        assert counts == fresh[name]().counts(read_messages(messages))
+        assert counts == [fresh[name]().message(m) for m in messages]  # one by one
         _change(messages, data)
+
+
+def _same_address(freed: int, make: Callable[[], ChatMessage]) -> ChatMessage:
+    """A new message at the address of a freed one (``id`` == ``freed``): made until one
+    lands there, the others kept alive meanwhile so that each try takes a new place."""
+    held = []
+    for _ in range(10_000):
+        message = make()
+        if id(message) == freed:
+            return message
+        held.append(message)
+    raise AssertionError("no new message took the freed message's address")
+
+
+@pytest.mark.parametrize("counter", ["tokenizer", "message_token_counter"])
+def test_a_freed_message_whose_id_is_reused_is_counted_anew(counter: str) -> None:
+    """A message is removed and freed, and a new one of another length takes its address
+    (its ``id``): the next ``get()`` counts the new one (a count kept by ``id`` would give
+    the old one's, and a window over the budget)."""
+    per_message = {"message_token_counter": words}.get(counter)
+    memory = CupelChatMemory.from_defaults(
+        chat_history=_turns(3),
+        token_limit=60,
+        tokenizer_fn=_split,
+        message_token_counter=per_message,
+    )
+    memory.put(ChatMessage(role="user", content="short"))
+    memory.get()
+    freed = id(memory.get_all()[-1])
+    block = TextBlock(text="word " * 30)  # made before: a new message then allocates little
+    memory.chat_store.delete_last_message(memory.chat_store_key)
+    memory.get()  # the last selection no longer holds it: it is freed
+    gc.collect()
+    memory.put(_same_address(freed, lambda: ChatMessage(role="user", blocks=[block])))
+    assert id(memory.get_all()[-1]) == freed
+    window = memory.get()
+    fresh = CupelChatMemory(
+        token_limit=60,
+        tokenizer_fn=_split,
+        message_token_counter=per_message,
+        chat_store=memory.chat_store,
+    ).get()
+    assert [id(m) for m in window] == [id(m) for m in fresh]
+    report = memory.last_report
+    assert report is not None and report.included[-1].item.tokens == (
+        31 if per_message is not None else 33
+    )
 
 
 def _pipeline(name: str) -> Pipeline:
@@ -206,9 +264,9 @@ def _turns(count: int) -> list[ChatMessage]:
     return out
 
 
-def test_concurrent_turns_on_memories_sharing_their_caches_equal_fresh_memories() -> None:
-    """Copies of one memory share its caches (the recalled read, roles and counts): turns
-    on each from several threads, each over its own store, select as a fresh memory."""
+def test_concurrent_turns_on_memories_sharing_their_counting_equal_fresh_memories() -> None:
+    """Copies of one memory share its counting (and the counts it remembers): turns on
+    each from several threads, each over its own store, select as a fresh memory."""
     memory = CupelChatMemory.from_defaults(
         chat_history=_turns(6), token_limit=30, tokenizer_fn=_split
     )
