@@ -74,16 +74,14 @@ class Placed:
 class Stages:
     """The six stages, untraced."""
 
-    def classify(
-        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
-    ) -> Classified:
-        return classify(items, budget, names)
+    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+        return classify(items, budget)
 
     def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
         return score(scorer, classified)
 
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
-        return deduplicate(classified.scoreable, scores, enabled, classified.fields)
+        return deduplicate(classified.scoreable, scores, enabled)
 
     def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
         return sort(classified, scores, survivors)
@@ -103,7 +101,7 @@ class Stages:
         on_overflow: OverflowCallback | None,
     ) -> Placed:
         merged = merge(classified, sliced, budget, strategy, on_overflow)
-        return Placed(arrange(placer, classified, sliced, merged), merged.tokens, merged.overflow)
+        return Placed(arrange(placer, merged), merged.tokens, merged.overflow)
 
     def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
         """The run's report (an untraced run has none)."""
@@ -139,11 +137,9 @@ class Traced(Stages):
         for entry in build():
             self.trace.on_excluded(stage, entry)
 
-    def classify(
-        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
-    ) -> Classified:
+    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
         start = self._start(PipelineStage.CLASSIFY)
-        classified = classify(items, budget, names)
+        classified = classify(items, budget)
         negative = classified.negative
         if negative:
             self._excluded(PipelineStage.CLASSIFY, lambda: _negative_entries(negative))
@@ -159,7 +155,7 @@ class Traced(Stages):
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
         start = self._start(PipelineStage.DEDUPLICATE)
         scoreable = classified.scoreable
-        survivors = deduplicate(scoreable, scores, enabled, classified.fields)
+        survivors = deduplicate(scoreable, scores, enabled)
         if survivors.positions is not None:
             self._excluded(
                 PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)
@@ -216,7 +212,7 @@ class Traced(Stages):
             self._excluded(PipelineStage.PLACE, lambda: _truncation_entries(merged, pinned))
         if merged.overflow is not None:
             self.trace.on_overflow(merged.overflow)
-        placed = arrange(placer, classified, sliced, merged)
+        placed = arrange(placer, merged)
         if self.deferred is not None:
             self.deferred.defer_included(lambda: _window_entries(placed, merged, classified))
         else:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from cupel._errors import CupelError
-from cupel._fastpath import FloatArray, IntArray, fast_method, stable_argsort
+from cupel._fastpath import FloatArray, IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
@@ -94,15 +94,13 @@ def slice_items(
     scoreable = classified.scoreable
     sliced_budget = effective_budget(budget, classified.pinned_tokens)
     found = ranking.columns
-    chosen = _unranked_slice(slicer, scoreable, ranking, sliced_budget)
-    if chosen is None:
-        chosen = fast_slice(slicer, scoreable, ranking, sliced_budget)
-        order = ranking.order if chosen is not None else None
-        if chosen is not None and isinstance(order, np.ndarray):
-            # Ruling 13: the selection enters the merge in the Sort stage's order.
-            selected = np.zeros(len(scoreable), dtype=np.bool_)
-            selected[chosen] = True
-            chosen = order[selected[order]]
+    chosen = fast_slice(slicer, scoreable, ranking, sliced_budget)
+    order = ranking.order if chosen is not None else None
+    if chosen is not None and isinstance(order, np.ndarray):
+        # Ruling 13: the selection enters the merge in the Sort stage's order.
+        selected = np.zeros(len(scoreable), dtype=np.bool_)
+        selected[chosen] = True
+        chosen = order[selected[order]]
     if chosen is not None and found is not None:
         return Sliced(
             sliced_budget,
@@ -127,33 +125,6 @@ def slice_items(
         outcome,
         ranked,
     )
-
-
-def _unranked_slice(
-    slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
-) -> IntArray | None:
-    """The selected positions into ``scoreable`` in the Sort stage's order, from a
-    built-in slicer that can select from candidates in input order (``_select_unranked``:
-    :class:`~cupel.GreedySlice`), given them so:
-    the ranking of all candidates is then never computed, only the selection's (the
-    same relative order: by descending score, ties in input order). ``None`` when the
-    slicer is not such a one, or when the ranking is known already."""
-    found = ranking.columns
-    if found is None or ranking.computed:
-        return None
-    select = fast_method(slicer, "_select_unranked", ("slice", "slice_detailed"))
-    if select is None:
-        return None
-    if ranking.survivors is None:
-        kept = np.arange(len(scoreable))
-        candidates = Candidates(scoreable, kept, found.tokens, found.scores)
-    else:
-        kept = np.array(ranking.survivors, dtype=np.intp)
-        candidates = Candidates(scoreable, kept, found.tokens[kept], found.scores[kept])
-    positions: IntArray = select(candidates, budget)
-    picked = np.sort(kept[positions])
-    result: IntArray = picked[stable_argsort(-found.scores[picked])]
-    return result
 
 
 def fast_slice(

@@ -101,10 +101,13 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     counted: Calls = Counter()
     classes = (RecencyScorer, PriorityScorer, FrequencyScorer, KindScorer, ScaledScorer)
     for cls in (*classes, CompositeScorer):
-        for name in ("score", "_scores"):
+        # a scorer with children computes its batch in _scores_in (counted as its _scores)
+        batch = "_scores_in" if "_scores_in" in cls.__dict__ else "_scores"
+        for name in ("score", batch):
             original = getattr(cls, name)
+            key = name.removesuffix("_in")
 
-            def wrapper(self: Any, *args: Any, _f: Any = original, _k: Any = (cls, name)) -> Any:
+            def wrapper(self: Any, *args: Any, _f: Any = original, _k: Any = (cls, key)) -> Any:
                 counted[(_k[0].__name__, _k[1])] += 1
                 return _f(self, *args)
 
