@@ -193,7 +193,7 @@ class Traced(Stages):
             return _slice_entries(*ranked, sliced, classified, budget, explained)
 
         self._excluded(PipelineStage.SLICE, build)
-        self._done(PipelineStage.SLICE, start, len(ranking))
+        self._done(PipelineStage.SLICE, start, len(ranking.order))
         return sliced
 
     def place(
