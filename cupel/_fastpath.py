@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import islice
-from operator import lt
+from operator import attrgetter, lt
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,6 +37,7 @@ __all__ = [
     "descending_order",
     "fast_method",
     "float_column",
+    "read_fields",
     "stable_argsort",
     "strictly_increasing",
 ]
@@ -206,3 +207,30 @@ def strictly_increasing(values: Sequence[Any]) -> bool:
         return all(map(lt, values, islice(values, 1, None)))
     except TypeError:
         return False
+
+
+FIELD_CHUNK = 512
+"""Items per chunk of :func:`read_fields` (their fields stay in the CPU cache while read)."""
+
+
+def read_fields(items: Sequence[Any], names: Sequence[str], cls: type) -> list[list[Any]] | None:
+    """``[[getattr(item, name) for item in items] for name in names]`` when every item is an
+    instance of ``cls``, else ``None``; read chunk by chunk (:data:`FIELD_CHUNK` items at a
+    time, the types checked and every name read per chunk): each item's fields are read
+    while its object is still in the CPU cache, which on large passes costs about half of
+    one full pass over the items per name.
+
+    >>> from cupel import ContextItem
+    >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"), ContextItem)
+    [[2], [False]]
+    >>> read_fields([ContextItem(content="a", tokens=2), "b"], ("tokens",), ContextItem)
+    """
+    getters = [attrgetter(name) for name in names]
+    out: list[list[Any]] = [[] for _ in names]
+    for start in range(0, len(items), FIELD_CHUNK):
+        part = items[start : start + FIELD_CHUNK]
+        if not all(issubclass(kind, cls) for kind in set(map(type, part))):
+            return None
+        for column, get in zip(out, getters, strict=True):
+            column.extend(map(get, part))
+    return out

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress, count, repeat
+from itertools import compress
 from operator import and_, not_, or_
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from cupel._errors import ItemError, PinnedBudgetError
-from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray
+from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray, read_fields
 from cupel._model import ContextBudget, ContextItem
-from cupel._pipeline.values import PINNED, TOKENS
+from cupel._pipeline.values import TOKENS
 
 __all__ = ["Classified", "classify"]
 
@@ -22,7 +22,9 @@ class Classified(NamedTuple):
     sums every input item's (negative ones included: ruling 3). ``token_array``:
     ``tokens`` as int64 when every count is non-negative and the sum of all of them is
     below :data:`~cupel._fastpath.MAX_EXACT_TOKENS` (what the array routes need, checked
-    here once), else ``None``."""
+    here once), else ``None``. ``fields``: the fields the run's later stages read, one
+    value per scoreable item, read in the same sweep as the tokens (the stages are handed
+    them: :class:`~cupel.scorers._base.Batches`, Deduplicate)."""
 
     items: Sequence[ContextItem]
     pinned: list[ContextItem]
@@ -31,25 +33,30 @@ class Classified(NamedTuple):
     negative: list[ContextItem]
     total_tokens: int
     pinned_tokens: int
-    token_array: TokenArray | None = None
+    token_array: TokenArray | None
+    fields: dict[str, list[Any]]
 
 
-def classify(items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+def classify(
+    items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
+) -> Classified:
     """Split ``items``; raise :class:`~cupel.PinnedBudgetError` when the pinned items
     alone need more than ``max_tokens - output_reserve``.
 
-    One sweep checks that every element is a ContextItem (naming the first that is
-    not), one reads the token counts and one the pinned flags; the split itself is a
-    few C-level passes (``compress``), skipped when nothing is pinned or negative."""
-    bad = next(compress(count(), map(not_, map(isinstance, items, repeat(ContextItem)))), None)
-    if bad is not None:
+    One chunked sweep (:func:`~cupel._fastpath.read_fields`) checks that every element is
+    a ContextItem and reads the token counts, pinned flags and the fields ``names`` that
+    the run's later stages read (:meth:`Pipeline._fields_read`); the split
+    itself is a few C-level passes (``compress``), skipped when nothing is pinned or
+    negative."""
+    read = read_fields(items, ("tokens", "pinned", *names), ContextItem)
+    if read is None:
+        bad = next(i for i, item in enumerate(items) if not isinstance(item, ContextItem))
         raise ItemError(
             f"Pipeline.run: items[{bad}] must be a ContextItem, got {type(items[bad]).__name__}",
             field=f"items[{bad}]",
             value=items[bad],
         )
-    tokens = list(map(TOKENS, items))
-    flags = list(map(PINNED, items))
+    tokens, flags, *columns = read
     total = sum(tokens)
     pinned: list[ContextItem] = []
     negative: list[ContextItem] = []
@@ -62,6 +69,7 @@ def classify(items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
         kept = list(map(not_, map(or_, flags, below)))
         scoreable = list(compress(items, kept))
         tokens = list(compress(tokens, kept))
+        columns = [list(compress(column, kept)) for column in columns]
     pinned_tokens = sum(map(TOKENS, pinned))
     available_for_pinned = budget.max_tokens - budget.output_reserve
     if pinned_tokens > available_for_pinned:
@@ -75,6 +83,7 @@ def classify(items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
         total,
         pinned_tokens,
         _token_array(tokens),
+        dict(zip(names, columns, strict=True)),
     )
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from cupel._fastpath import FloatArray
-from cupel._model import ContextItem
+from cupel._pipeline.classify import Classified
 from cupel._pipeline.values import CONTENT, as_list
 
-__all__ = ["Survivors", "deduplicate"]
+__all__ = ["CONTENT_FIELD", "Survivors", "deduplicate"]
+
+CONTENT_FIELD = "content"
 
 
 class Survivors(NamedTuple):
@@ -26,15 +30,16 @@ class Survivors(NamedTuple):
 _ALL = Survivors(None, {}, [], [])
 
 
-def deduplicate(
-    scoreable: list[ContextItem], scores: FloatArray | list[Any], enabled: bool
-) -> Survivors:
+def deduplicate(classified: Classified, scores: FloatArray | list[Any], enabled: bool) -> Survivors:
     """The survivors (all of them when deduplication is off or the contents are
-    distinct: as many distinct contents as items)."""
-    if not enabled or not scoreable:
+    distinct). The scoreable items' contents are the Classify stage's
+    (``classified.fields``), read now when it has not read them."""
+    if not enabled or not classified.scoreable:
         return _ALL
-    contents = list(map(CONTENT, scoreable))
-    if len(set(contents)) == len(contents):
+    contents = classified.fields.get(CONTENT_FIELD)
+    if contents is None:
+        contents = list(map(CONTENT, classified.scoreable))
+    if _distinct(contents):
         return _ALL
     values = as_list(scores)
     best: dict[str, int] = {}
@@ -44,3 +49,13 @@ def deduplicate(
             best[content] = i
     survivors = [i for i, content in enumerate(contents) if best[content] == i]
     return Survivors(survivors, best, contents, values)
+
+
+def _distinct(contents: list[str]) -> bool:
+    """Whether the contents are pairwise distinct: their hashes read into an array and
+    sorted (cheaper than a set of the strings once the set outgrows the CPU cache, and
+    never much dearer); pairwise distinct hashes mean distinct contents, and otherwise
+    (equal contents or a hash collision) the set of the contents decides."""
+    hashes = np.fromiter(map(hash, contents), dtype=np.int64, count=len(contents))
+    hashes.sort()
+    return not (hashes[1:] == hashes[:-1]).any() or len(set(contents)) == len(contents)

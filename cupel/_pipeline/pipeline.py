@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from cupel._errors import ConfigurationError, InvalidOperationError
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
+from cupel._pipeline.deduplicate import CONTENT_FIELD
 from cupel._pipeline.place import OverflowCallback
 from cupel._pipeline.report import UNTRACED, Stages, Traced
 from cupel.diagnostics._collectors import NULL_COLLECTOR, DiagnosticTraceCollector, TraceCollector
@@ -15,7 +16,7 @@ from cupel.diagnostics._events import OverflowEvent, TraceDetailLevel
 from cupel.diagnostics._report import SelectionReport
 from cupel.placers import ChronologicalPlacer
 from cupel.placers._base import Placer
-from cupel.scorers._base import Scorer
+from cupel.scorers._base import Scorer, fields_read
 from cupel.slicers import GreedySlice
 from cupel.slicers._base import Slicer
 
@@ -188,7 +189,7 @@ class Pipeline:
         is given the scores and token counts as arrays, any other slicer the spec's
         ScoredItem list. The placer is always given the merged window's ScoredItems.
         """
-        classified = stages.classify(items, budget)
+        classified = stages.classify(items, budget, self._fields_read())
         scores = stages.score(self.scorer, classified)
         survivors = stages.deduplicate(classified, scores, self.deduplication)
         ranking = stages.sort(classified, scores, survivors)
@@ -203,6 +204,12 @@ class Pipeline:
         )
         report = stages.report(self.slicer, classified)
         return ContextResult(placed.items, placed.tokens, report, placed.overflow)
+
+    def _fields_read(self) -> tuple[str, ...]:
+        """The item fields the later stages read (the scorer's, the contents for
+        deduplication), read once by the Classify stage and handed to them."""
+        names = fields_read(self.scorer)
+        return (*names, CONTENT_FIELD) if self.deduplication else names
 
 
 def _checked_input(items: Sequence[ContextItem], budget: ContextBudget) -> Sequence[ContextItem]:

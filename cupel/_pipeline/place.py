@@ -13,9 +13,9 @@ from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.slice import Sliced
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs, take
 from cupel.diagnostics._events import OverflowEvent
-from cupel.placers._base import Placer
+from cupel.placers._base import Placer, placed_order
 
 __all__ = ["Merged", "OverflowCallback", "arrange", "merge"]
 
@@ -74,8 +74,13 @@ def merge(
 
 
 def arrange(placer: Placer, merged: Merged) -> list[ContextItem]:
-    """``placer.place`` over the merged window, checked to return exactly its input."""
+    """The placer's order of the merged window: a built-in placer's positions
+    (:func:`~cupel.placers._base.placed_order`, what its ``place`` computes), else
+    ``placer.place`` over the ScoredItems, checked to return exactly its input."""
     items = merged.items
+    order = placed_order(placer)
+    if order is not None:
+        return take(items, order(items, merged.scores))
     placed = list(placer.place(scored_pairs(items, as_list(merged.scores))))
     _check_placement(items, placed, placer)
     return placed

@@ -44,7 +44,7 @@ class BudgetProbe:
         unlimited = ContextBudget(max_tokens=2**62, target_tokens=2**62)
         classified = classify(list(items), unlimited)
         scores = score(pipeline.scorer, classified)
-        survivors = deduplicate(classified.scoreable, scores, pipeline.deduplication)
+        survivors = deduplicate(classified, scores, pipeline.deduplication)
         self._classified = classified
         self._ranking = sort(classified, scores, survivors)
         self._pipeline = pipeline

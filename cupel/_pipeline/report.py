@@ -74,14 +74,16 @@ class Placed:
 class Stages:
     """The six stages, untraced."""
 
-    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
-        return classify(items, budget)
+    def classify(
+        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
+    ) -> Classified:
+        return classify(items, budget, names)
 
     def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
         return score(scorer, classified)
 
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
-        return deduplicate(classified.scoreable, scores, enabled)
+        return deduplicate(classified, scores, enabled)
 
     def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
         return sort(classified, scores, survivors)
@@ -137,9 +139,11 @@ class Traced(Stages):
         for entry in build():
             self.trace.on_excluded(stage, entry)
 
-    def classify(self, items: Sequence[ContextItem], budget: ContextBudget) -> Classified:
+    def classify(
+        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
+    ) -> Classified:
         start = self._start(PipelineStage.CLASSIFY)
-        classified = classify(items, budget)
+        classified = classify(items, budget, names)
         negative = classified.negative
         if negative:
             self._excluded(PipelineStage.CLASSIFY, lambda: _negative_entries(negative))
@@ -155,7 +159,7 @@ class Traced(Stages):
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
         start = self._start(PipelineStage.DEDUPLICATE)
         scoreable = classified.scoreable
-        survivors = deduplicate(scoreable, scores, enabled)
+        survivors = deduplicate(classified, scores, enabled)
         if survivors.positions is not None:
             self._excluded(
                 PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)

@@ -13,9 +13,10 @@ __all__ = ["score"]
 
 
 def score(scorer: Scorer, classified: Classified) -> FloatArray:
-    """Every scoreable item's score, as a validated float64 array (input order)."""
+    """Every scoreable item's score, as a validated float64 array (input order). The
+    built-in scorers read the fields the Classify stage read (``classified.fields``)."""
     scoreable = classified.scoreable
-    scores = batch_scores(scorer, scoreable) if scoreable else np.zeros(0)
+    scores = batch_scores(scorer, scoreable, classified.fields) if scoreable else np.zeros(0)
     if len(scores) != len(scoreable):
         raise ScoreError(
             f"scorer {scorer!r} returned {len(scores)} scores for {len(scoreable)} items",

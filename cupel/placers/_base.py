@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
+from cupel._fastpath import FloatArray, fast_method
 from cupel._model import ContextItem, ScoredItem
 from cupel._params import Configurable
 
-__all__ = ["BasePlacer", "Placer"]
+__all__ = ["BasePlacer", "Placer", "placed_order"]
 
 
 @runtime_checkable
@@ -27,3 +28,15 @@ class BasePlacer(Configurable, ABC):
     @abstractmethod
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
         """Return the same items in presentation order."""
+
+
+Order = Callable[[Sequence[ContextItem], "FloatArray | Sequence[Any]"], list[int]]
+
+
+def placed_order(placer: object) -> Order | None:
+    """A built-in placer's ``_order(items, scores)``: the positions of ``items`` in placed
+    order, the very computation its ``place`` runs (which builds no ScoredItems and needs
+    no check that the window came back whole); ``None`` for any other placer, and for a
+    subclass overriding ``place`` (the rule of :func:`cupel._fastpath.fast_method`)."""
+    order: Order | None = fast_method(placer, "_order", ("place",))
+    return order

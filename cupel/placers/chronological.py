@@ -32,9 +32,14 @@ class ChronologicalPlacer(BasePlacer):
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
         contents = list(map(_ITEM, items))
-        stamps: list[Any] = list(map(_TIMESTAMP, contents))
+        return list(map(contents.__getitem__, self._order(contents, ())))
+
+    def _order(self, items: Sequence[ContextItem], scores: object) -> list[int]:
+        """The placed positions of ``items`` (``scores`` are not read): the timestamped
+        ones by a stable sort on their timestamps, then the others in input order."""
+        stamps: list[Any] = list(map(_TIMESTAMP, items))
         timed = [i for i, stamp in enumerate(stamps) if stamp is not None]
         timed.sort(key=stamps.__getitem__)  # stable: ties keep input order
         if len(timed) < len(stamps):
             timed.extend(i for i, stamp in enumerate(stamps) if stamp is None)
-        return list(map(contents.__getitem__, timed))
+        return timed

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import itemgetter
+from typing import Any
 
-from cupel._fastpath import descending_order
+from cupel._fastpath import FloatArray, descending_order
 from cupel._model import ContextItem, ScoredItem
 from cupel.placers._base import BasePlacer
 
@@ -27,11 +28,15 @@ class UShapedPlacer(BasePlacer):
     """
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
-        """Rank ``r`` (:func:`~cupel._fastpath.descending_order`) goes to slot ``r // 2``
-        from the left when even, from the right when odd: the even ranks, then the odd
-        ones reversed."""
         contents = list(map(_ITEM, items))
-        ranked = descending_order(list(map(_SCORE, items)))
+        order = self._order(contents, list(map(_SCORE, items)))
+        return list(map(contents.__getitem__, order))
+
+    def _order(self, items: Sequence[ContextItem], scores: FloatArray | Sequence[Any]) -> list[int]:
+        """The placed positions: rank ``r`` (:func:`~cupel._fastpath.descending_order` of
+        ``scores``) goes to slot ``r // 2`` from the left when even, from the right when
+        odd: the even ranks, then the odd ones reversed."""
+        ranked = descending_order(scores)
         order: list[int] = ranked[0::2].tolist()
         order.extend(ranked[1::2][::-1].tolist())
-        return list(map(contents.__getitem__, order))
+        return order

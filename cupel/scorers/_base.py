@@ -24,9 +24,10 @@ from __future__ import annotations
 import numbers
 import reprlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Protocol, runtime_checkable
+from operator import attrgetter
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -43,6 +44,7 @@ __all__ = [
     "Scorer",
     "as_score",
     "batch_scores",
+    "fields_read",
     "score_all",
 ]
 
@@ -82,10 +84,13 @@ class ArrayScorer(BaseScorer):
     ``score`` is scored through its ``score`` instead.
     """
 
+    _fields: ClassVar[tuple[str, ...]] = ()
+    """The item fields the batch reads (through :meth:`Batches.column`)."""
+
     def score_all(self, items: Sequence[ContextItem]) -> list[float]:
         if fast_method(self, "_scores", ("score",)) is None:  # a subclass's score() rules
             return BaseScorer.score_all(self, items)
-        result: list[float] = self._scores(items).tolist()
+        result: list[float] = self._scores_in(Batches(items)).tolist()
         return result
 
     @abstractmethod
@@ -154,7 +159,9 @@ def _as_scores(values: Any, scorer: object, items: Sequence[ContextItem]) -> Flo
 
 class Batches:
     """One pass's scores: each distinct scorer object (by identity) scored once over
-    ``items``, however many composites share it.
+    ``items``, however many composites share it; and the item fields the pass has read
+    already (``fields``: field name → one value per item, the Classify stage's), which
+    the built-in batches read through :meth:`column` instead of the items.
 
     >>> from cupel import ContextItem, KindScorer
     >>> kind = KindScorer()
@@ -163,11 +170,21 @@ class Batches:
     (True, [0.8])
     """
 
-    __slots__ = ("_done", "items")
+    __slots__ = ("_done", "_fields", "items")
 
-    def __init__(self, items: Sequence[ContextItem]) -> None:
+    def __init__(
+        self, items: Sequence[ContextItem], fields: Mapping[str, list[Any]] | None = None
+    ) -> None:
         self.items = items
+        self._fields: dict[str, list[Any]] = {} if fields is None else dict(fields)
         self._done: list[tuple[object, FloatArray]] = []
+
+    def column(self, name: str) -> list[Any]:
+        """Every item's ``name`` field, in order (read once per pass; do not modify it)."""
+        column = self._fields.get(name)
+        if column is None:
+            column = self._fields[name] = list(map(attrgetter(name), self.items))
+        return column
 
     def of(self, scorer: Scorer) -> FloatArray:
         """``scorer``'s batch over the pass, validated and read-only (computed once)."""
@@ -180,14 +197,17 @@ class Batches:
         return result
 
 
-def batch_scores(scorer: Scorer, items: Sequence[ContextItem]) -> FloatArray:
+def batch_scores(
+    scorer: Scorer, items: Sequence[ContextItem], fields: Mapping[str, list[Any]] | None = None
+) -> FloatArray:
     """Score a whole pass: the scorer's batch as a validated, read-only float64 array.
 
     A built-in :class:`ArrayScorer` computes it on arrays; any other scorer through its
     ``score_all(items)`` if it has one, else ``score(item, items)`` per item. Each
-    distinct scorer object of the tree is scored once (:class:`Batches`).
+    distinct scorer object of the tree is scored once (:class:`Batches`). ``fields``:
+    item fields already read (field name → one value per item).
     """
-    return Batches(items).of(scorer)
+    return Batches(items, fields).of(scorer)
 
 
 def _batch(scorer: Scorer, batches: Batches) -> FloatArray:
@@ -200,6 +220,31 @@ def _batch(scorer: Scorer, batches: Batches) -> FloatArray:
     else:
         raw = [scorer.score(item, items) for item in items]
     return _as_scores(raw, scorer, items)
+
+
+def fields_read(scorer: Scorer) -> tuple[str, ...]:
+    """The item fields the built-in batches of ``scorer`` and of the scorers it delegates
+    to (``children()``) read, in first-seen order; a scorer scored through its own
+    ``score`` / ``score_all`` adds none (nor do its children: they may not be asked).
+
+    >>> from cupel import CompositeScorer, KindScorer, RecencyScorer
+    >>> fields_read(CompositeScorer([(RecencyScorer(), 1), (KindScorer(), 1)]))
+    ('timestamp', 'kind')
+    """
+    names: dict[str, None] = {}
+    pending: list[Scorer] = [scorer]
+    seen: list[Scorer] = []
+    while pending:
+        current = pending.pop()
+        if any(current is done for done in seen):
+            continue
+        seen.append(current)
+        if isinstance(current, ArrayScorer) and fast_method(
+            current, "_scores", ("score", "score_all")
+        ):
+            names.update(dict.fromkeys(current._fields))
+            pending.extend(reversed(current.children()))
+    return tuple(names)
 
 
 def score_all(scorer: Scorer, items: Sequence[ContextItem]) -> list[float]:

@@ -13,7 +13,7 @@ import numpy as np
 from cupel._errors import ItemError, ScorerConfigError
 from cupel._model import ContextItem, ContextKind
 from cupel._params import NonNegative
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["KindScorer"]
@@ -84,11 +84,17 @@ class KindScorer(ArrayScorer):
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         return self._lookup.get(item.kind.key, 0.0)
 
+    _fields = ("kind",)
+
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item: each item's folded kind (``kind.key``) looked up."""
+        kinds = batches.column("kind")
         return np.fromiter(
-            map(self._lookup.get, map(_KIND_KEY, items), repeat(0.0)), np.float64, len(items)
+            map(self._lookup.get, map(_KEY, kinds), repeat(0.0)), np.float64, len(kinds)
         )
 
 
-_KIND_KEY = attrgetter("kind.key")
+_KEY = attrgetter("key")

@@ -16,7 +16,7 @@ import numpy as np
 
 from cupel._fastpath import strictly_increasing
 from cupel._model import ContextItem
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 
 __all__ = ["PriorityScorer", "RecencyScorer"]
 
@@ -83,8 +83,13 @@ class _RankScorer(ArrayScorer, Generic[_K]):
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         return _rank_score(self._key(item), [self._key(other) for other in all_items])
 
+    _field: str
+
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return rank_scores(list(map(self._key, items)))
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
+        return rank_scores(batches.column(self._field))
 
 
 class RecencyScorer(_RankScorer[datetime]):
@@ -100,6 +105,8 @@ class RecencyScorer(_RankScorer[datetime]):
     """
 
     _key = staticmethod(attrgetter("timestamp"))
+    _field = "timestamp"
+    _fields = ("timestamp",)
 
 
 class PriorityScorer(_RankScorer[int]):
@@ -112,3 +119,5 @@ class PriorityScorer(_RankScorer[int]):
     """
 
     _key = staticmethod(attrgetter("priority"))
+    _field = "priority"
+    _fields = ("priority",)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
-from operator import attrgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem, ascii_fold
 from cupel._params import NonNegative
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["TagScorer"]
@@ -104,11 +103,16 @@ class TagScorer(ArrayScorer):
             matched += self._weight(tag)
         return min(matched / self._total, 1.0)
 
+    _fields = ("tags",)
+
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item: each tag's weight looked up (folded once per distinct
         spelling when case-insensitive), then summed per item by ``np.bincount``, which adds
         them in tag order from 0.0 as ``score`` does (an unmatched tag adds 0.0)."""
-        tags = list(map(_TAGS, items))
+        tags = batches.column("tags")
         n = len(tags)
         if self._total == 0.0:
             return np.zeros(n)
@@ -127,6 +131,3 @@ class TagScorer(ArrayScorer):
     def _weight(self, tag: str) -> float:
         """The weight of one tag (0.0 when unweighted)."""
         return self._lookup.get(ascii_fold(tag) if self._case_insensitive else tag, 0.0)
-
-
-_TAGS = attrgetter("tags")
