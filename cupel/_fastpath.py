@@ -1,33 +1,27 @@
-"""When a built-in's fast path may be taken (private). Both rules live here, and only here.
+"""The array helpers of the pipeline's stages, and the one rule of whose definition runs
+(private).
 
-Built-in scorers, slicers and placers have a second implementation of their definition
-that works on float64 / int64 arrays (scorers: ``_scores``; slicers:
-``_select_positions``; placers: ``_order``). Two questions decide whether it runs:
+Built-in scorers compute a pass as a float64 array (``_scores``), and built-in slicers
+select from the pipeline's score and token columns (``_select_positions``). Two questions
+decide whether such a method runs:
 
-1. **Whose definition is it?** A fast path stands for public methods (a scorer's
-   ``score`` and ``score_all``, a slicer's ``slice`` and ``slice_detailed``, a placer's
-   ``place``); it runs only when every one of them is cupel's own
-   (:func:`fast_method`). A user's subclass that overrides one of them is run through
-   its override: a ``KindScorer`` subclass whose ``score()`` returns 0.5 is scored
-   through that ``score()``, never through ``KindScorer``'s batch. (A subclass that only
-   adds an ``__init__`` or a ``__repr__`` keeps the fast path: nothing it stands for
-   changed.)
-2. **Can the values live in an array?** Scores must all be exactly Python ``float`` s,
-   without NaN unless the caller handles NaN (:func:`float_column`); token sums must stay
-   below :data:`MAX_EXACT_TOKENS`, so int64 sums and float64 densities are exact.
-
-Otherwise the spec's per-item definition runs; both give identical results (the
-agreement tests in tests/core/perf and tests/core/test_properties.py).
+1. **Whose definition is it?** It stands for public methods (a scorer's ``score`` and
+   ``score_all``, a slicer's ``slice`` and ``slice_detailed``) and runs only when every
+   one of them is cupel's own (:func:`fast_method`). A user's subclass that overrides
+   one of them is run through its override: a ``KindScorer`` subclass whose ``score()``
+   returns 0.5 is scored through that ``score()``, never through ``KindScorer``'s batch.
+   (A subclass that only adds an ``__init__`` or a ``__repr__`` keeps it: nothing it
+   stands for changed.)
+2. **Can the values live in an array?** Scores must all be exactly Python ``float`` s
+   without NaN (:func:`float_column`); token sums must stay below
+   :data:`MAX_EXACT_TOKENS`, so int64 sums and float64 densities are exact.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from functools import cache
+from collections.abc import Callable, Sequence
 from itertools import islice
-from operator import attrgetter, itemgetter, lt
+from operator import attrgetter, lt
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,17 +32,12 @@ __all__ = [
     "Columns",
     "FloatArray",
     "IntArray",
-    "SharedFields",
     "TokenArray",
     "columns",
+    "descending_order",
     "fast_method",
-    "field_column",
     "float_column",
-    "increasing_column",
-    "known_increasing",
     "read_fields",
-    "read_item_fields",
-    "sharing_fields",
     "stable_argsort",
     "strictly_increasing",
 ]
@@ -149,32 +138,22 @@ def columns(
     return Columns(array, np.array(tokens, dtype=np.int64))
 
 
-def stable_argsort(keys: FloatArray, tie_scores: FloatArray | None = None) -> IntArray:
+def stable_argsort(keys: FloatArray) -> IntArray:
     """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN, several times
     faster on large arrays: NumPy's default (unstable, vectorised) sort, then, only where
     equal keys are adjacent, those tied elements alone put back in ascending position
     order, which is exactly what the stable sort gives (equal keys, ``0.0`` and ``-0.0``
-    included, keep their order). ``keys`` with NaN get the stable sort itself.
-
-    ``tie_scores``: equal keys are ordered by descending ``tie_scores`` first, then by
-    position (``np.lexsort((positions, -tie_scores, keys))``; GreedySlice's densities).
+    included, keep their order).
 
     >>> keys = np.array([0.5, 0.0, 0.5, -0.0, 1.0])
     >>> stable_argsort(keys).tolist() == np.argsort(keys, kind="stable").tolist()
     True
-    >>> stable_argsort(keys, np.array([1.0, 0.0, 2.0, 0.0, 0.0])).tolist()
-    [1, 3, 2, 0, 4]
     """
     order: IntArray = np.argsort(keys)
     n = len(order)
     if n < 2:
         return order
     ranked = keys[order]
-    if np.isnan(ranked[-1]):  # NaN sorts last
-        order = np.argsort(keys, kind="stable")
-        if tie_scores is None:
-            return order
-        ranked = keys[order]
     same = ranked[1:] == ranked[:-1]
     if not same.any():
         return order
@@ -183,140 +162,35 @@ def stable_argsort(keys: FloatArray, tie_scores: FloatArray | None = None) -> In
     tied_mask[1:] = same
     tied_mask[:-1] |= same
     tied = np.flatnonzero(tied_mask)
-    # a run starts at a tied element whose left neighbour is not equal to it
+    # a run starts at a tied element whose left neighbour is not equal to it; sort the
+    # tied elements by (run, position): one unstable sort of distinct integers
     starts = np.ones(len(tied), dtype=np.bool_)
     starts[1:] = ~same[tied[1:] - 1]
     run = np.cumsum(starts, dtype=np.int64)
-    members = order[tied]
-    if tie_scores is None:  # by (run, position): one unstable sort of distinct integers
-        run *= n
-        run += members
-        run.sort()
-        run %= n
-        order[tied] = run
-    else:
-        order[tied] = members[np.lexsort((members, -tie_scores[members], run))]
+    run *= n
+    run += order[tied]
+    run.sort()
+    run %= n
+    order[tied] = run
     return order
 
 
-FIELD_CHUNK = 512
-"""Items per chunk of :func:`read_fields` (their fields stay in the CPU cache while read)."""
+def descending_order(scores: FloatArray | Sequence[Any]) -> IntArray:
+    """Positions by descending score, equal scores in input order: exactly the spec's
+    stable ``sorted(range(n), key=lambda i: -scores[i])``. NaN-free floats are ranked by
+    :func:`stable_argsort`; scores it cannot order so (NaN, which NumPy sorts last but a
+    comparison sort leaves wherever its comparisons put it, or values that are not
+    floats) by that ``sorted`` itself.
 
-_getter: Callable[[str], Callable[[Any], Any]] = cache(attrgetter)
-"""One ``attrgetter`` per field name, made once."""
-_item_getter: Callable[[str], Callable[[Any], Any]] = cache(itemgetter)
-"""One ``itemgetter`` per field name, made once."""
-
-
-def read_fields(items: Sequence[Any], names: Sequence[str]) -> list[list[Any]]:
-    """``[[getattr(item, name) for item in items] for name in names]``, read chunk by chunk
-    (:data:`FIELD_CHUNK` items at a time, every name per chunk): each item's fields are read
-    while its object is still in the CPU cache, which on large passes costs about half of
-    one full pass per name. Same values, same order, same errors as the plain passes.
-
-    >>> from cupel import ContextItem
-    >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"))
-    [[2], [False]]
+    >>> descending_order([0.5, 1.0, 0.5]).tolist(), descending_order([1, 2]).tolist()
+    ([1, 0, 2], [1, 0])
     """
-    columns = read_item_fields(items, names, object)
-    if columns is None:  # pragma: no cover - every value is an object
-        raise TypeError("read_fields: an item is not an object")
-    return columns
-
-
-def read_item_fields(
-    items: Sequence[Any], names: Sequence[str], cls: type, *, dict_class: type | None = None
-) -> list[list[Any]] | None:
-    """:func:`read_fields` when every item is an instance of ``cls``, else ``None`` (the
-    items' types are checked chunk by chunk too, while the chunk is in the CPU cache).
-
-    ``dict_class``: a class whose instances keep each of ``names`` in their instance
-    ``__dict__`` and which defines no attribute of those names (exactly
-    :class:`~cupel.ContextItem`, whose fields pydantic stores so). A chunk of only its
-    instances is read from their ``__dict__`` s: one read of the ``__dict__`` per item and
-    one dict lookup per field, about 0.8x the attribute reads, same values. A chunk
-    holding an item that misses one of the names (built with ``model_construct`` without
-    it) is read attribute by attribute instead, which raises the usual
-    ``AttributeError``.
-
-    >>> from cupel import ContextItem
-    >>> read_item_fields([ContextItem(content="a", tokens=2)], ("tokens",), ContextItem)
-    [[2]]
-    >>> read_item_fields([ContextItem(content="a", tokens=2), "b"], ("tokens",), ContextItem)
-    """
-    by_name = [_getter(name) for name in names]
-    by_key = None if dict_class is None else [_item_getter(name) for name in names]
-    plain = {dict_class}
-    out: list[list[Any]] = [[] for _ in names]
-    n = len(items)
-    for start in range(0, n, FIELD_CHUNK):
-        part = items if n <= FIELD_CHUNK else items[start : start + FIELD_CHUNK]
-        types = set(map(type, part))
-        if by_key is not None and types <= plain:
-            dicts = list(map(_DICT, part))
-            try:
-                for column, get in zip(out, by_key, strict=True):
-                    column.extend(map(get, dicts))
-                continue
-            except KeyError:  # a missing field: read the chunk again by attribute
-                for column in out:
-                    del column[start:]
-        elif not all(issubclass(kind, cls) for kind in types):
-            return None
-        for column, get in zip(out, by_name, strict=True):
-            column.extend(map(get, part))
-    return out
-
-
-_DICT = attrgetter("__dict__")
-
-
-class SharedFields(dict[str, list[Any]]):
-    """Field name → one value per item (the Classify stage's read), plus what one pass
-    has already learnt about those lists: ``increasing`` maps a field name to whether
-    its list is :func:`strictly_increasing` (:func:`increasing_column` fills it, the
-    Recency scorer for one; :func:`known_increasing` reads it, the Chronological placer
-    for one). The lists are never modified, so what was learnt stays true."""
-
-    __slots__ = ("increasing",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.increasing: dict[str, bool] = {}
-
-
-# The fields already read for one pass: (the items object, field name → one value per item).
-_SHARED: ContextVar[tuple[Sequence[Any], dict[str, list[Any]]] | None] = ContextVar(
-    "cupel_shared_fields", default=None
-)
-
-
-@contextmanager
-def sharing_fields(items: Sequence[Any], fields: dict[str, list[Any]]) -> Iterator[None]:
-    """Within the block, :func:`field_column` on this very ``items`` object returns the
-    lists of ``fields`` instead of reading the items again (the pipeline reads the fields
-    its built-in stages need once, in :func:`read_fields`, and shares them)."""
-    token = _SHARED.set((items, fields))
-    try:
-        yield
-    finally:
-        _SHARED.reset(token)
-
-
-def field_column(items: Sequence[Any], name: str) -> list[Any]:
-    """Every item's ``name`` attribute, in order: the shared list when the pass being
-    scored has read it already (:func:`sharing_fields`), else read now. Do not modify it.
-
-    >>> from cupel import ContextItem
-    >>> field_column([ContextItem(content="a", tokens=2)], "tokens")
-    [2]
-    """
-    shared = _SHARED.get()
-    if shared is not None and shared[0] is items:
-        column = shared[1].get(name)
-        if column is not None:
-            return column
-    return list(map(_getter(name), items))
+    array = float_column(scores)
+    if array is not None:
+        return stable_argsort(-array)
+    values = scores.tolist() if isinstance(scores, np.ndarray) else list(scores)
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    return np.array(order, dtype=np.intp)
 
 
 def strictly_increasing(values: Sequence[Any]) -> bool:
@@ -335,34 +209,28 @@ def strictly_increasing(values: Sequence[Any]) -> bool:
         return False
 
 
-def _shared_fields(items: Sequence[Any]) -> SharedFields | None:
-    shared = _SHARED.get()
-    if shared is not None and shared[0] is items and isinstance(shared[1], SharedFields):
-        return shared[1]
-    return None
+FIELD_CHUNK = 512
+"""Items per chunk of :func:`read_fields` (their fields stay in the CPU cache while read)."""
 
 
-def increasing_column(items: Sequence[Any], name: str) -> tuple[list[Any], bool]:
-    """:func:`field_column` and whether it is :func:`strictly_increasing`; for a shared
-    column (:func:`sharing_fields` with :class:`SharedFields`), found once per pass and
-    kept for :func:`known_increasing`.
+def read_fields(items: Sequence[Any], names: Sequence[str], cls: type) -> list[list[Any]] | None:
+    """``[[getattr(item, name) for item in items] for name in names]`` when every item is an
+    instance of ``cls``, else ``None``; read chunk by chunk (:data:`FIELD_CHUNK` items at a
+    time, the types checked and every name read per chunk): each item's fields are read
+    while its object is still in the CPU cache, which on large passes costs about half of
+    one full pass over the items per name.
 
     >>> from cupel import ContextItem
-    >>> increasing_column([ContextItem(content="a", tokens=2)], "tokens")
-    ([2], True)
+    >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"), ContextItem)
+    [[2], [False]]
+    >>> read_fields([ContextItem(content="a", tokens=2), "b"], ("tokens",), ContextItem)
     """
-    column = field_column(items, name)
-    shared = _shared_fields(items)
-    if shared is None or shared.get(name) is not column:
-        return column, strictly_increasing(column)
-    known = shared.increasing.get(name)
-    if known is None:
-        known = shared.increasing[name] = strictly_increasing(column)
-    return column, known
-
-
-def known_increasing(items: Sequence[Any], name: str) -> bool | None:
-    """Whether the shared ``name`` column of ``items`` was found strictly increasing
-    during this pass (:func:`increasing_column`); ``None`` when that is not known."""
-    shared = _shared_fields(items)
-    return None if shared is None else shared.increasing.get(name)
+    getters = [attrgetter(name) for name in names]
+    out: list[list[Any]] = [[] for _ in names]
+    for start in range(0, len(items), FIELD_CHUNK):
+        part = items[start : start + FIELD_CHUNK]
+        if not all(issubclass(kind, cls) for kind in set(map(type, part))):
+            return None
+        for column, get in zip(out, getters, strict=True):
+            column.extend(map(get, part))
+    return out

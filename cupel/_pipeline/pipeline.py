@@ -184,11 +184,10 @@ class Pipeline:
     ) -> ContextResult:
         """The six stages (see :mod:`cupel._pipeline`); ``stages`` reports them or not.
 
-        From Score to Place the candidates travel as positions into the scoreable items
-        and, when every score is a NaN-free float (all built-in scorers), as float64 /
-        int64 arrays that the built-in slicers and placers read directly. Otherwise, or
-        for custom components, the stages exchange the spec's lists of ScoredItem. Both
-        routes give identical results (tests/core/perf/test_perf_pipeline.py).
+        From Score to Slice the candidates travel as positions into the scoreable items
+        with their scores as a float64 array; a built-in slicer that selects on columns
+        is given the scores and token counts as arrays, any other slicer the spec's
+        ScoredItem list. The placer is always given the merged window's ScoredItems.
         """
         classified = stages.classify(items, budget, self._fields_read())
         scores = stages.score(self.scorer, classified)
@@ -207,8 +206,8 @@ class Pipeline:
         return ContextResult(placed.items, placed.tokens, report, placed.overflow)
 
     def _fields_read(self) -> tuple[str, ...]:
-        """The item fields the built-in stages will read (the scorer's, the contents for
-        deduplication), read once by the Classify stage."""
+        """The item fields the later stages read (the scorer's, the contents for
+        deduplication), read once by the Classify stage and handed to them."""
         names = fields_read(self.scorer)
         return (*names, CONTENT_FIELD) if self.deduplication else names
 

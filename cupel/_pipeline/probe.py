@@ -19,17 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from cupel._errors import PinnedBudgetError
-from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline.classify import classify
 from cupel._pipeline.deduplicate import deduplicate
 from cupel._pipeline.pipeline import Pipeline
 from cupel._pipeline.place import merge
 from cupel._pipeline.score import score
-from cupel._pipeline.slice import effective_budget, fast_slice, slice_items
+from cupel._pipeline.slice import slice_items
 from cupel._pipeline.sort import sort
 
 __all__ = ["BudgetProbe"]
@@ -40,18 +37,17 @@ class BudgetProbe:
     deduplicating and sorting once. For :class:`~cupel.Pipeline` itself (a subclass
     may change how a run works: use its ``run`` instead)."""
 
-    __slots__ = ("_classified", "_pipeline", "_positions", "_ranking")
+    __slots__ = ("_classified", "_pipeline", "_ranking")
 
     def __init__(self, pipeline: Pipeline, items: Sequence[ContextItem]) -> None:
         # The budget only gates the pinned items: check them per probe instead.
         unlimited = ContextBudget(max_tokens=2**62, target_tokens=2**62)
         classified = classify(list(items), unlimited)
         scores = score(pipeline.scorer, classified)
-        survivors = deduplicate(classified.scoreable, scores, pipeline.deduplication)
+        survivors = deduplicate(classified, scores, pipeline.deduplication)
         self._classified = classified
         self._ranking = sort(classified, scores, survivors)
         self._pipeline = pipeline
-        self._positions: dict[int, IntArray] = {}  # id(item) -> its scoreable positions
 
     def window(self, budget: ContextBudget) -> list[ContextItem]:
         """The items ``pipeline.run(items, budget)`` selects (in merge order, not placed),
@@ -69,28 +65,5 @@ class BudgetProbe:
 
     def selects(self, item: ContextItem, budget: ContextBudget) -> bool:
         """Whether :meth:`window` at ``budget`` holds ``item`` (by identity), raising what
-        it raises. On the array route without an overflow, read off the slicer's
-        positions (no item lists built)."""
-        classified = self._classified
-        if item.pinned or item.tokens < 0:
-            return any(entry is item for entry in self.window(budget))
-        available = budget.max_tokens - budget.output_reserve
-        if classified.pinned_tokens > available:
-            raise PinnedBudgetError(classified.pinned_tokens, available)
-        ranking = self._ranking
-        sliced_budget = effective_budget(budget, classified.pinned_tokens)
-        chosen = fast_slice(self._pipeline.slicer, classified.scoreable, ranking, sliced_budget)
-        found = ranking.columns
-        if chosen is None or found is None:
-            return any(entry is item for entry in self.window(budget))
-        target = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
-        if classified.pinned_tokens + int(found.tokens[chosen].sum()) > target:
-            return any(entry is item for entry in self.window(budget))  # the overflow rules
-        positions = self._positions.get(id(item))
-        if positions is None:
-            scoreable = classified.scoreable
-            positions = np.fromiter(
-                (i for i, entry in enumerate(scoreable) if entry is item), dtype=np.intp
-            )
-            self._positions = {id(item): positions}  # one target at a time
-        return bool(np.isin(positions, chosen).any())
+        it raises."""
+        return any(entry is item for entry in self.window(budget))

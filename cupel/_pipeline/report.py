@@ -83,7 +83,7 @@ class Stages:
         return score(scorer, classified)
 
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
-        return deduplicate(classified.scoreable, scores, enabled, classified.fields)
+        return deduplicate(classified, scores, enabled)
 
     def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
         return sort(classified, scores, survivors)
@@ -103,7 +103,7 @@ class Stages:
         on_overflow: OverflowCallback | None,
     ) -> Placed:
         merged = merge(classified, sliced, budget, strategy, on_overflow)
-        return Placed(arrange(placer, classified, sliced, merged), merged.tokens, merged.overflow)
+        return Placed(arrange(placer, merged), merged.tokens, merged.overflow)
 
     def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
         """The run's report (an untraced run has none)."""
@@ -159,7 +159,7 @@ class Traced(Stages):
     def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
         start = self._start(PipelineStage.DEDUPLICATE)
         scoreable = classified.scoreable
-        survivors = deduplicate(scoreable, scores, enabled, classified.fields)
+        survivors = deduplicate(classified, scores, enabled)
         if survivors.positions is not None:
             self._excluded(
                 PipelineStage.DEDUPLICATE, lambda: _duplicate_entries(scoreable, survivors)
@@ -201,7 +201,7 @@ class Traced(Stages):
             return _slice_entries(*ranked, sliced, classified, budget, explained)
 
         self._excluded(PipelineStage.SLICE, build)
-        self._done(PipelineStage.SLICE, start, len(ranking))
+        self._done(PipelineStage.SLICE, start, len(ranking.order))
         return sliced
 
     def place(
@@ -220,7 +220,7 @@ class Traced(Stages):
             self._excluded(PipelineStage.PLACE, lambda: _truncation_entries(merged, pinned))
         if merged.overflow is not None:
             self.trace.on_overflow(merged.overflow)
-        placed = arrange(placer, classified, sliced, merged)
+        placed = arrange(placer, merged)
         if self.deferred is not None:
             self.deferred.defer_included(lambda: _window_entries(placed, merged, classified))
         else:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from cupel._errors import CupelError
-from cupel._fastpath import FloatArray, IntArray, fast_method, stable_argsort
+from cupel._fastpath import FloatArray, IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
@@ -17,49 +17,21 @@ from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs, take
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
-__all__ = ["Sliced", "effective_budget", "effective_limits", "fast_slice", "slice_items"]
+__all__ = ["Sliced", "effective_budget", "effective_limits", "slice_items"]
 
 
-class Sliced:
+class Sliced(NamedTuple):
     """The selection, in the Sort stage's order (ruling 13), with its scores and total.
+    ``ranked`` is the ScoredItem list a slicer without an array route was given and
+    ``outcome`` what it returned (cap exclusions and shortfalls included); both are
+    ``None`` when the built-in slicer selected from the columns."""
 
-    On the array route ``chosen`` holds the selected input positions (into ``source``,
-    the scoreable items) and ``outcome`` / ``ranked`` are ``None``; ``items`` is then
-    gathered when first read (a run whose placer reads the positions never builds it).
-    On the per-item route ``items`` is given, ``ranked`` is the slicer's input and
-    ``outcome`` what it returned (cap exclusions and shortfalls included).
-    """
-
-    __slots__ = ("_items", "budget", "chosen", "outcome", "ranked", "scores", "source", "tokens")
-
-    def __init__(
-        self,
-        budget: ContextBudget,
-        items: list[ContextItem] | None,
-        scores: FloatArray | list[Any],
-        tokens: int,
-        chosen: IntArray | None,
-        outcome: SliceOutcome | None,
-        ranked: list[ScoredItem] | None,
-        source: list[ContextItem] | None = None,
-    ) -> None:
-        self._items = items
-        self.budget = budget
-        self.scores = scores
-        self.tokens = tokens
-        self.chosen = chosen
-        self.outcome = outcome
-        self.ranked = ranked
-        self.source = source
-
-    @property
-    def items(self) -> list[ContextItem]:
-        """The selected items, in the Sort stage's order."""
-        if self._items is None:
-            if self.chosen is None or self.source is None:  # pragma: no cover - see __init__
-                raise RuntimeError("Sliced without items or positions")
-            self._items = take(self.source, self.chosen.tolist())
-        return self._items
+    budget: ContextBudget
+    items: list[ContextItem]
+    scores: FloatArray | list[Any]
+    tokens: int
+    outcome: SliceOutcome | None = None
+    ranked: list[ScoredItem] | None = None
 
 
 def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget:
@@ -94,69 +66,29 @@ def slice_items(
     scoreable = classified.scoreable
     sliced_budget = effective_budget(budget, classified.pinned_tokens)
     found = ranking.columns
-    chosen = _unranked_slice(slicer, scoreable, ranking, sliced_budget)
-    if chosen is None:
-        chosen = fast_slice(slicer, scoreable, ranking, sliced_budget)
-        order = ranking.order if chosen is not None else None
-        if chosen is not None and isinstance(order, np.ndarray):
-            # Ruling 13: the selection enters the merge in the Sort stage's order.
-            selected = np.zeros(len(scoreable), dtype=np.bool_)
-            selected[chosen] = True
-            chosen = order[selected[order]]
+    chosen = _array_slice(slicer, scoreable, ranking, sliced_budget)
     if chosen is not None and found is not None:
+        # Ruling 13: the selection enters the merge in the Sort stage's order.
+        order = ranking.order
+        selected = np.zeros(len(scoreable), dtype=np.bool_)
+        selected[chosen] = True
+        chosen = order[selected[order]]
         return Sliced(
             sliced_budget,
-            None,
+            take(scoreable, chosen.tolist()),
             found.scores[chosen],
             int(found.tokens[chosen].sum()),
-            chosen,
-            None,
-            None,
-            scoreable,
         )
     ranked = scored_pairs(*ranked_lists(scoreable, ranking))
     outcome = slice_detailed(slicer, ranked, sliced_budget)
     kept = _reassociate(ranked, outcome.selected, slicer)
     items = list(map(ITEM, kept))
     return Sliced(
-        sliced_budget,
-        items,
-        list(map(SCORE, kept)),
-        sum(map(TOKENS, items)),
-        None,
-        outcome,
-        ranked,
+        sliced_budget, items, list(map(SCORE, kept)), sum(map(TOKENS, items)), outcome, ranked
     )
 
 
-def _unranked_slice(
-    slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
-) -> IntArray | None:
-    """The selected positions into ``scoreable`` in the Sort stage's order, from a
-    built-in slicer that can select from candidates in input order (``_select_unranked``:
-    :class:`~cupel.GreedySlice`), given them so:
-    the ranking of all candidates is then never computed, only the selection's (the
-    same relative order: by descending score, ties in input order). ``None`` when the
-    slicer is not such a one, or when the ranking is known already."""
-    found = ranking.columns
-    if found is None or ranking.computed:
-        return None
-    select = fast_method(slicer, "_select_unranked", ("slice", "slice_detailed"))
-    if select is None:
-        return None
-    if ranking.survivors is None:
-        kept = np.arange(len(scoreable))
-        candidates = Candidates(scoreable, kept, found.tokens, found.scores)
-    else:
-        kept = np.array(ranking.survivors, dtype=np.intp)
-        candidates = Candidates(scoreable, kept, found.tokens[kept], found.scores[kept])
-    positions: IntArray = select(candidates, budget)
-    picked = np.sort(kept[positions])
-    result: IntArray = picked[stable_argsort(-found.scores[picked])]
-    return result
-
-
-def fast_slice(
+def _array_slice(
     slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
 ) -> IntArray | None:
     """The built-in slicer's array fast path: the selected positions into
@@ -166,8 +98,6 @@ def fast_slice(
     if select is None or found is None:
         return None
     order = ranking.order
-    if not isinstance(order, np.ndarray):  # pragma: no cover - arrays rank as arrays
-        return None
     candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
     positions = select(candidates, budget)
     return None if positions is None else order[positions]

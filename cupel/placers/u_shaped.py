@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
 
-import numpy as np
-
-from cupel._fastpath import stable_argsort
+from cupel._fastpath import FloatArray, descending_order
 from cupel._model import ContextItem, ScoredItem
-from cupel.placers._base import BasePlacer, FloatArray, IntArray, split_scored
+from cupel.placers._base import BasePlacer
 
 __all__ = ["UShapedPlacer"]
+
+_ITEM = itemgetter(0)
+_SCORE = itemgetter(1)
 
 
 class UShapedPlacer(BasePlacer):
@@ -25,47 +28,15 @@ class UShapedPlacer(BasePlacer):
     """
 
     def place(self, items: Sequence[ScoredItem]) -> list[ContextItem]:
-        contents, scores = split_scored(items)
-        if scores is None:
-            return _u_shaped(items)
-        return list(map(contents.__getitem__, self._order(contents, scores, None)))
+        contents = list(map(_ITEM, items))
+        order = self._order(contents, list(map(_SCORE, items)))
+        return list(map(contents.__getitem__, order))
 
-    def _order(
-        self,
-        items: Sequence[ContextItem],
-        scores: FloatArray,
-        origin: IntArray | None,
-        source: Sequence[ContextItem] | None = None,
-    ) -> list[int]:
-        """The U-shaped order as input positions, on arrays: a stable argsort by descending
-        score gives the ranks (scores already in descending order, as the pipeline's
-        selection usually comes, are their own ranking); rank ``r`` goes to slot
-        ``r // 2`` from the left when even, from the right when odd: the even ranks,
-        then the odd ones reversed. ``scores`` must be NaN-free; ``origin`` and
-        ``source`` are not used."""
-        if bool((scores[:-1] >= scores[1:]).all()):
-            ranked: IntArray = np.arange(len(scores))
-        else:
-            ranked = stable_argsort(-scores)
-        result: list[int] = ranked[0::2].tolist()
-        result.extend(ranked[1::2][::-1].tolist())
-        return result
-
-
-def _u_shaped(items: Sequence[ScoredItem]) -> list[ContextItem]:
-    """The spec's U-SHAPED-PLACE, item by item (for scores the array path does not take)."""
-    n = len(items)
-    if n <= 1:
-        return [s.item for s in items]
-    # sorted() is stable, so equal scores keep ascending input index.
-    order = sorted(range(n), key=lambda i: -items[i].score)
-    result: list[ContextItem] = [items[0].item] * n
-    left, right = 0, n - 1
-    for rank, index in enumerate(order):
-        if rank % 2 == 0:
-            result[left] = items[index].item
-            left += 1
-        else:
-            result[right] = items[index].item
-            right -= 1
-    return result
+    def _order(self, items: Sequence[ContextItem], scores: FloatArray | Sequence[Any]) -> list[int]:
+        """The placed positions: rank ``r`` (:func:`~cupel._fastpath.descending_order` of
+        ``scores``) goes to slot ``r // 2`` from the left when even, from the right when
+        odd: the even ranks, then the odd ones reversed."""
+        ranked = descending_order(scores)
+        order: list[int] = ranked[0::2].tolist()
+        order.extend(ranked[1::2][::-1].tolist())
+        return order

@@ -12,7 +12,7 @@ from pydantic import Field
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
 from cupel._params import Positive
-from cupel.scorers._base import ArrayScorer, FloatArray, Scorer, as_score, batch_scores
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer, as_score
 from cupel.scorers._validation import (
     check_batch,
     check_nesting,
@@ -98,14 +98,18 @@ class CompositeScorer(ArrayScorer):
         return result
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """The weighted sum as an array, accumulated child by child in entry order
         (``0.0 + s1 * w1 + s2 * w2 ...``, the same IEEE 754 operations as the per-item
-        loop). Each distinct child is scored once per pass, even when it appears in
-        several entries or at several levels of nested composites."""
+        loop). Each distinct child is scored once per pass (``batches``), even when it
+        appears in several entries or at several levels of nested composites."""
+        items = batches.items
         result = np.zeros(len(items))
         scaled = np.empty(len(items))  # one buffer for every child's ``s * w``
         for scorer, weight in zip(self._scorers, self._weights, strict=True):
-            batch = batch_scores(scorer, items)
+            batch = batches.of(scorer)
             check_batch("CompositeScorer", scorer, batch, items)
             with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN, as in Python
                 np.multiply(batch, weight, out=scaled)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 
 from cupel._errors import ItemError, ScorerConfigError
-from cupel._fastpath import field_column
 from cupel._model import ContextItem, ContextKind
 from cupel._params import NonNegative
-from cupel.scorers._base import ArrayScorer, FloatArray, object_ids
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["KindScorer"]
@@ -86,31 +87,14 @@ class KindScorer(ArrayScorer):
     _fields = ("kind",)
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        """``score`` for every item, by the identity of its kind object. Kinds are
-        interned, so a pass holds a few distinct kind objects: each one's weight is looked
-        up once, by its folded ``key``, and written to the positions holding that object
-        (one vectorised comparison of the items' kind ids, :func:`object_ids`, per
-        distinct kind). Past :data:`_FEW_KINDS` distinct objects, the rest go through a
-        dict of ids."""
-        kinds = field_column(items, "kind")
-        n = len(kinds)
-        ids = object_ids(np.fromiter(kinds, dtype=object, count=n))
-        result = np.zeros(n)
-        lookup = self._lookup
-        left = np.ones(n, dtype=np.bool_)
-        for _ in range(_FEW_KINDS if n else 0):
-            position = int(left.argmax())
-            if not left[position]:
-                return result
-            same = ids == ids[position]
-            np.putmask(result, same, lookup.get(kinds[position].key, 0.0))
-            left &= ~same
-        rest = np.flatnonzero(left).tolist()
-        if rest:
-            table = {id(kind): lookup.get(kind.key, 0.0) for kind in map(kinds.__getitem__, rest)}
-            result[rest] = np.fromiter(map(table.__getitem__, ids[rest].tolist()), np.float64)
-        return result
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
+        """``score`` for every item: each item's folded kind (``kind.key``) looked up."""
+        kinds = batches.column("kind")
+        return np.fromiter(
+            map(self._lookup.get, map(_KEY, kinds), repeat(0.0)), np.float64, len(kinds)
+        )
 
 
-_FEW_KINDS = 16
-"""Distinct kind objects a :class:`KindScorer` pass handles one vectorised step each."""
+_KEY = attrgetter("key")

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import islice
-from operator import attrgetter, lt
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from cupel._fastpath import increasing_column, strictly_increasing
+from cupel._fastpath import strictly_increasing
 from cupel._model import ContextItem
-from cupel.scorers._base import ArrayScorer, FloatArray, object_ids
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 
 __all__ = ["PriorityScorer", "RecencyScorer"]
 
@@ -41,87 +40,38 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
     return rank / (count - 1)
 
 
-def rank_scores(keys: Sequence[Any], increasing: bool | None = None) -> FloatArray:
+def rank_scores(keys: Sequence[Any]) -> FloatArray:
     """Every key's rank score at once, in O(N log N): what :func:`_rank_score` gives per key.
 
-    Strictly increasing keys (a chronological history) rank by position: one pass of
-    ``<`` over neighbours shows it, and stops with :class:`TypeError` at a ``None`` (or
-    at keys that do not compare, which the general route raises again). Otherwise the
-    keyed values, told from ``None`` by identity (:func:`~cupel.scorers._base.object_ids`),
-    are checked for the same order, or ranked by :func:`_int_ranks` (plain ints) or
-    :func:`_sorted_ranks`: a key's rank is the number of strictly smaller keys (equal
-    keys share it; equality is the keys' own, so equal instants in different time zones
-    tie). ``None`` has rank 0, which divides to 0.0. The division ``rank / (keyed - 1)``
-    is the same IEEE 754 division as the per-item algorithm's.
-
-    ``increasing``: whether the keys are :func:`~cupel._fastpath.strictly_increasing`,
-    when already known (the pass is then not repeated).
+    A key's rank is the number of strictly smaller keys among the keyed ones (equal keys
+    share it; equality is the keys' own, so equal instants in different time zones tie):
+    the keyed values are sorted once, and walking the sorted list backwards into a dict
+    leaves, for each distinct key, the index of its first occurrence. Keyed values that
+    already strictly increase (a chronological history: one pass of ``<`` over
+    neighbours shows it) are that sort's result, so their ranks are their positions.
+    ``None`` has rank 0, which divides to 0.0. The division ``rank / (keyed - 1)`` is the
+    same IEEE 754 division as the per-item algorithm's.
 
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]
     """
     n = len(keys)
-    ranks: FloatArray
-    if n > 1:
-        if increasing is None:  # a None, or keys that do not compare: False (raised below)
-            increasing = strictly_increasing(keys)
-        if increasing:
-            ranks = np.arange(n, dtype=np.float64)
-            ranks /= n - 1
-            return ranks
-    present: list[Any]
-    if n < _FEW_KEYS:
-        keyed = np.fromiter([key is not None for key in keys], dtype=np.bool_, count=n)
-        present = [key for key in keys if key is not None]
-    else:
-        refs = np.fromiter(keys, dtype=object, count=n)
-        keyed = object_ids(refs) != id(None)
-        present = refs[keyed].tolist()
+    present = [key for key in keys if key is not None]
     count = len(present)
+    keyed: Any = slice(None) if count == n else [key is not None for key in keys]
+    ranks = np.zeros(n)
     if count <= 1:
-        return keyed.astype(np.float64)
-    ranked: FloatArray
-    if all(map(lt, present, islice(present, 1, None))):  # strictly increasing, with gaps
-        ranked = np.arange(count, dtype=np.float64)
-    elif count >= _FEW_INTS and set(map(type, present)) == {int}:  # priorities
-        ranked = _int_ranks(present)
+        ranks[keyed] = 1.0
+        return ranks
+    if strictly_increasing(present):
+        ranks[keyed] = np.arange(count, dtype=np.float64)
     else:
-        ranked = _sorted_ranks(present)
-    if count == n:
-        ranks = ranked
-    else:  # unkeyed items rank 0
-        ranks = np.zeros(n)
-        ranks[keyed] = ranked
+        ordered = sorted(present)
+        first_index: dict[Any, int] = dict(
+            zip(reversed(ordered), range(count - 1, -1, -1), strict=True)
+        )
+        ranks[keyed] = np.fromiter(map(first_index.__getitem__, present), np.float64, count)
     ranks /= count - 1
-    return ranks
-
-
-_FEW_KEYS = 64
-"""Keys below which :func:`rank_scores` tells ``None`` apart in Python, not on arrays."""
-_FEW_INTS = 64
-"""Keyed values from which :func:`rank_scores` ranks plain ints on arrays."""
-
-
-def _sorted_ranks(present: list[Any]) -> FloatArray:
-    """The rank of each of ``present``: sorted once, and walking the sorted list backwards
-    into a dict leaves, for each distinct key, the index of its first occurrence."""
-    count = len(present)
-    ordered = sorted(present)
-    first_index: dict[Any, int] = dict(
-        zip(reversed(ordered), range(count - 1, -1, -1), strict=True)
-    )
-    return np.fromiter(map(first_index.__getitem__, present), np.float64, count)
-
-
-def _int_ranks(present: list[int]) -> FloatArray:
-    """:func:`_sorted_ranks` of plain ``int``\\ s, on int64 arrays: each value's first
-    index in the sorted array (``searchsorted`` to the left). Values beyond int64 take
-    the dict route."""
-    try:
-        values = np.array(present, dtype=np.int64)
-    except OverflowError:
-        return _sorted_ranks(present)
-    ranks: FloatArray = np.searchsorted(np.sort(values), values, side="left").astype(np.float64)
     return ranks
 
 
@@ -133,9 +83,13 @@ class _RankScorer(ArrayScorer, Generic[_K]):
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         return _rank_score(self._key(item), [self._key(other) for other in all_items])
 
+    _field: str
+
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        (field,) = self._fields
-        return rank_scores(*increasing_column(items, field))
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
+        return rank_scores(batches.column(self._field))
 
 
 class RecencyScorer(_RankScorer[datetime]):
@@ -151,6 +105,7 @@ class RecencyScorer(_RankScorer[datetime]):
     """
 
     _key = staticmethod(attrgetter("timestamp"))
+    _field = "timestamp"
     _fields = ("timestamp",)
 
 
@@ -164,4 +119,5 @@ class PriorityScorer(_RankScorer[int]):
     """
 
     _key = staticmethod(attrgetter("priority"))
+    _field = "priority"
     _fields = ("priority",)

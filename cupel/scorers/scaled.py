@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cupel._model import ContextItem
-from cupel.scorers._base import ArrayScorer, FloatArray, Scorer, as_score, batch_scores
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer, as_score
 from cupel.scorers._validation import check_batch, check_nesting, require_scorer
 
 __all__ = ["ScaledScorer"]
@@ -76,30 +76,30 @@ class ScaledScorer(ArrayScorer):
         return (raw - low) / (high - low)
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        """The min-max scaling of the inner batch (scored once per pass). On NaN-free
-        scores of distinct objects, on arrays: the bounds are the first minimum and maximum
-        (``argmin``/``argmax``), exactly what the spec's strict ``<``/``>`` scan keeps,
-        including which of 0.0 and -0.0; the scaling is the same elementwise IEEE 754
-        arithmetic. Otherwise the definition is applied to the batch in Python."""
-        raw = batch_scores(self._inner, items)
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
+        """The min-max scaling of the inner batch (scored once per pass), on arrays. The
+        bounds are the first minimum and maximum of the non-NaN scores (``argmin`` /
+        ``argmax``), exactly what the spec's strict ``<`` / ``>`` scan keeps, including
+        which of 0.0 and -0.0; with none, the scan's ``inf`` / ``-inf``. The scaling is
+        the same elementwise IEEE 754 arithmetic. Like ``score``, which finds the scored
+        item by identity, an object listed twice takes the raw score of its last
+        position."""
+        items = batches.items
+        raw = batches.of(self._inner)
         check_batch("ScaledScorer", self._inner, raw, items)
-        if np.isnan(raw).any() or len(set(map(id, items))) != len(items):
-            return np.array(self._scale_list(raw.tolist(), items), dtype=np.float64)
-        if len(raw) == 0:
+        n = len(raw)
+        if n == 0:
             return np.zeros(0)
-        low, high = float(raw[raw.argmin()]), float(raw[raw.argmax()])
+        valid = raw[~np.isnan(raw)]
+        low = float(valid[valid.argmin()]) if len(valid) else math.inf
+        high = float(valid[valid.argmax()]) if len(valid) else -math.inf
         if high == low:
-            return np.full(len(raw), 0.5)
+            return np.full(n, 0.5)
+        last = dict(zip(map(id, items), range(n), strict=True))
+        if len(last) != n:  # an object listed twice: its last position's raw score
+            raw = raw[[last[id(item)] for item in items]]
         with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in the definition
             scaled: FloatArray = (raw - low) / (high - low)
         return scaled
-
-    @staticmethod
-    def _scale_list(batch: list[float], items: Sequence[ContextItem]) -> list[float]:
-        low, high = _bounds(batch)
-        if high == low:
-            return [0.5] * len(items)
-        # Like ``score``, an object listed twice takes the raw score of its last position.
-        last = {id(item): i for i, item in enumerate(items)}
-        span = high - low
-        return [(batch[last[id(item)]] - low) / span for item in items]

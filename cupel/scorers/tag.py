@@ -10,10 +10,9 @@ from types import MappingProxyType
 import numpy as np
 
 from cupel._errors import ScorerConfigError
-from cupel._fastpath import field_column
 from cupel._model import ContextItem, ascii_fold
 from cupel._params import NonNegative
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 from cupel.scorers._validation import fail, finite_weight
 
 __all__ = ["TagScorer"]
@@ -107,10 +106,13 @@ class TagScorer(ArrayScorer):
     _fields = ("tags",)
 
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+        return self._scores_in(Batches(items))
+
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item: each tag's weight looked up (folded once per distinct
         spelling when case-insensitive), then summed per item by ``np.bincount``, which adds
         them in tag order from 0.0 as ``score`` does (an unmatched tag adds 0.0)."""
-        tags = field_column(items, "tags")
+        tags = batches.column("tags")
         n = len(tags)
         if self._total == 0.0:
             return np.zeros(n)

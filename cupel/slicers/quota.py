@@ -7,21 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-import numpy as np
-
 from cupel._errors import SlicerConfigError
-from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
 from cupel._params import Configurable, Percent
 from cupel.diagnostics._outcomes import CapExclusion, CountRequirementShortfall, SliceOutcome
 from cupel.slicers._base import (
     BaseSlicer,
-    Candidates,
     Slicer,
-    candidates_of,
     check_inner,
     entry_kind,
-    fast_selector,
     floor_times,
     index_by_kind,
     slice_detailed,
@@ -122,12 +116,6 @@ class QuotaSlice(BaseSlicer):
         target = budget.target_tokens
         if not scored or target <= 0:
             return SliceOutcome([])
-        if fast_selector(self._inner) is not None:
-            candidates = candidates_of(scored)
-            if candidates is not None:
-                positions = self._select_positions(candidates, budget)
-                if positions is not None:
-                    return SliceOutcome(candidates.take(positions).item_list())
         partitions: dict[str, list[ScoredItem]] = {}
         for entry in scored:
             partitions.setdefault(entry.item.kind.key, []).append(entry)
@@ -157,42 +145,6 @@ class QuotaSlice(BaseSlicer):
             max(reports, key=_satisfied) for reports in short.values() if len(reports) == calls
         )
         return SliceOutcome(selected, tuple(exclusions), shortfalls)
-
-    def _select_positions(self, candidates: Candidates, budget: ContextBudget) -> IntArray | None:
-        """:meth:`slice_detailed` on arrays, when ``inner`` has an array fast path (``None``
-        otherwise): the same partitions (first-seen kind order, candidate order kept
-        inside each), masses and kind budgets, and ``inner``'s fast path per partition.
-        Only used with inners that report no cap exclusions or shortfalls."""
-        select = fast_selector(self._inner)
-        target = budget.target_tokens
-        if select is None:
-            return None
-        if len(candidates) == 0 or target <= 0:
-            return np.zeros(0, dtype=np.intp)
-        keys = list(map(_KIND_KEY, candidates.item_list()))
-        code_of = {key: code for code, key in enumerate(dict.fromkeys(keys))}
-        codes = np.fromiter(map(code_of.__getitem__, keys), dtype=np.intp, count=len(keys))
-        grouped = np.argsort(codes, kind="stable")  # by kind, candidate order within
-        ends = np.cumsum(np.bincount(codes, minlength=len(code_of))).tolist()
-        starts = [0, *ends[:-1]]
-        parts = {
-            key: grouped[start:end] for key, start, end in zip(code_of, starts, ends, strict=True)
-        }
-        masses = {key: int(candidates.tokens[part].sum()) for key, part in parts.items()}
-        kind_budgets = self._distribute_budget(masses, target)
-        selected: list[IntArray] = []
-        for key, part in parts.items():
-            kind_budget = kind_budgets[key]
-            if kind_budget <= 0:
-                continue
-            sub_budget = ContextBudget(
-                max_tokens=self._cap_tokens(key, target), target_tokens=kind_budget
-            )
-            chosen = select(candidates.take(part), sub_budget)
-            if chosen is None:
-                return None
-            selected.append(part[chosen])
-        return np.concatenate(selected) if selected else np.zeros(0, dtype=np.intp)
 
     def _require_tokens(self, key: str, target: int) -> int:
         entry = self._by_key.get(key)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import strategies as st
 
-import cupel.slicers.greedy
 from cupel import ContextBudget, ContextItem, CupelError, Pipeline, ScoredItem
 from cupel.diagnostics import SelectionReport
 from cupel.scorers import (
@@ -32,36 +30,6 @@ from cupel.scorers import (
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 MAX_FLOAT = sys.float_info.max
-
-GREEDY_THRESHOLDS = [
-    (4096, 1024, 8, 32),
-    (16, 64, 0, 0),
-    (8, 16, 1, 1),
-    (32, 128, 2, 4),
-    (1, 4, 0, 0),
-    (4, 8, 8, 2),
-]
-"""GreedySlice's (_HEAD_MIN, _SAMPLE, _SLACK, _TAIL_WALK): the shipped values, and small
-ones under which its head search (a sample of every key when there are at most _SAMPLE
-candidates) and the array rounds of its tail run on small inputs too."""
-
-_GREEDY_NAMES = ("_HEAD_MIN", "_SAMPLE", "_SLACK", "_TAIL_WALK")
-
-
-@contextmanager
-def greedy_thresholds(*values: int) -> Iterator[None]:
-    """GreedySlice's array-path thresholds (``_GREEDY_NAMES``) set to ``values`` within
-    the block."""
-    module = cupel.slicers.greedy
-    saved = [getattr(module, name) for name in _GREEDY_NAMES]
-    for name, value in zip(_GREEDY_NAMES, values, strict=True):
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in zip(_GREEDY_NAMES, saved, strict=True):
-            setattr(module, name, value)
-
 
 # -- exact comparisons ------------------------------------------------------------------------
 

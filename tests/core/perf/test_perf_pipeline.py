@@ -10,11 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from perf_testkit import (
-    GREEDY_THRESHOLDS,
     PerItemScorer,
     SpecGreedy,
     SpecPlacer,
-    greedy_thresholds,
     outcome,
     passes,
     scorers,
@@ -109,22 +107,20 @@ def test_built_in_pipeline_equals_the_per_item_definitions(
         passes(min_size=30, max_size=64, allow_pinned=True, allow_negative=True),
     ),
     share=st.one_of(st.floats(0.0, 1.2), st.floats(0.0, 0.4), st.floats(0.0, 0.4)),
-    limits=st.sampled_from(GREEDY_THRESHOLDS),
     deduplication=st.booleans(),
     strategy=st.sampled_from(["throw", "truncate", "proceed"]),
 )
-def test_greedy_pipeline_with_its_head_search_and_tail_rounds_equals_the_per_item_definitions(
+def test_greedy_pipeline_at_any_budget_share_equals_the_per_item_definitions(
     scorer: Any,
     placers: tuple[Any, Any],
     items: list[ContextItem],
     share: float,
-    limits: tuple[int, ...],
     deduplication: bool,
     strategy: str,
 ) -> None:
-    """Greedy's head search and tail rounds (thresholds lowered so they run on small
-    passes), then the placers reading the window off the scoreable items by origin,
-    pinned items included: the same run and report as the per-item definitions."""
+    """Greedy over longer passes at budgets cut anywhere (a tail walked after the first
+    miss), then the placers, pinned items included: the same run and report as the
+    per-item definitions."""
     pinned = sum(item.tokens for item in items if item.pinned and item.tokens > 0)
     target = pinned + int(sum(i.tokens for i in items if not i.pinned and i.tokens > 0) * share)
     budget = ContextBudget(max_tokens=target + 5, target_tokens=target)
@@ -138,8 +134,7 @@ def test_greedy_pipeline_with_its_head_search_and_tail_rounds_equals_the_per_ite
         deduplication=deduplication,
         overflow_strategy=strategy,
     )
-    with greedy_thresholds(*limits):
-        assert outcome(fast, items, budget) == outcome(reference, items, budget)
+    assert outcome(fast, items, budget) == outcome(reference, items, budget)
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -175,10 +170,9 @@ def test_built_in_components_take_the_array_route(monkeypatch: pytest.MonkeyPatc
     items = [ContextItem(content=f"m{i}", tokens=10 + i, kind="Document") for i in range(50)]
     scorer = CompositeScorer([(RecencyScorer(), 1.0), (KindScorer(), 1.0)])
     budget = ContextBudget(max_tokens=200, target_tokens=200)
-    for slicer in (GreedySlice(), QuotaSlice(GreedySlice(), QUOTAS)):
-        for placer in (ChronologicalPlacer(), UShapedPlacer()):
-            result = Pipeline(scorer, slicer, placer).run(items, budget)
-            assert 0 < result.total_tokens <= 200
+    for placer in (ChronologicalPlacer(), UShapedPlacer()):
+        result = Pipeline(scorer, GreedySlice(), placer).run(items, budget)
+        assert 0 < result.total_tokens <= 200
 
 
 def test_the_array_route_leaves_the_input_untouched() -> None:
@@ -212,28 +206,7 @@ def test_an_iterable_of_items_is_read_once_like_a_list() -> None:
 def test_stable_argsort_is_numpys_stable_argsort(keys: list[float]) -> None:
     """The fast stable sort (unstable sort, then equal-key runs by position) orders every
     NaN-free key list exactly like ``np.argsort(kind="stable")``, ties and signed zeros
-    included; with NaN it is the stable sort itself."""
+    included."""
     array = np.array(keys, dtype=np.float64)
     expected = np.argsort(array, kind="stable")
     assert stable_argsort(array).tolist() == expected.tolist()
-    with_nan = np.append(array, [float("nan"), 0.0])
-    assert stable_argsort(with_nan).tolist() == np.argsort(with_nan, kind="stable").tolist()
-
-
-@settings(max_examples=examples(500), deadline=None)
-@given(
-    pairs=st.lists(
-        st.tuples(
-            st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, float("inf"), float("-inf")]),
-            st.sampled_from([0.0, -0.0, 1.0, 2.0, 1e308, float("inf")]),
-        ),
-        max_size=80,
-    )
-)
-def test_stable_argsort_with_tie_scores_is_the_lexsort(pairs: list[tuple[float, float]]) -> None:
-    """Equal keys by descending tie scores, then by position: ``np.lexsort`` exactly."""
-    keys = np.array([key for key, _ in pairs], dtype=np.float64)
-    scores = np.array([score for _, score in pairs], dtype=np.float64)
-    positions = np.arange(len(pairs))
-    expected = np.lexsort((positions, -scores, keys)) if pairs else positions
-    assert stable_argsort(keys, scores).tolist() == expected.tolist()

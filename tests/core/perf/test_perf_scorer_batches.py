@@ -1,30 +1,20 @@
-"""The array routes of the built-in batches (KindScorer, TagScorer, rank_scores and the
-``object_ids`` KindScorer and RecencyScorer share) agree bit for bit with the per-item
-``score``: on passes large enough to take them, and on small hypothesis passes with the
-size thresholds lowered so that every route is taken from the first element."""
+"""The built-in batches (KindScorer, TagScorer, rank_scores) agree bit for bit with the
+per-item ``score``, the spec's definition: on small hypothesis passes and on large ones."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from unittest import mock
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from perf_testkit import T0, ZONES, assert_same_floats, instants, leaf_scorers, passes, scorers
 
-import cupel.scorers._base as base_module
-import cupel.scorers.kind as kind_module
-import cupel.scorers.recency as recency_module
 from cupel import ContextItem
 from cupel.scorers import CompositeScorer, KindScorer, PriorityScorer, RecencyScorer, TagScorer
-from cupel.scorers._base import object_ids
 from cupel.scorers.recency import _rank_score, rank_scores
 
 
@@ -37,44 +27,9 @@ def per_key(keys: list[Any]) -> list[float]:
     return [_rank_score(key, keys) for key in keys]
 
 
-@contextmanager
-def array_routes_always() -> Iterator[None]:
-    """Every size threshold of the built-in batches lowered to (nearly) nothing."""
-    with (
-        mock.patch.object(base_module, "_FEW_IDS", 0),
-        mock.patch.object(recency_module, "_FEW_KEYS", 0),
-        mock.patch.object(recency_module, "_FEW_INTS", 0),
-        mock.patch.object(kind_module, "_FEW_KINDS", 2),
-    ):
-        yield
-
-
 def fresh(text: str) -> str:
     """An equal string that is a new object (as parsed per item from JSON)."""
     return "".join(list(text))
-
-
-# -- object_ids -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("size", [0, 1, 5, 63, 64, 65, 300])
-def test_object_ids_are_the_ids_of_the_elements(size: int) -> None:
-    shared = object()
-    values: list[Any] = [[None, shared, i, fresh("t"), 10**40][i % 5] for i in range(size)]
-    refs = np.fromiter(values, dtype=object, count=size)
-    expected = [id(value) for value in values]
-    assert object_ids(refs).tolist() == expected
-    with array_routes_always():
-        ids = object_ids(refs)
-        assert ids.dtype == np.intp and ids.tolist() == expected
-        assert object_ids(refs[::2]).tolist() == expected[::2]  # not contiguous
-
-
-def test_object_ids_tell_equal_objects_apart() -> None:
-    a, b = fresh("tag"), fresh("tag")
-    assert a == b and a is not b
-    ids = object_ids(np.array([a, b, a] * 30, dtype=object))
-    assert ids[:3].tolist() == [id(a), id(b), id(a)]
 
 
 # -- every leaf and composite, every array route -------------------------------------------------
@@ -82,20 +37,14 @@ def test_object_ids_tell_equal_objects_apart() -> None:
 
 @settings(max_examples=examples(400), deadline=None)
 @given(scorer=leaf_scorers, items=passes())
-def test_leaf_batches_on_the_array_routes_equal_per_item_scores(
-    scorer: Any, items: list[ContextItem]
-) -> None:
-    with array_routes_always():
-        assert_same_floats(scorer.score_all(items), per_item(scorer, items))
+def test_leaf_batches_equal_per_item_scores(scorer: Any, items: list[ContextItem]) -> None:
+    assert_same_floats(scorer.score_all(items), per_item(scorer, items))
 
 
 @settings(max_examples=examples(200), deadline=None)
 @given(scorer=scorers, items=passes(max_size=8))
-def test_composites_on_the_array_routes_equal_per_item_scores(
-    scorer: Any, items: list[ContextItem]
-) -> None:
-    with array_routes_always():
-        assert_same_floats(scorer.score_all(items), per_item(scorer, items))
+def test_composites_equal_per_item_scores(scorer: Any, items: list[ContextItem]) -> None:
+    assert_same_floats(scorer.score_all(items), per_item(scorer, items))
 
 
 # -- rank_scores ----------------------------------------------------------------------------------
@@ -111,8 +60,6 @@ int_keys = st.one_of(
 @given(st.lists(int_keys, max_size=30))
 def test_rank_scores_of_ints_equal_the_per_item_algorithm(keys: list[int | None]) -> None:
     assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
-    with array_routes_always():
-        assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -121,8 +68,6 @@ def test_rank_scores_of_instants_in_any_zone_equal_the_per_item_algorithm(
     keys: list[datetime | None],
 ) -> None:
     assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
-    with array_routes_always():
-        assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -140,8 +85,6 @@ def test_rank_scores_of_increasing_instants_with_gaps_equal_the_per_item_algorit
     for position in gaps:
         keys.insert(min(position, len(keys)), None)
     assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
-    with array_routes_always():
-        assert_same_floats(rank_scores(keys).tolist(), per_key(keys))
 
 
 def _large_key_lists() -> dict[str, list[Any]]:
@@ -215,7 +158,7 @@ def test_kind_batch_of_a_large_pass_with_many_kind_objects_equals_per_item(
     weights: dict[str, float] | None,
 ) -> None:
     rng = random.Random(5)
-    for spellings in (SPELLINGS, SPELLINGS + CUSTOM):  # below and past _FEW_KINDS objects
+    for spellings in (SPELLINGS, SPELLINGS + CUSTOM):
         items = [
             ContextItem(content=str(i), tokens=1, kind=rng.choice(spellings)) for i in range(500)
         ]

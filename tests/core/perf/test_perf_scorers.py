@@ -11,14 +11,16 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from perf_testkit import T0, assert_same_floats, leaf_scorers, passes, scorers
 
-from cupel import ContextItem
+from cupel import ContextItem, ContextKind
 from cupel.scorers import (
     BaseScorer,
     CompositeScorer,
     FrequencyScorer,
+    KindScorer,
     PriorityScorer,
     RecencyScorer,
     ScaledScorer,
+    TagScorer,
 )
 from cupel.scorers._base import ArrayScorer, batch_scores
 from cupel.scorers.recency import rank_scores
@@ -150,3 +152,40 @@ def test_a_subclass_overriding_score_all_is_called_by_the_pipeline_batch() -> No
         ContextItem(content=str(d), tokens=1, timestamp=T0 + timedelta(days=d)) for d in (0, 1)
     ]
     assert batch_scores(Doubled(), items).tolist() == [0.0, 2.0]
+
+
+def test_kind_scorer_with_many_distinct_and_equal_but_distinct_kind_objects() -> None:
+    def fresh_kind(text: str) -> ContextKind:  # equal to the interned kind, another object
+        kind = str.__new__(ContextKind, text)
+        kind.key = ContextKind(text).key
+        return kind
+
+    kinds: list[Any] = [f"Kind{i}" for i in range(40)] + ["Document", "document", "MEMORY"]
+    items = [ContextItem(content=str(i), tokens=1, kind=kind) for i, kind in enumerate(kinds)]
+    items += [item.model_copy(update={"kind": fresh_kind(str(item.kind))}) for item in items[-3:]]
+    assert len({id(item.kind) for item in items}) == len(items)  # one kind object each
+    for scorer in (
+        KindScorer(),
+        KindScorer({"document": 2.0, "Kind3": 0.5, "Kind39": 1.5, "Memory": 0.25}),
+    ):
+        assert_same_floats(scorer.score_all(items), [scorer.score(i, items) for i in items])
+        assert_same_floats(scorer.score_all(items[:1]), [scorer.score(items[0], items[:1])])
+        assert scorer.score_all([]) == []
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    tags=st.lists(
+        st.lists(st.sampled_from(["a", "A", "b", "db", "ops", "x", ""]), max_size=9), max_size=12
+    ),
+    insensitive=st.booleans(),
+)
+def test_tag_scorer_with_many_tags_per_item_agrees(
+    tags: list[list[str]], insensitive: bool
+) -> None:
+    items = [ContextItem(content=str(i), tokens=1, tags=tuple(t)) for i, t in enumerate(tags)]
+    items += items[:3]
+    scorer = TagScorer(
+        {"a": 8e307, "db": 8e307, "ops": 0.25, "": 0.5}, case_insensitive=insensitive
+    )
+    assert_same_floats(scorer.score_all(items), [scorer.score(i, items) for i in items])

@@ -101,10 +101,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     counted: Calls = Counter()
     classes = (RecencyScorer, PriorityScorer, FrequencyScorer, KindScorer, ScaledScorer)
     for cls in (*classes, CompositeScorer):
-        for name in ("score", "_scores"):
+        # the batch is computed within a pass by _scores_in (counted as _scores)
+        for name in ("score", "_scores_in"):
             original = getattr(cls, name)
+            key = name.removesuffix("_in")
 
-            def wrapper(self: Any, *args: Any, _f: Any = original, _k: Any = (cls, name)) -> Any:
+            def wrapper(self: Any, *args: Any, _f: Any = original, _k: Any = (cls, key)) -> Any:
                 counted[(_k[0].__name__, _k[1])] += 1
                 return _f(self, *args)
 
