@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -36,7 +36,7 @@ from cupel.cli._format import (
     overflow_lines,
 )
 from cupel.cli._html import render_html
-from cupel.cli._io import parse_input, read_items, terminal_safe, write_json
+from cupel.cli._io import Lines, parse_input, read_items, terminal_safe, write_json
 from cupel.cli._progress import Progress, track
 from cupel.cli._transcript import ROLE_KINDS, Transcript
 from cupel.cli._wording import ReasonWording, clip, count
@@ -158,6 +158,15 @@ def _print_json(document: dict[str, Any]) -> None:
     write_json(document)
 
 
+def _streamed(report: SelectionReport) -> dict[str, Any]:
+    """``report.to_dict()`` with its entries as :class:`Lines`: each entry's wire form is
+    made as it is written, so a long report is never held whole as dicts or text."""
+    out = replace(report, included=(), excluded=()).to_dict()
+    out["included"] = Lines(entry.to_dict() for entry in report.included)
+    out["excluded"] = Lines(entry.to_dict() for entry in report.excluded)
+    return out
+
+
 def _print(text: str, *, err: bool = False) -> None:
     """Text output: control characters in user content are shown, not executed."""
     print(terminal_safe(text), file=sys.stderr if err else sys.stdout)
@@ -222,7 +231,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
     warnings = [*overflow_lines(events), *decay_warnings(pipeline, loaded.items)]
     if args.report == "json":
-        _print_json({"window": window, "report": report.to_dict()})
+        _print_json({"window": Lines(window), "report": _streamed(report)})
         for line in warnings:
             _print(line, err=True)
     else:
@@ -264,8 +273,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 "source": DEMO_DATA,
                 "config": config,
                 "budget": budget.to_dict(),
-                "window": window,
-                "report": report.to_dict(),
+                "window": Lines(window),
+                "report": _streamed(report),
             }
         )
     else:
@@ -475,7 +484,7 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
                 "search_ceiling": ceiling,
                 "min_budget": minimum,
                 "report_budget": at,
-                "report": report.to_dict() if report is not None else None,
+                "report": _streamed(report) if report is not None else None,
             }
         )
         return 0
