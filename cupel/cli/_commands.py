@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -75,6 +76,9 @@ def load_input(path: str) -> Loaded:
     """
     source = _source_name(path)
     read = read_items(path, progress=_reading(source))
+    # The input lives until the command ends: later garbage collections need not walk it
+    # again (on a million items they would take a third of the run).
+    gc.freeze()
     if isinstance(read, Transcript):
         history = read.history()
         return Loaded(history.items, read, history)

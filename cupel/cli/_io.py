@@ -296,14 +296,19 @@ def strict_json_value(value: Any) -> Any:
     return value
 
 
+_ENCODERS = {
+    indent: json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False).encode
+    for indent in (2, None)
+}
+
+
 def dump_json(value: Any, *, indent: int | None = 2) -> str:
-    """Strict JSON text: never ``NaN`` / ``Infinity`` tokens."""
+    """Strict JSON text: never ``NaN`` / ``Infinity`` tokens (``indent``: 2 or ``None``)."""
+    encode = _ENCODERS[indent]
     try:
-        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
+        return encode(value)
     except ValueError:  # a non-finite float somewhere: write it as null
-        return json.dumps(
-            strict_json_value(value), indent=indent, ensure_ascii=False, allow_nan=False
-        )
+        return encode(strict_json_value(value))
 
 
 class Lines:
