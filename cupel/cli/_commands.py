@@ -6,9 +6,11 @@ import argparse
 import gc
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
+from operator import attrgetter
 from typing import Any
 
 from cupel._errors import CliError, CupelError
@@ -99,12 +101,11 @@ def role_kind_warnings(items: Sequence[ContextItem], source: str) -> list[str]:
     """One line per item kind that is a chat role (``"user"``, ``"system"``, ...): such
     an item scores like any unknown kind and is never pinned; name the kind it needs."""
     found: dict[str, tuple[str, int]] = {}  # folded kind -> (first spelling, items)
-    for item in items:
-        name = str(item.kind)
+    for name, n in Counter(map(str, map(attrgetter("kind"), items))).items():
         folded = name.lower()
         if folded in ROLE_KINDS:
-            first, n = found.get(folded, (name, 0))
-            found[folded] = (first, n + 1)
+            first, before = found.get(folded, (name, 0))
+            found[folded] = (first, before + n)
     return [
         f'{source}: {count(n, "item")} with kind "{name}", a chat role rather than a kind: '
         f"use {ROLE_KINDS[folded]}, or give the messages as a chat transcript "
