@@ -13,7 +13,6 @@ or excluded.
 (['hello'], 'BudgetExceeded')
 """
 
-from cupel._batch import item_row, trusted_items
 from cupel._errors import (
     BudgetError,
     CliError,
@@ -240,14 +239,12 @@ __all__ = [
     "effective_budget",
     "find_min_budget_for",
     "get_marginal_items",
-    "item_row",
     "kind_diversity",
     "policy_sensitivity",
     "preset",
     "quota_utilization",
     "register_scorer",
     "timestamp_coverage",
-    "trusted_items",
     "unregister_scorer",
 ]
 

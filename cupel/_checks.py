@@ -41,10 +41,10 @@ def utc_timestamp(value: datetime, *, where: str = "ContextItem.timestamp") -> d
             field=where.split(".", 1)[-1],
             value=value,
         )
-    if value.tzinfo is None or value.utcoffset() is None:
-        return value.replace(tzinfo=timezone.utc)
     if value.tzinfo is timezone.utc:
         return value
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=timezone.utc)
     try:
         return value.astimezone(timezone.utc)
     except OverflowError:

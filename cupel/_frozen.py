@@ -157,7 +157,7 @@ def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> Fro
     """
     if type(value) is FrozenDict:
         return value
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise ItemError(
             f"{where}: must be a mapping of string keys to values, "
             f"got {type(value).__name__} {value!r}",

@@ -93,6 +93,8 @@ class _Label(str):
 
     @classmethod
     def _coerce(cls, value: Any) -> Any:
+        if type(value) is cls:  # the common case: a validator call and nothing else
+            return value
         try:
             return cls(value)
         except ItemError as exc:

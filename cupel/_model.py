@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
     PlainValidator,
     ValidationError,
-    field_validator,
 )
 
 from cupel._budget import ContextBudget
@@ -62,9 +63,17 @@ __all__ = [
 ]
 
 
-def _metadata(value: Any) -> FrozenDict[str, Any]:
-    """The ``metadata`` field's validator (see :func:`freeze_metadata`)."""
-    return freeze_metadata(value, where="ContextItem.metadata")
+def _unicode_tags(value: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``tags`` field's check: each tag valid Unicode text."""
+    for index, tag in enumerate(value):
+        if not is_unicode_text(tag):
+            raise ItemError(
+                f"ContextItem.tags[{index}]: text must be valid Unicode (it holds a lone "
+                f"surrogate), got {tag!r}",
+                field=f"tags[{index}]",
+                value=tag,
+            )
+    return value
 
 
 class ScoredItem(NamedTuple):
@@ -107,13 +116,13 @@ class ContextItem(BaseModel):
     """Where it came from: ``Chat``, ``Tool``, ``Rag`` or any other name."""
     priority: StrictInt | None = None
     """A caller-given rank (higher is more important), read by ``PriorityScorer``."""
-    tags: tuple[str, ...] = ()
+    tags: Annotated[tuple[str, ...], AfterValidator(_unicode_tags)] = ()
     """Labels, read by ``TagScorer`` and ``FrequencyScorer``."""
-    metadata: Annotated[dict[str, Any], PlainValidator(_metadata)] = Field(
-        default_factory=lambda: _EMPTY
-    )
+    metadata: Annotated[
+        dict[str, Any], PlainValidator(partial(freeze_metadata, where="ContextItem.metadata"))
+    ] = Field(default_factory=lambda: _EMPTY)
     """String keys to JSON values, kept read-only; only the metadata scorers read it."""
-    timestamp: datetime | None = None
+    timestamp: Annotated[datetime, AfterValidator(utc_timestamp)] | None = None
     """When it was written (UTC), read by ``RecencyScorer``, ``DecayScorer`` and the
     chronological placer."""
     future_relevance_hint: Number | None = Field(
@@ -133,24 +142,6 @@ class ContextItem(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             _raise_as(exc, "ContextItem", ItemError)
-
-    @field_validator("timestamp")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else utc_timestamp(value)
-
-    @field_validator("tags")
-    @classmethod
-    def _unicode_tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for index, tag in enumerate(value):
-            if not is_unicode_text(tag):
-                raise ItemError(
-                    f"ContextItem.tags[{index}]: text must be valid Unicode (it holds a lone "
-                    f"surrogate), got {tag!r}",
-                    field=f"tags[{index}]",
-                    value=tag,
-                )
-        return value
 
     def __hash__(self) -> int:
         return hash((self.content, self.tokens, self.kind, self.pinned, self.timestamp))

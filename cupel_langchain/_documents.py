@@ -56,8 +56,6 @@ from cupel import (
     ItemError,
     Pipeline,
     SelectionReport,
-    item_row,
-    trusted_items,
 )
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
@@ -152,7 +150,7 @@ def _map_documents(
     kind: ContextKind,
     relevance_key: str | None,
 ) -> DocumentItems:
-    fields = []
+    items = []
     total = len(documents)
     rag = ContextSource.RAG
     for index, document in enumerate(documents):
@@ -167,17 +165,16 @@ def _map_documents(
         metadata: dict[str, Any] = {"langchain.index": index}
         if document.id is not None:
             metadata["langchain.id"] = document.id
-        fields.append(
-            item_row(
-                text if text else "[empty document]",
-                count(text),
+        items.append(
+            ContextItem(
+                content=text if text else "[empty document]",
+                tokens=count(text),
                 kind=kind,
                 source=rag,
                 metadata=metadata,
                 future_relevance_hint=_relevance(document, index, total, relevance_key),
             )
         )
-    items = trusted_items(fields)
     return DocumentItems(list(documents), items)
 
 

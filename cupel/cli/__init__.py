@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -65,6 +66,15 @@ EXIT_INTERRUPTED = 130
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``cupel`` command line; returns the exit status (0 success, 1 failing
     conformance vectors, 2 bad input, 130 interrupted)."""
+    frozen = gc.get_freeze_count()
+    try:
+        return _main(argv)
+    finally:
+        if not frozen:  # the input, kept out of collections while a command ran
+            gc.unfreeze()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args: argparse.Namespace | None = None
     try:

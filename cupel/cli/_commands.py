@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
+from operator import attrgetter
 from typing import Any
 
 from cupel._errors import CliError, CupelError
@@ -36,7 +39,7 @@ from cupel.cli._format import (
     overflow_lines,
 )
 from cupel.cli._html import render_html
-from cupel.cli._io import parse_input, read_items, terminal_safe, write_json
+from cupel.cli._io import Lines, parse_input, read_items, terminal_safe, write_json
 from cupel.cli._progress import Progress, track
 from cupel.cli._transcript import ROLE_KINDS, Transcript
 from cupel.cli._wording import ReasonWording, clip, count
@@ -75,6 +78,9 @@ def load_input(path: str) -> Loaded:
     """
     source = _source_name(path)
     read = read_items(path, progress=_reading(source))
+    # The input lives until the command ends: later garbage collections need not walk it
+    # again (on a million items they would take a third of the run).
+    gc.freeze()
     if isinstance(read, Transcript):
         history = read.history()
         return Loaded(history.items, read, history)
@@ -95,12 +101,11 @@ def role_kind_warnings(items: Sequence[ContextItem], source: str) -> list[str]:
     """One line per item kind that is a chat role (``"user"``, ``"system"``, ...): such
     an item scores like any unknown kind and is never pinned; name the kind it needs."""
     found: dict[str, tuple[str, int]] = {}  # folded kind -> (first spelling, items)
-    for item in items:
-        name = str(item.kind)
+    for name, n in Counter(map(str, map(attrgetter("kind"), items))).items():
         folded = name.lower()
         if folded in ROLE_KINDS:
-            first, n = found.get(folded, (name, 0))
-            found[folded] = (first, n + 1)
+            first, before = found.get(folded, (name, 0))
+            found[folded] = (first, before + n)
     return [
         f'{source}: {count(n, "item")} with kind "{name}", a chat role rather than a kind: '
         f"use {ROLE_KINDS[folded]}, or give the messages as a chat transcript "
@@ -156,6 +161,15 @@ def _run(
 
 def _print_json(document: dict[str, Any]) -> None:
     write_json(document)
+
+
+def _streamed(report: SelectionReport) -> dict[str, Any]:
+    """``report.to_dict()`` with its entries as :class:`Lines`: each entry's wire form is
+    made as it is written, so a long report is never held whole as dicts or text."""
+    out = replace(report, included=(), excluded=()).to_dict()
+    out["included"] = Lines(entry.to_dict() for entry in report.included)
+    out["excluded"] = Lines(entry.to_dict() for entry in report.excluded)
+    return out
 
 
 def _print(text: str, *, err: bool = False) -> None:
@@ -222,7 +236,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
     warnings = [*overflow_lines(events), *decay_warnings(pipeline, loaded.items)]
     if args.report == "json":
-        _print_json({"window": window, "report": report.to_dict()})
+        _print_json({"window": Lines(window), "report": _streamed(report)})
         for line in warnings:
             _print(line, err=True)
     else:
@@ -264,8 +278,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 "source": DEMO_DATA,
                 "config": config,
                 "budget": budget.to_dict(),
-                "window": window,
-                "report": report.to_dict(),
+                "window": Lines(window),
+                "report": _streamed(report),
             }
         )
     else:
@@ -475,7 +489,7 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
                 "search_ceiling": ceiling,
                 "min_budget": minimum,
                 "report_budget": at,
-                "report": report.to_dict() if report is not None else None,
+                "report": _streamed(report) if report is not None else None,
             }
         )
         return 0

@@ -365,10 +365,12 @@ def _scorers(scorer: Scorer) -> Iterable[Scorer]:
 def decay_warnings(pipeline: Pipeline, items: Sequence[ContextItem]) -> list[str]:
     """A decay scorer under which every dated item scores 0 ranks nothing (and puts any
     undated item, scored ``null_timestamp_score``, above them all): say so on stderr."""
-    warnings = []
+    warnings: list[str] = []
+    decays = {id(s): s for s in _scorers(pipeline.scorer) if isinstance(s, DecayScorer)}
+    if not decays:
+        return warnings
     scored = [i for i in items if not i.pinned and i.tokens >= 0]
     dated = [i for i in scored if i.timestamp is not None]
-    decays = {id(s): s for s in _scorers(pipeline.scorer) if isinstance(s, DecayScorer)}
     for decay in decays.values():
         if not dated or any(decay.score_all(dated)):
             continue

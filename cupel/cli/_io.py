@@ -19,7 +19,8 @@ cupel.CliError: items.jsonl, line 1: metadata.x: NaN is not a JSON number
 (strict JSON has no NaN or Infinity)
 
 Output: :func:`write_json` writes strict JSON (a non-finite float, which strict JSON
-cannot express, becomes ``null``); :func:`terminal_safe` shows control characters
+cannot express, becomes ``null``), streaming :class:`Lines` arrays (a report's entries)
+one element a line as they are made; :func:`terminal_safe` shows control characters
 (ANSI escape sequences among them) as visible escapes instead of sending them to the
 terminal.
 
@@ -43,6 +44,7 @@ from cupel.cli._transcript import Transcript, is_message, parse_transcript
 
 __all__ = [
     "CliError",
+    "Lines",
     "dump_json",
     "parse_input",
     "parse_items",
@@ -294,21 +296,91 @@ def strict_json_value(value: Any) -> Any:
     return value
 
 
+_ENCODERS = {
+    indent: json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False).encode
+    for indent in (2, None)
+}
+
+
 def dump_json(value: Any, *, indent: int | None = 2) -> str:
-    """Strict JSON text: never ``NaN`` / ``Infinity`` tokens."""
+    """Strict JSON text: never ``NaN`` / ``Infinity`` tokens (``indent``: 2 or ``None``)."""
+    encode = _ENCODERS[indent]
     try:
-        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
+        return encode(value)
     except ValueError:  # a non-finite float somewhere: write it as null
-        return json.dumps(
-            strict_json_value(value), indent=indent, ensure_ascii=False, allow_nan=False
-        )
+        return encode(strict_json_value(value))
+
+
+class Lines:
+    """A JSON array that :func:`write_json` streams: each element is made (by iterating
+    ``elements``), written on a line of its own as compact JSON and let go, so neither
+    the array nor its text is ever held whole. What a long report's entries are written
+    as; the document parses to the same value as the indented form."""
+
+    __slots__ = ("elements",)
+
+    def __init__(self, elements: Iterable[Any]) -> None:
+        self.elements = elements
+
+
+_BATCH = 1024
+"""Elements of a :class:`Lines` array joined into one write."""
 
 
 def write_json(value: Any, stream: IO[str] | None = None) -> None:
-    """Write ``value`` as strict, indented JSON and a newline to ``stream`` (stdout)."""
+    """Write ``value`` as strict JSON and a newline to ``stream`` (stdout), indented like
+    ``json.dumps(value, indent=2)``; a :class:`Lines` array (at the top or as the value of
+    an object key) has one element a line.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> write_json({"n": 2, "entries": Lines(iter([{"a": [1]}, {"a": []}]))}, out)
+    >>> print(out.getvalue(), end="")
+    {
+      "n": 2,
+      "entries": [
+        {"a": [1]},
+        {"a": []}
+      ]
+    }
+    """
     out = sys.stdout if stream is None else stream
-    out.write(dump_json(value))
+    _write(value, out, "\n")
     out.write("\n")
+
+
+def _streams(value: Any) -> bool:
+    """Whether ``value`` is, or an object in it holds, a :class:`Lines` array."""
+    if isinstance(value, Lines):
+        return True
+    return isinstance(value, dict) and any(map(_streams, value.values()))
+
+
+def _write(value: Any, out: IO[str], newline: str) -> None:
+    """``value`` at the indentation ``newline`` (a newline and the current indent)."""
+    if not _streams(value):
+        out.write(dump_json(value).replace("\n", newline))
+        return
+    inner = newline + "  "
+    if isinstance(value, Lines):
+        batch: list[str] = ["["]
+        separator = inner
+        for element in value.elements:
+            batch.append(separator)
+            batch.append(dump_json(element, indent=None))
+            separator = "," + inner
+            if len(batch) > _BATCH:
+                out.write("".join(batch))
+                batch.clear()
+        batch.append("]" if separator is inner else newline + "]")
+        out.write("".join(batch))
+        return
+    separator = "{" + inner
+    for key, child in value.items():
+        out.write(separator + json.dumps(key, ensure_ascii=False) + ": ")
+        _write(child, out, inner)
+        separator = "," + inner
+    out.write(newline + "}")
 
 
 # C0 controls but tab and newline, DEL, and C1 controls (0x9b is an 8-bit CSI).

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
-from cupel._batch import item_row, trusted_items
 from cupel._errors import ConfigurationError, PinnedBudgetError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource, freeze_metadata
 from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Conversation
@@ -334,13 +333,12 @@ class _Source:
         metadata = self.metadata if with_metadata else None
         # Without adapter metadata, the units of one turn share one read-only block dict.
         shared: dict[int, Mapping[str, Any]] = {}
-        template = item_row("", 0)
 
-        def row(k: int, need: int, pinned: bool, block: int | None) -> dict[str, Any]:
+        def item(k: int, need: int, pinned: bool, block: int | None) -> ContextItem:
             role = roles[k]
             first = firsts[k]
             group = groups.get(k)
-            out = template.copy()
+            out: dict[str, Any] = {"tokens": need, "timestamp": stamps[first]}
             if group is None:
                 text = texts[first]
                 out["content"] = text if text else f"[{role} message]"
@@ -355,8 +353,6 @@ class _Source:
                 out["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
                 out["kind"] = exchange_kind
                 out["source"] = tool_source
-            out["tokens"] = need
-            out["timestamp"] = stamps[first]
             if pinned:
                 out["pinned"] = True
             if metadata is not None:
@@ -372,24 +368,24 @@ class _Source:
                 if frozen is None:
                     frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
                 out["metadata"] = frozen
-            return out
+            return ContextItem(**out)
 
         flags = history.pinned_flags
-        rows = [
-            row(k, need, flags[p], block)
+        items = [
+            item(k, need, flags[p], block)
             for p, (k, need, block) in enumerate(
                 zip(history.units, history.tokens, history.blocks, strict=True)
             )
         ]
-        bad_rows: list[dict[str, Any]] = []
+        bad: list[ContextItem] = []
         if with_metadata:
             latest_user = conversation.latest_user
             latest_turn = turns[latest_user] if latest_user >= 0 else 0
             for k, need in history.rejected:
                 turn = turns[k]
                 blocked = block_key is not None and turn < latest_turn
-                bad_rows.append(row(k, need, False, turn if blocked else None))
-        return trusted_items(rows), trusted_items(bad_rows)
+                bad.append(item(k, need, False, turn if blocked else None))
+        return items, bad
 
 
 def identity_positions(position: Mapping[int, int], selected: Sequence[ContextItem]) -> list[int]:

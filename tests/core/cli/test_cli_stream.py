@@ -1,0 +1,143 @@
+"""``--report json`` streams long arrays (the window, a report's entries) one element a
+line as they are made; the document parses to what the indented, all-at-once form was."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_testkit import ITEMS, run, write_items
+
+from cupel import (
+    ContextBudget,
+    ContextItem,
+    GreedySlice,
+    KnapsackSlice,
+    OverflowStrategy,
+    Pipeline,
+    RecencyScorer,
+    UShapedPlacer,
+)
+from cupel.cli._commands import _streamed
+from cupel.cli._io import Lines, dump_json, write_json
+
+
+def _items() -> list[ContextItem]:
+    return [
+        ContextItem(
+            content=f'item {i} \u2028 café "quoted" \\ {"x" * (i % 7)}',
+            tokens=10 + i % 13,
+            kind=("Message", "Document", "ToolOutput")[i % 3],
+            tags=("a", "b")[: i % 3],
+            metadata={"score": math.nan, "n": [i, {"deep": None}]} if i % 5 == 0 else {},
+            timestamp=f"2025-01-01T00:{i % 60:02d}:00Z",
+            pinned=i == 3,
+        )
+        for i in range(60)
+    ]
+
+
+def _streamed_text(document: Any) -> str:
+    out = io.StringIO()
+    write_json(document, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        Pipeline(RecencyScorer(), GreedySlice(), UShapedPlacer()),
+        Pipeline(
+            RecencyScorer(),
+            KnapsackSlice(bucket_size=7),
+            UShapedPlacer(),
+            overflow_strategy=OverflowStrategy.PROCEED,
+        ),
+    ],
+)
+def test_the_streamed_report_parses_to_the_indented_document(pipeline: Pipeline) -> None:
+    items = _items()
+    report = pipeline.dry_run(items, ContextBudget(max_tokens=300, target_tokens=250)).report
+    assert report is not None and report.included and report.excluded
+    window = [entry.item.to_dict() for entry in report.included]
+    whole = dump_json({"window": window, "report": report.to_dict()})
+    streamed = _streamed_text({"window": Lines(window), "report": _streamed(report)})
+    assert json.loads(streamed) == json.loads(whole)
+    assert list(json.loads(streamed)["report"]) == list(report.to_dict())
+    assert "NaN" not in streamed and streamed.endswith("}\n")
+    assert streamed != whole + "\n"  # the entries are one a line, not indented
+
+
+def test_a_document_without_streamed_arrays_is_written_as_before() -> None:
+    document = {"a": [1, {"b": []}], "c": {}, "d": {"e": math.inf, "f": "\u2028"}, "g": []}
+    assert _streamed_text(document) == dump_json(document) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: Lines([]), []),
+        (lambda: {"empty": Lines(iter(())), "then": 1}, {"empty": [], "then": 1}),
+        (
+            lambda: {"outer": {"inner": Lines([[], {}, [1, [2]], "s", None, math.nan])}, "t": []},
+            {"outer": {"inner": [[], {}, [1, [2]], "s", None, None]}, "t": []},
+        ),
+        (lambda: Lines(iter([{"k": "\u2028\n"}])), [{"k": "\u2028\n"}]),
+    ],
+)
+def test_streamed_arrays_parse_as_arrays(make: Any, expected: Any) -> None:
+    assert json.loads(_streamed_text(make())) == expected
+
+
+class _Recorder(io.StringIO):
+    """A stream noting how many elements had been made at each write."""
+
+    def __init__(self, made: list[int]) -> None:
+        super().__init__()
+        self.made = made
+        self.at: list[int] = []
+
+    def write(self, text: str) -> int:
+        self.at.append(self.made[0])
+        return super().write(text)
+
+
+def test_elements_are_written_as_they_are_made() -> None:
+    made = [0]
+
+    def elements() -> Iterator[dict[str, int]]:
+        for i in range(10_000):
+            made[0] += 1
+            yield {"i": i}
+
+    out = _Recorder(made)
+    write_json({"entries": Lines(elements())}, out)
+    assert min(n for n in out.at if n) < 2_000  # the first lines left before the last was made
+    assert json.loads(out.getvalue()) == {"entries": [{"i": i} for i in range(10_000)]}
+
+
+def test_select_report_json_holds_the_window_select_writes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = str(write_items(tmp_path, ITEMS))
+    status, text_out, _ = run(capsys, "select", path, "--max-tokens", "100")
+    assert status == 0
+    status, json_out, err = run(capsys, "select", path, "--max-tokens", "100", "--report", "json")
+    assert status == 0 and err == ""
+    document = json.loads(json_out)
+    assert document["window"] == json.loads(text_out)
+    report = document["report"]
+    assert list(report)[:5] == [
+        "events",
+        "included",
+        "excluded",
+        "total_candidates",
+        "total_tokens_considered",
+    ]
+    assert [e["item"] for e in report["included"]] == document["window"]
+    assert report["total_candidates"] == len(report["included"]) + len(report["excluded"])
