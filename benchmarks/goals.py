@@ -161,10 +161,11 @@ GOALS: tuple[Goal, ...] = (
         "W6 llamaindex memory, fresh",
         10_000,
     ),
-    Goal(  # the warm rows and the cold ones ("W1 chat cold", "W3 stress cold") alike
-        "{label} {n:,} ÷ floor ≤ 4 (issue 15)",
+    Goal(  # the warm rows and the cold ones ("W1 chat cold", "W3 stress cold") alike;
+        # issue 28 retired issue 15's ≤ 4× (it bought a second route per stage)
+        "{label} {n:,} ÷ floor ≤ 8 (issue 28)",
         _floor,
-        4.0,
+        8.0,
         workloads=("W1", "W3"),
         sizes=(10_000, 100_000),
     ),
