@@ -12,6 +12,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 SLOW_SECONDS = 2.0
 SLOW_RUNS = 3
@@ -160,3 +161,14 @@ class Plan:
 
 def yes(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def replace_block(path: Path, start: str, end: str, block: str) -> None:
+    """Rewrite the doc at ``path``: ``block`` between its ``start`` and ``end`` markers
+    (the markers kept); exits naming the file when a marker is missing."""
+    text = path.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"{path}: no markers ({start} ... {end})")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(head + start + "\n" + block + "\n" + end + tail, encoding="utf-8")

@@ -70,6 +70,7 @@ from benchmarks.cache_selectors import (
     Selector,
     select_messages_call,
 )
+from benchmarks.harness import replace_block
 from benchmarks.window_metrics import align, score_window
 from cupel.conversation import Conversation
 
@@ -530,15 +531,6 @@ def command(sessions: int, calls: int, seed: int, extra: str = "") -> str:
     return " ".join(parts)
 
 
-def _replace_block(path: Path, start: str, end: str, block: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    if start not in text or end not in text:
-        raise SystemExit(f"{path}: no markers ({start} ... {end})")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    path.write_text(head + start + "\n" + block + "\n" + end + tail, encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.prompt_cache", description=__doc__.split("\n\n")[0]
@@ -624,14 +616,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps(payload, indent=1), encoding="utf-8")
     if args.docs is not None:
         block = f"`{reproduce}`\n\n{table(rows)}"
-        _replace_block(args.docs, TABLE_START, TABLE_END, block)
+        replace_block(args.docs, TABLE_START, TABLE_END, block)
         if deploy_rows:
             block = f"`{reproduce}`\n\n{deployment_table(deploy_rows)}"
-            _replace_block(args.docs, DEPLOY_START, DEPLOY_END, block)
+            replace_block(args.docs, DEPLOY_START, DEPLOY_END, block)
         if args.sweep:
             sweep_block = f"`{command(per_kind, calls, args.seed, '--sweep')}`\n\n"
             sweep_block += sweep_table(points, defaults)
-            _replace_block(args.docs, SWEEP_START, SWEEP_END, sweep_block)
+            replace_block(args.docs, SWEEP_START, SWEEP_END, sweep_block)
     return 0 if all(met for _, met in [*checks, *deploy_checks]) or args.quick else 1
 
 

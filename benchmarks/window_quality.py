@@ -44,6 +44,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/window_quali
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bill import REPLY, Bill
+from benchmarks.harness import replace_block
 from benchmarks.window_cases import CATEGORIES, Case, generate_cases, to_langchain, to_llamaindex
 from benchmarks.window_components import COMPONENTS, Component
 from benchmarks.window_metrics import WindowScore, align, score_window
@@ -423,13 +424,10 @@ def table_block(
 
 
 def update_docs(path: Path, block: str) -> None:
-    """Replace the table block of the doc at ``path`` (between the markers)."""
-    text = path.read_text(encoding="utf-8")
-    if TABLE_START not in text or TABLE_END not in text:
-        raise SystemExit(f"{path}: no table markers ({TABLE_START} ... {TABLE_END})")
-    head, rest = text.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    path.write_text(head + block + tail, encoding="utf-8")
+    """Replace the table block of the doc at ``path`` (``block`` as :func:`table_block`
+    gives it, between the markers)."""
+    inner = block.removeprefix(f"{TABLE_START}\n").removesuffix(f"\n{TABLE_END}")
+    replace_block(path, TABLE_START, TABLE_END, inner)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
