@@ -64,8 +64,8 @@ class ExclusionReason:
     def to_dict(self) -> dict[str, Any]:
         """Wire form: the ``reason`` discriminator plus this variant's fields."""
         out: dict[str, Any] = {"reason": self.name}
-        for f in fields(self):  # type: ignore[arg-type]
-            out[f.name] = getattr(self, f.name)
+        for name in _field_names(type(self)):
+            out[name] = getattr(self, name)
         return out
 
     def describe(self) -> str:
@@ -75,6 +75,18 @@ class ExclusionReason:
             for f in fields(self)  # type: ignore[arg-type]
         )
         return f"{self.name} ({payload})" if payload else self.name
+
+
+_FIELD_NAMES: dict[type[ExclusionReason], tuple[str, ...]] = {}
+
+
+def _field_names(variant: type[ExclusionReason]) -> tuple[str, ...]:
+    """A variant's field names, in order (read once per class: the CLI writes one reason
+    per excluded item)."""
+    names = _FIELD_NAMES.get(variant)
+    if names is None:
+        names = _FIELD_NAMES[variant] = tuple(f.name for f in fields(variant))  # type: ignore[arg-type]
+    return names
 
 
 @dataclass(frozen=True, slots=True)
