@@ -144,8 +144,10 @@ def content_key(value: object) -> Hashable | None:
         return (cls, value)
     if isinstance(value, (dict, Mapping)):
         entries = []
+        atoms = _ATOMS
         for name, item in value.items():
-            part = content_key(item)
+            kind = type(item)
+            part = (kind, item) if kind in atoms else content_key(item)
             if part is None:
                 return None
             entries.append((name, part))
