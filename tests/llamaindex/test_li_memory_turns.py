@@ -1,6 +1,6 @@
 """CupelChatMemory's turns against fresh computations: the roles and counts of a counting
 that remembers texts against a fresh full count through every kind of change (a message
-edited in place, a freed message whose id is reused), the tool-free window's own walk
+edited in place, a message changed under its id), the tool-free window's own walk
 against the pipeline's run, and concurrent turns on memories that share their counting
 against fresh memories."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -156,23 +155,12 @@ def test_counts_equal_a_fresh_full_count_through_changes(data: st.DataObject) ->
         _change(messages, data)
 
 
-def _same_address(freed: int, make: Callable[[], ChatMessage]) -> ChatMessage:
-    """A new message at the address of a freed one (``id`` == ``freed``): made until one
-    lands there, the others kept alive meanwhile so that each try takes a new place."""
-    held = []
-    for _ in range(10_000):
-        message = make()
-        if id(message) == freed:
-            return message
-        held.append(message)
-    raise AssertionError("no new message took the freed message's address")
-
-
 @pytest.mark.parametrize("counter", ["tokenizer", "message_token_counter"])
-def test_a_freed_message_whose_id_is_reused_is_counted_anew(counter: str) -> None:
-    """A message is removed and freed, and a new one of another length takes its address
-    (its ``id``): the next ``get()`` counts the new one (a count kept by ``id`` would give
-    the old one's, and a window over the budget)."""
+def test_a_message_changed_under_its_id_is_counted_anew(counter: str) -> None:
+    """The stored message keeps its ``id`` but gets a longer text between two ``get()``
+    calls (the case of a freed message whose address a new one takes, made deterministic):
+    the next ``get()`` counts the new text, as a fresh memory does (a count kept by ``id``
+    would give the old one's, and a window over the budget)."""
     per_message = {"message_token_counter": words}.get(counter)
     memory = CupelChatMemory.from_defaults(
         chat_history=_turns(3),
@@ -182,13 +170,10 @@ def test_a_freed_message_whose_id_is_reused_is_counted_anew(counter: str) -> Non
     )
     memory.put(ChatMessage(role="user", content="short"))
     memory.get()
-    freed = id(memory.get_all()[-1])
-    block = TextBlock(text="word " * 30)  # made before: a new message then allocates little
-    memory.chat_store.delete_last_message(memory.chat_store_key)
-    memory.get()  # the last selection no longer holds it: it is freed
-    gc.collect()
-    memory.put(_same_address(freed, lambda: ChatMessage(role="user", blocks=[block])))
-    assert id(memory.get_all()[-1]) == freed
+    last = memory.get_all()[-1]
+    before = id(last)
+    last.blocks = [TextBlock(text="word " * 30)]
+    assert id(memory.get_all()[-1]) == before
     window = memory.get()
     fresh = CupelChatMemory(
         token_limit=60,
