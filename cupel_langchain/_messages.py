@@ -93,18 +93,22 @@ MessagesInput = PromptValue | Sequence[MessageLikeRepresentation]
 def as_messages(messages: MessagesInput) -> list[BaseMessage]:
     """The input as a list of messages; ``BaseMessage`` objects are kept as they are,
     other message-likes (``("human", "hi")``, dicts, strings) are converted."""
-    if isinstance(messages, PromptValue):
-        return messages.to_messages()
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
-        raise ConfigurationError(
-            f"messages must be a sequence of messages or a prompt value, got "
-            f"{type(messages).__name__}",
-            field="messages",
-            value=messages,
-        )
+    if type(messages) is not list:  # a list (the common case) is none of these
+        if isinstance(messages, PromptValue):
+            return messages.to_messages()
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+            raise ConfigurationError(
+                f"messages must be a sequence of messages or a prompt value, got "
+                f"{type(messages).__name__}",
+                field="messages",
+                value=messages,
+            )
     out = list(messages)
     # One check per distinct type, not per message.
-    if all(isinstance(cls, type) and issubclass(cls, BaseMessage) for cls in set(map(type, out))):
+    for cls in set(map(type, out)):
+        if not issubclass(cls, BaseMessage):
+            break
+    else:
         return out  # type: ignore[return-value]
     converted: list[BaseMessage] = []
     for index, message in enumerate(out):
