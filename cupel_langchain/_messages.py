@@ -377,10 +377,13 @@ def map_messages(
     types = record.types
     ids = [message.id for message in messages]  # as they are now: items may be built later
 
+    firsts = conversation.unit_firsts
+    groups = conversation.unit_members
+
     def metadata(k: int) -> dict[str, Any]:
-        members = conversation.messages_of(k)
-        first = members[0]
-        if len(members) == 1:
+        first = firsts[k]
+        members = groups.get(k)
+        if members is None or len(members) == 1:
             meta: dict[str, Any] = {"langchain.index": first, "langchain.type": types[first]}
             if ids[first] is not None:
                 meta["langchain.id"] = ids[first]
