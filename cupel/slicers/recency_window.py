@@ -61,7 +61,6 @@ Without blocks the answer A1 would be kept without its question Q1:
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from datetime import datetime
 from itertools import pairwise
@@ -468,11 +467,7 @@ def _walk_block(
 
 def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:
     """``positions`` newest first by timestamp (ties keep their order), then the undated
-    ones in their order (a conversation's timestamps, strictly increasing in ``positions``
-    order: just ``positions`` reversed, found in one ``<`` pass)."""
-    stamps = [items[position].timestamp for position in positions]
-    if None not in stamps and all(map(_before, stamps, stamps[1:])):
-        return list(reversed(positions))
+    ones in their order."""
     dated: list[tuple[datetime, int]] = []
     undated: list[int] = []
     for position in positions:
@@ -484,9 +479,6 @@ def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[
     # A reverse sort is stable too: equal timestamps keep their (score) order.
     dated.sort(key=_stamp, reverse=True)
     return [position for _, position in dated] + undated
-
-
-_before = operator.lt
 
 
 def _stamp(entry: tuple[datetime, int]) -> datetime:
