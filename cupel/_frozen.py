@@ -155,15 +155,14 @@ def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> Fro
     ...
     TypeError: FrozenList is read-only (cupel items and budgets are immutable); ...
     """
-    kind = type(value)
-    if kind is dict:
+    if type(value) is dict:
         if _flat(value):  # the common case, checked in one pass
             if not value:
                 return EMPTY
             flat: FrozenDict[str, Any] = FrozenDict.__new__(FrozenDict)
             dict.update(flat, value)
             return flat
-    elif kind is FrozenDict:
+    elif type(value) is FrozenDict:
         return value
     elif not isinstance(value, Mapping):
         raise ItemError(

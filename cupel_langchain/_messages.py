@@ -109,7 +109,7 @@ def as_messages(messages: MessagesInput) -> list[BaseMessage]:
         if not issubclass(cls, BaseMessage):
             break
     else:
-        return out  # type: ignore[return-value]
+        return out
     converted: list[BaseMessage] = []
     for index, message in enumerate(out):
         try:
