@@ -76,9 +76,11 @@ def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[.
         return None
     mro = type(obj).__mro__
     for public in stands_for:
-        owner = next((cls for cls in mro if public in cls.__dict__), None)
-        if owner is not None and not _is_cupel(owner):
-            return None
+        for owner in mro:  # the class that defines ``public``, first in the MRO
+            if public in owner.__dict__:
+                if not _is_cupel(owner):
+                    return None
+                break
     return method
 
 

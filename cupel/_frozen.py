@@ -155,9 +155,16 @@ def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> Fro
     ...
     TypeError: FrozenList is read-only (cupel items and budgets are immutable); ...
     """
-    if type(value) is FrozenDict:
+    if type(value) is dict:
+        if _flat(value):  # the common case, checked in one pass
+            if not value:
+                return EMPTY
+            flat: FrozenDict[str, Any] = FrozenDict.__new__(FrozenDict)
+            dict.update(flat, value)
+            return flat
+    elif type(value) is FrozenDict:
         return value
-    if type(value) is not dict and not isinstance(value, Mapping):
+    elif not isinstance(value, Mapping):
         raise ItemError(
             f"{where}: must be a mapping of string keys to values, "
             f"got {type(value).__name__} {value!r}",
@@ -173,10 +180,6 @@ def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> Fro
                 field=where.split(".", 1)[-1],
                 value=key,
             )
-    if type(value) is dict and _flat(value):
-        flat: FrozenDict[str, Any] = FrozenDict.__new__(FrozenDict)
-        dict.update(flat, value)
-        return flat
     frozen: FrozenDict[str, Any] = _freeze(value, [where], 1)
     return frozen
 
@@ -185,13 +188,13 @@ _TUPLE_ATOMS = frozenset({int, str})
 """What a flat mapping's tuple values may hold (indices and ids, as adapters write)."""
 
 
-def _flat(value: dict[str, Any]) -> bool:
-    """Whether ``value`` (string keys, checked) holds only atomic values or tuples of ints
-    and strings, all text valid Unicode: its freeze is a plain copy (what
+def _flat(value: dict[Any, Any]) -> bool:
+    """Whether ``value`` has string keys (exactly ``str``) and only atomic values or
+    tuples of ints and strings, all text valid Unicode: its freeze is a plain copy (what
     :func:`_freeze` would give, without walking it)."""
     atomic = _ATOMIC
     for key, inner in value.items():
-        if not key.isascii() and not is_unicode_text(key):
+        if type(key) is not str or (not key.isascii() and not is_unicode_text(key)):
             return False
         kind = type(inner)
         if kind is str:

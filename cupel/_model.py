@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from functools import partial
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import (
@@ -76,6 +75,15 @@ def _unicode_tags(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
+def _item_metadata(value: Any) -> FrozenDict[str, Any]:
+    """The ``metadata`` field's check: :func:`freeze_metadata` (one plain call: pydantic
+    calls a function faster than a ``functools.partial``)."""
+    return freeze_metadata(value, where="ContextItem.metadata")
+
+
+_validate = BaseModel.__init__
+
+
 class ScoredItem(NamedTuple):
     """An item paired with its relevance score (``score`` is an IEEE 754 double)."""
 
@@ -118,9 +126,9 @@ class ContextItem(BaseModel):
     """A caller-given rank (higher is more important), read by ``PriorityScorer``."""
     tags: Annotated[tuple[str, ...], AfterValidator(_unicode_tags)] = ()
     """Labels, read by ``TagScorer`` and ``FrequencyScorer``."""
-    metadata: Annotated[
-        dict[str, Any], PlainValidator(partial(freeze_metadata, where="ContextItem.metadata"))
-    ] = Field(default_factory=lambda: _EMPTY)
+    metadata: Annotated[dict[str, Any], PlainValidator(_item_metadata)] = Field(
+        default_factory=lambda: _EMPTY
+    )
     """String keys to JSON values, kept read-only; only the metadata scorers read it."""
     timestamp: Annotated[datetime, AfterValidator(utc_timestamp)] | None = None
     """When it was written (UTC), read by ``RecencyScorer``, ``DecayScorer`` and the
@@ -137,9 +145,9 @@ class ContextItem(BaseModel):
     )
     """The token count before the caller shortened the content (informational)."""
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, /, **data: Any) -> None:
         try:
-            super().__init__(**data)
+            _validate(self, **data)
         except ValidationError as exc:
             _raise_as(exc, "ContextItem", ItemError)
 

@@ -93,19 +93,23 @@ MessagesInput = PromptValue | Sequence[MessageLikeRepresentation]
 def as_messages(messages: MessagesInput) -> list[BaseMessage]:
     """The input as a list of messages; ``BaseMessage`` objects are kept as they are,
     other message-likes (``("human", "hi")``, dicts, strings) are converted."""
-    if isinstance(messages, PromptValue):
-        return messages.to_messages()
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
-        raise ConfigurationError(
-            f"messages must be a sequence of messages or a prompt value, got "
-            f"{type(messages).__name__}",
-            field="messages",
-            value=messages,
-        )
+    if type(messages) is not list:  # a list (the common case) is none of these
+        if isinstance(messages, PromptValue):
+            return messages.to_messages()
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+            raise ConfigurationError(
+                f"messages must be a sequence of messages or a prompt value, got "
+                f"{type(messages).__name__}",
+                field="messages",
+                value=messages,
+            )
     out = list(messages)
     # One check per distinct type, not per message.
-    if all(isinstance(cls, type) and issubclass(cls, BaseMessage) for cls in set(map(type, out))):
-        return out  # type: ignore[return-value]
+    for cls in set(map(type, out)):
+        if not issubclass(cls, BaseMessage):
+            break
+    else:
+        return out
     converted: list[BaseMessage] = []
     for index, message in enumerate(out):
         try:
@@ -373,10 +377,13 @@ def map_messages(
     types = record.types
     ids = [message.id for message in messages]  # as they are now: items may be built later
 
+    firsts = conversation.unit_firsts
+    groups = conversation.unit_members
+
     def metadata(k: int) -> dict[str, Any]:
-        members = conversation.messages_of(k)
-        first = members[0]
-        if len(members) == 1:
+        first = firsts[k]
+        members = groups.get(k)
+        if members is None or len(members) == 1:
             meta: dict[str, Any] = {"langchain.index": first, "langchain.type": types[first]}
             if ids[first] is not None:
                 meta["langchain.id"] = ids[first]

@@ -307,9 +307,9 @@ def check_options(
     """Refuse a name not in ``allowed`` with a :class:`~cupel.ConfigurationError` naming
     it, what it may have meant (``hints``, then ``trim_messages``' equivalents) and the
     allowed names; refuse a missing ``max_tokens``."""
-    unknown = sorted(set(given) - set(allowed))
+    unknown = [name for name in given if name not in allowed]
     if unknown:
-        name = unknown[0]
+        name = min(unknown)
         hint = hints.get(name) or TRIM_HINTS.get(name, "")
         raise ConfigurationError(
             f"{owner}: unknown option {name!r}{hint}; allowed: {', '.join(allowed)}",

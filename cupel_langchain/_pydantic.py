@@ -55,12 +55,13 @@ def assign_checked(
 ) -> None:
     """Assign a field with validation (``assign``: the model's own ``__setattr__``), then
     ``check()`` the whole configuration; a value either fails raises a
-    :class:`~cupel.ConfigurationError` and leaves the field as it was."""
+    :class:`~cupel.ConfigurationError` and leaves the field as it was (the previous
+    value, valid, assigned back the same way)."""
     fields = type(component).model_fields
     if name not in fields:
         assign(name, value)
         return
-    previous = component.__dict__.get(name)
+    previous = getattr(component, name)
     try:
         assign(name, value)
     except ValidationError as exc:
@@ -68,7 +69,7 @@ def assign_checked(
     try:
         check()
     except CupelError:
-        component.__dict__[name] = previous
+        assign(name, previous)
         raise
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import lru_cache
 from itertools import accumulate
 from typing import Any, TypeVar
@@ -96,13 +96,21 @@ def resolve_max_tokens(max_tokens: MaxTokens, model: object, where: str) -> int:
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
 class _Settings:
     """A request for what ``build`` makes of some settings, equal to another (and hashed)
     by the settings' content alone (:func:`content_key`)."""
 
-    key: Hashable
-    build: Callable[[], object] = field(compare=False)
+    __slots__ = ("build", "key")
+
+    def __init__(self, key: Hashable, build: Callable[[], object]) -> None:
+        self.key = key
+        self.build = build
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Settings) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
 
 
 @lru_cache(maxsize=64)
@@ -118,7 +126,11 @@ def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
     spent once. The key is the settings' content (:func:`content_key`), never an address;
     settings without one (a chat model as the counter) are built on every call.
     ``settings`` must name everything ``build`` reads."""
-    key = content_key(settings)
+    return _shared(content_key(settings), build)
+
+
+def _shared(key: Hashable | None, build: Callable[[], _T]) -> _T:
+    """:func:`shared` of settings whose content key is ``key``."""
     if key is None:
         return build()
     return _built(_Settings(key, build))  # type: ignore[return-value]
@@ -173,8 +185,11 @@ def build_selection(
     """The :class:`MessageSelection` of ``settings`` (shared, see :func:`shared`);
     ``model``: whose input window a fractional ``max_tokens`` reads (only its window
     enters the key)."""
-    key = {**settings, "<options>": options, "<window>": model_input_tokens(model)}
-    return shared(key, lambda: MessageSelection(settings, options=options, model=model))
+    key = content_key(settings)
+    return _shared(
+        None if key is None else (key, options, model_input_tokens(model)),
+        lambda: MessageSelection(settings, options=options, model=model),
+    )
 
 
 def observed(

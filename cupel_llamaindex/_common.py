@@ -443,10 +443,11 @@ def with_filtered(
 
 def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]) -> dict[str, Any]:
     """The ``__getstate__`` of ``owner``'s base class for a shallow copy of ``component``
-    whose private ``caches`` are left out; ``component`` itself is never touched.
+    whose private ``caches`` are cleared (set to ``None``, through the model's own
+    attribute assignment); ``component`` itself is never touched.
 
     ``BaseComponent.__setstate__`` re-runs ``__init__``, which rebuilds the caches;
-    leaving them out spares ``BaseComponent.__getstate__`` from pickling each one as a
+    clearing them spares ``BaseComponent.__getstate__`` from pickling each one as a
     probe (and from warning that a cupel ``Pipeline`` cannot be pickled). Working on a
     copy matters twice: that method deletes the fields it cannot pickle (a lambda as
     ``tokenizer_fn``, say) from the ``__dict__`` it is given, which for the component
@@ -468,10 +469,8 @@ def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]
             value=counter,
         ) from None
     clone = copy.copy(component)  # BaseModel.__copy__: its own __dict__ and private dict
-    private = clone.__pydantic_private__
-    if private:
-        kept = {key: value for key, value in private.items() if key not in caches}
-        object.__setattr__(clone, "__pydantic_private__", kept)
+    for name in caches:
+        setattr(clone, name, None)
     state: dict[str, Any] = super(owner, clone).__getstate__()
     return state
 

@@ -23,7 +23,6 @@ from pydantic import (
 )
 
 from cupel import ConfigurationError, Pipeline, SelectionReport
-from cupel.conversation import HistoryWindow
 from cupel.counting import ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
@@ -40,7 +39,7 @@ from cupel_llamaindex._common import (
     tokenizer_field,
 )
 from cupel_llamaindex._memory_selection import OWNER as _OWNER
-from cupel_llamaindex._memory_selection import Built, Explains, choose, pipeline_of
+from cupel_llamaindex._memory_selection import Built, Chosen, choose, pipeline_of
 
 __all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "CupelChatMemory"]
 
@@ -145,19 +144,23 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         description="Optional ChatMessage -> token count (overrides tokenizer_fn per message).",
     )
 
-    _built: Built | None = PrivateAttr(default=None)
-    _last_window: HistoryWindow | None = PrivateAttr(default=None)
-    _last_report: SelectionReport | None = PrivateAttr(default=None)
-    _pending_report: Explains | None = PrivateAttr(default=None)
+    __slots__ = ("_built",)
+    """What the settings build (:class:`Built`), read on every ``get()``: a plain slot
+    (a pydantic private attribute costs a failed lookup per read, about 1.5 µs). Copies
+    and unpickled components start without it and build their own."""
+
+    _last: Chosen | None = PrivateAttr(default=None)
+    """The latest ``get()``'s selection (one attribute: one write per call)."""
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
+        self._built: Built | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return state_without_caches(self, CupelChatMemory, ("_built", "_pending_report"))
+        return state_without_caches(self, CupelChatMemory, ("_last",))
 
     @classmethod
     def class_name(cls) -> str:
@@ -348,11 +351,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         differently the second time raises :class:`~cupel.CupelError` instead of
         reporting a selection that did not happen.
         """
-        pending = self._pending_report
-        if pending is not None:
-            self._last_report = pending.explain()
-            self._pending_report = None
-        return self._last_report
+        last = self._last
+        if last is None:
+            return None
+        if last.pending is not None:
+            last = self._last = last._replace(report=last.pending.explain(), pending=None)
+        return last.report
 
     @property
     def last_stable(self) -> dict[str, Any] | None:
@@ -363,7 +367,8 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         history index the window's stretch starts at) — derived from the history, so the
         same on every object and process; ``None`` otherwise or before the first
         ``get()``."""
-        return stable_fields(self._last_window)
+        last = self._last
+        return stable_fields(None if last is None else last.window)
 
     def forget(self) -> None:
         """Deprecated, does nothing: a cache-stable window is replayed from the history
@@ -456,10 +461,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     ) -> list[ChatMessage]:
         """The selection with what the settings build (:class:`Built`: made again when one
         was replaced), kept as the last one (window, report or report to build)."""
-        built = self._built
+        built = getattr(self, "_built", None)  # a copy starts without one
         current = Built.of(built, self)
         if current is not built:
             self._built = current
-        chosen = choose(self, history, input, initial_token_count, listening, current)
-        messages, self._last_report, self._pending_report, self._last_window = chosen
-        return messages
+        chosen = self._last = choose(self, history, input, initial_token_count, listening, current)
+        return chosen.messages

@@ -308,14 +308,15 @@ class Counting:
         found = list(map(known.get, keys))
         if None in found:
             count = self.text_tokens
-            missing = dict.fromkeys(
-                [key for key, value in zip(keys, found, strict=True) if value is None]
-            )
-            new = {key: count(key) for key in missing}
-            found = list(map(new.get, keys, found))  # each one not found is new
-            if len(known) + len(new) > 2 * len(keys) + 1000:
+            if len(known) + found.count(None) > 2 * len(keys) + 1000:
                 known.clear()
-            known.update(new)
+            for i, value in enumerate(found):
+                if value is None:  # not counted before (or earlier in this pass)
+                    key = keys[i]
+                    value = known.get(key)
+                    if value is None:
+                        value = known[key] = count(key)
+                    found[i] = value
         counts: list[int] = list(map(MESSAGE_TOKENS.__add__, found))  # type: ignore[arg-type]
         for i, media in read.media.items():
             counts[i] += self.media_tokens(media)

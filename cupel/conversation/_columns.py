@@ -340,8 +340,7 @@ class _Source:
             group = groups.get(k)
             out: dict[str, Any] = {"tokens": need, "timestamp": stamps[first]}
             if group is None:
-                text = texts[first]
-                out["content"] = text if text else f"[{role} message]"
+                out["content"] = texts[first] or f"[{role} message]"
                 kind = kind_of.get(role)
                 if kind is None:
                     out["kind"] = other_kind
@@ -356,13 +355,14 @@ class _Source:
             if pinned:
                 out["pinned"] = True
             if metadata is not None:
-                meta = dict(metadata(k))
-                if block_key is not None:
-                    if block is None:
-                        meta.pop(block_key, None)
-                    else:
-                        meta[block_key] = block
-                out["metadata"] = meta
+                if block_key is None:
+                    out["metadata"] = metadata(k)
+                elif block is None:
+                    meta = dict(metadata(k))
+                    meta.pop(block_key, None)
+                    out["metadata"] = meta
+                else:
+                    out["metadata"] = {**metadata(k), block_key: block}
             elif block is not None:
                 frozen = shared.get(block)
                 if frozen is None:

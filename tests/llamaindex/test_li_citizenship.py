@@ -373,7 +373,7 @@ def test_pickling_leaves_the_live_component_whole() -> None:
     chat = CupelChatMemory.from_defaults(token_limit=50, tokenizer_fn=watching)
     for component, caches in (
         (post, {"_pipeline", "_built_from"}),
-        (chat, {"_built"}),
+        (chat, {"_last"}),
     ):
         watching.component, watching.seen = component, []
         clone = pickle.loads(pickle.dumps(component))
