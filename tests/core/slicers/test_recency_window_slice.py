@@ -105,16 +105,34 @@ def reference(
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
     window, cut = walk(0, target - reserve, set())
-    older = sorted(order[cut:])
-    greedy = (
-        GreedySlice().slice(
-            [scored[i] for i in older], ContextBudget(max_tokens=reserve, target_tokens=reserve)
+    # the units behind the cut: blocks (consecutive in the walk, same value) or lone items,
+    # each scored by its best member, ranked by GreedySlice as proxies of their sums
+    units: list[list[int]] = []
+    for i in order[cut:]:
+        if units and block(i) == block(units[-1][-1]) and block(i)[0] != "alone":
+            units[-1].append(i)
+        else:
+            units.append([i])
+    units.sort(key=min)
+    proxies = [
+        ScoredItem(
+            ContextItem(content=f"unit {u}", tokens=sum(scored[i].item.tokens for i in unit)),
+            max(scored[i].score for i in unit),
         )
-        if older and reserve > 0
+        for u, unit in enumerate(units)
+    ]
+    greedy = (
+        GreedySlice().slice(proxies, ContextBudget(max_tokens=reserve, target_tokens=reserve))
+        if units and reserve > 0
         else []
     )
     picked = {id(item) for item in greedy}
-    picked_positions = {i for i in older if id(scored[i].item) in picked}
+    picked_positions = {
+        i
+        for proxy, unit in zip(proxies, units, strict=True)
+        if id(proxy.item) in picked
+        for i in unit
+    }
     spent = sum(scored[i].item.tokens for i in window) + sum(
         scored[i].item.tokens for i in picked_positions
     )
