@@ -141,6 +141,16 @@ class HistoryColumns:
             f"{len(self.pinned)} pinned)"
         )
 
+    @property
+    def query(self) -> str:
+        """The text of the latest user message (``""`` when there is none): the query a
+        pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to when it selects
+        from this history."""
+        latest = self.conversation.latest_user
+        if latest < 0:
+            return ""
+        return self._source.texts[self.conversation.unit_firsts[latest]]
+
     def is_pinned(self, position: int) -> bool:
         """Whether the item at ``position`` is pinned."""
         return self.pinned_flags[position]

@@ -24,9 +24,11 @@ and its latest tool rounds instead of disappearing whole.
 Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first fills
 ``(1 - s)`` of the target; then the best units *older than that window* by score per token
 (as :class:`~cupel.GreedySlice` picks items) get up to ``floor(s * target)`` tokens; then
-the walk continues where it stopped with whatever budget is left. A unit is a block,
+the walk continues where it stopped with whatever budget is left (with ``partial_blocks``
+only this last walk may keep a block in part). A unit is a block,
 taken whole (a recalled turn keeps its question with its answer), or an item without a
-block; its score is the best of its members' scores. Those older units are the only holes
+block; its score is the best of its members' scores, and a unit scoring 0 is never taken
+(its tokens go back to the walk). Those older units are the only holes
 the window can have; :meth:`RecencyWindowSlice.recalled` lists them (the pipeline's report
 gives them as ``recalled``).
 
@@ -73,11 +75,11 @@ import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.diagnostics._reasons import ExclusionReason, OutsideWindow
+from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
 from cupel.slicers._base import BaseSlicer, Candidates, IntArray
 from cupel.slicers.greedy import _greedy_positions
 
-__all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice", "plain_window"]
+__all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
 
 DEFAULT_BLOCK_KEY = "cupel:turn"
 """The metadata key whose value groups items into blocks (a chat turn)."""
@@ -279,9 +281,9 @@ class RecencyWindowSlice(BaseSlicer):
         if not share:
             return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
         reserve = math.floor(share * target)
-        window, cut, used = _walk(
-            order, 0, target - reserve, tokens, blocks, frozenset(), partial=partial
-        )
+        # whole blocks only before the share: a block kept in part would leave a hole
+        # inside its turn once the walk continues behind it
+        window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
         units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
         picked = [p for unit in units for p in unit]
         spent = used + sum(tokens[p] for p in picked)
@@ -296,6 +298,60 @@ class RecencyWindowSlice(BaseSlicer):
         if self.low_water is not None and sum(tokens) > target:
             return math.floor(self.low_water * target)
         return target
+
+
+class GivenWindowShare(RecencyWindowSlice):
+    """A recency window given item by item, and the scored share of ``slicer`` over the
+    candidates outside it (the conversation layer's cache-stable window with a share: the
+    window is the replayed stable one, and the share recalls older units with what the
+    window leaves of the target).
+
+    Every candidate in ``window`` (by identity) is taken; then the units of the others
+    — blocks whole, items without a block alone — are picked as the share picks them
+    (:class:`RecencyWindowSlice`) with the tokens left. The others are reported as
+    ``Filtered(filter_name)``.
+    """
+
+    __slots__ = ("_filter", "_window")
+
+    def __init__(
+        self, slicer: RecencyWindowSlice, window: Sequence[ContextItem], filter_name: str
+    ) -> None:
+        super().__init__(
+            slicer.block_key,
+            scored_share=slicer.scored_share,
+            low_water=slicer.low_water,
+            partial_blocks=slicer.partial_blocks,
+        )
+        self._window = frozenset(map(id, window))
+        self._filter = filter_name
+
+    def _choose(
+        self,
+        items: Sequence[ContextItem],
+        tokens: Sequence[int],
+        order: Sequence[int],
+        target: int,
+        scores: Sequence[float],
+    ) -> tuple[list[int], list[list[int]]]:
+        given = self._window
+        window = [p for p in order if id(items[p]) in given]
+        rest = [p for p in order if id(items[p]) not in given]
+        left = target - sum(tokens[p] for p in window)
+        blocks = _Blocks(self.block_key, items)
+        units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
+        return [*window, *(p for unit in units for p in unit)], units
+
+    def exclusion_reasons(
+        self,
+        scored: Sequence[ScoredItem],
+        selected: Sequence[ContextItem],
+        budget: ContextBudget,
+    ) -> dict[int, ExclusionReason]:
+        """Every candidate left out is ``Filtered(filter_name)``."""
+        taken = {id(item) for item in selected}
+        reason = Filtered(self._filter)
+        return {id(e.item): reason for e in scored if id(e.item) not in taken}
 
 
 def plain_window(
@@ -529,7 +585,9 @@ def _share(
     its tokens; a zero-token unit first), equal densities in the Sort stage's order of
     each unit's first member there, every unit that still fits taken. A unit's score is
     the best of its members' scores (a question with its answer comes back when either
-    is relevant). Returns the units taken, in greedy order, each in walk order."""
+    is relevant). A unit whose score is 0 (or less) is never taken: nothing speaks for it,
+    and the tokens it would take go back to the walk. Returns the units taken, in greedy
+    order, each in walk order."""
     units: list[list[int]] = []
     previous: object = _NO_BLOCK
     for position in older:
@@ -539,6 +597,8 @@ def _share(
         else:
             units.append([position])
         previous = block
+    best = [max(scores[p] for p in unit) for unit in units]
+    units = [unit for unit, score in zip(units, best, strict=True) if score > 0]
     units.sort(key=min)  # the Sort stage's order (positions are Sort-stage ranks)
     unit_scores = np.array([max(scores[p] for p in unit) for unit in units], dtype=np.float64)
     sizes = [sum(tokens[p] for p in unit) for unit in units]

@@ -57,7 +57,9 @@ def reference(
         value = scored[i].item.metadata[block_key]
         return (type(value), value)
 
-    def walk(start: int, budget: int, taken: set[int]) -> tuple[list[int], int]:
+    def walk(
+        start: int, budget: int, taken: set[int], partial_blocks: bool = partial_blocks
+    ) -> tuple[list[int], int]:
         out: list[int] = []
         index = start
         while index < len(order):
@@ -104,7 +106,7 @@ def reference(
         window, _ = newest_first(target)
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
-    window, cut = walk(0, target - reserve, set())
+    window, cut = walk(0, target - reserve, set(), partial_blocks=False)
     # the units behind the cut: blocks (consecutive in the walk, same value) or lone items,
     # each scored by its best member, ranked by GreedySlice as proxies of their sums
     units: list[list[int]] = []
@@ -113,6 +115,7 @@ def reference(
             units[-1].append(i)
         else:
             units.append([i])
+    units = [unit for unit in units if max(scored[i].score for i in unit) > 0]
     units.sort(key=min)
     proxies = [
         ScoredItem(
