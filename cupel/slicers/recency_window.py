@@ -25,7 +25,9 @@ Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first f
 ``(1 - s)`` of the target; then the best units *older than that window* by score per token
 (as :class:`~cupel.GreedySlice` picks items) get up to ``floor(s * target)`` tokens; then
 the walk continues where it stopped with whatever budget is left (with ``partial_blocks``
-only this last walk may keep a block in part). A unit is a block,
+only this last walk may keep a block in part). When the first walk takes nothing (the
+newest block needs more than its part), there is no share: the window is the plain one
+(the newest block is kept whenever it fits). A unit is a block,
 taken whole (a recalled turn keeps its question with its answer), or an item without a
 block; its score is the best of its members' scores, and a unit scoring 0 is never taken
 (its tokens go back to the walk). Those older units are the only holes
@@ -284,6 +286,8 @@ class RecencyWindowSlice(BaseSlicer):
         # whole blocks only before the share: a block kept in part would leave a hole
         # inside its turn once the walk continues behind it
         window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
+        if not window:  # the newest block needs more: the newest first, no share
+            return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
         units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
         picked = [p for unit in units for p in unit]
         spent = used + sum(tokens[p] for p in picked)

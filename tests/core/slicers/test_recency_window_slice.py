@@ -107,6 +107,9 @@ def reference(
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
     window, cut = walk(0, target - reserve, set(), partial_blocks=False)
+    if not window:  # the newest block needs more than the window's part: no share
+        window, _ = newest_first(target)
+        return [scored[i].item for i in window]
     # the units behind the cut: blocks (consecutive in the walk, same value) or lone items,
     # each scored by its best member, ranked by GreedySlice as proxies of their sums
     units: list[list[int]] = []
