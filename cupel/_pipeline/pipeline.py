@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from cupel.diagnostics._report import SelectionReport
 from cupel.placers import ChronologicalPlacer
 from cupel.placers._base import Placer
 from cupel.scorers._base import Scorer, fields_read
+from cupel.scorers.relevance import UNBOUND_FIX, bind_query, needs_query
 from cupel.slicers import GreedySlice
 from cupel.slicers._base import Slicer
 
@@ -125,6 +127,37 @@ class Pipeline:
             raise InvalidOperationError("Pipeline.from_policy needs cupel.policy imported")
         return _POLICY_RESOLVER[0](policy)
 
+    @property
+    def needs_query(self) -> bool:
+        """Whether the scorer tree holds an unbound :class:`~cupel.RelevanceScorer` (the
+        pipeline runs only once :meth:`with_query` has bound it).
+
+        >>> from cupel import RelevanceScorer
+        >>> Pipeline(RelevanceScorer()).needs_query, Pipeline(RelevanceScorer("x")).needs_query
+        (True, False)
+        """
+        return needs_query(self.scorer)
+
+    def with_query(self, query: str) -> Pipeline:
+        """A copy whose unbound :class:`~cupel.RelevanceScorer`\\ s, anywhere in the scorer
+        tree, are bound to ``query``; bound ones are kept. A pipeline that needs no query
+        is returned as is.
+
+        >>> from cupel import CompositeScorer, ContextBudget, ContextItem, RelevanceScorer
+        >>> from cupel import RecencyScorer
+        >>> recall = Pipeline(CompositeScorer([(RecencyScorer(), 1), (RelevanceScorer(), 2)]))
+        >>> items = [ContextItem(content=c, tokens=10) for c in ("the cat sat", "dogs bark")]
+        >>> budget = ContextBudget(max_tokens=10, target_tokens=10)
+        >>> [i.content for i in recall.with_query("cats?").run(items, budget).items]
+        ['the cat sat']
+        """
+        scorer = bind_query(self.scorer, query)
+        if scorer is self.scorer:
+            return self
+        copied = copy.copy(self)
+        copied.scorer = scorer
+        return copied
+
     def __repr__(self) -> str:
         return (
             f"Pipeline(scorer={self.scorer!r}, slicer={self.slicer!r}, placer={self.placer!r}, "
@@ -162,8 +195,16 @@ class Pipeline:
         Raises :class:`~cupel.PinnedBudgetError` when pinned items alone exceed
         ``max_tokens - output_reserve`` and :class:`~cupel.OverflowBudgetError` when the
         window exceeds ``target_tokens`` under ``OverflowStrategy.THROW``. ``items`` is
-        never modified; the window holds the very same item objects.
+        never modified; the window holds the very same item objects. A pipeline whose
+        scorer tree holds an unbound :class:`~cupel.RelevanceScorer` raises
+        :class:`~cupel.ConfigurationError` before any stage (see :meth:`with_query`).
         """
+        if needs_query(self.scorer):
+            raise ConfigurationError(
+                f"Pipeline.run: the scorer holds a RelevanceScorer without a query; {UNBOUND_FIX}",
+                field="scorer",
+                value=self.scorer,
+            )
         items = _checked_input(items, budget)
         trace = collector if collector is not None else NULL_COLLECTOR
         if not trace.is_enabled:

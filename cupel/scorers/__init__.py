@@ -12,6 +12,7 @@ ReflexiveScorer      absolute   future_relevance_hint           [0, 1]
 MetadataTrustScorer  absolute   metadata["cupel:trust"]         [0, 1]
 MetadataKeyScorer    absolute   metadata[key]                   {1.0, boost}
 DecayScorer          absolute   timestamp (+ injected clock)    [0, 1]
+RelevanceScorer      relative   content (+ the query)           [0, 1]
 CompositeScorer      composite  its children's                  children's
 ScaledScorer         composite  its inner scorer's              [0, 1]
 ===================  =========  ==============================  ===============
@@ -23,6 +24,7 @@ ScaledScorer         composite  its inner scorer's              [0, 1]
 - ReflexiveScorer / MetadataTrustScorer: the caller's hint / trust value, clamped.
 - MetadataKeyScorer: ``boost`` when ``metadata[key] == value``, else 1.0.
 - DecayScorer: an exponential, step or window curve of ``now - timestamp``.
+- RelevanceScorer: lexical BM25 relevance to a query, over the pass, scaled by its best.
 - CompositeScorer: normalized weighted average; ScaledScorer: min-max (0.5 when flat).
 
 *Absolute* scorers look only at the item; *relative* ones compare it with every item of
@@ -62,6 +64,7 @@ from cupel.scorers.kind import KindScorer
 from cupel.scorers.metadata import MetadataKeyScorer, MetadataTrustScorer
 from cupel.scorers.recency import PriorityScorer, RecencyScorer
 from cupel.scorers.reflexive import ReflexiveScorer
+from cupel.scorers.relevance import RelevanceScorer
 from cupel.scorers.scaled import ScaledScorer
 from cupel.scorers.tag import TagScorer
 
@@ -80,6 +83,7 @@ __all__ = [
     "PriorityScorer",
     "RecencyScorer",
     "ReflexiveScorer",
+    "RelevanceScorer",
     "ScaledScorer",
     "Scorer",
     "StepDecay",

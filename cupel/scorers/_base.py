@@ -103,6 +103,12 @@ class ArrayScorer(BaseScorer):
         so that a child shared by several parents is scored once."""
         return self._scores(batches.items)
 
+    def _with_children(self, children: tuple[Scorer, ...]) -> ArrayScorer | None:
+        """A copy of this scorer whose ``children()`` are ``children`` (same length and
+        order, otherwise the same configuration), or ``None`` when it cannot be rebuilt
+        (the default; the scorers with children override it)."""
+        return None
+
 
 def as_score(value: Any, scorer: object, item: ContextItem | None) -> float:
     """``value`` as a score (a Python ``float``), or :class:`~cupel.ScoreError`.

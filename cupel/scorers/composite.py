@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -90,6 +91,12 @@ class CompositeScorer(ArrayScorer):
 
     def children(self) -> tuple[Scorer, ...]:
         return self._scorers
+
+    def _with_children(self, children: tuple[Scorer, ...]) -> CompositeScorer:
+        """The same weights over ``children`` (the weights are not re-normalised)."""
+        copied = copy.copy(self)
+        copied._scorers = tuple(children)
+        return copied
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         result = 0.0

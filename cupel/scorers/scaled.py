@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -59,6 +60,11 @@ class ScaledScorer(ArrayScorer):
 
     def children(self) -> tuple[Scorer, ...]:
         return (self._inner,)
+
+    def _with_children(self, children: tuple[Scorer, ...]) -> ScaledScorer:
+        copied = copy.copy(self)
+        (copied._inner,) = children
+        return copied
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         if len(all_items) == 0:

@@ -23,6 +23,7 @@ from cupel.scorers import (
     PriorityScorer,
     RecencyScorer,
     ReflexiveScorer,
+    RelevanceScorer,
     ScaledScorer,
     StepDecay,
     TagScorer,
@@ -135,6 +136,7 @@ leaf_scorers: st.SearchStrategy[Any] = st.one_of(
     st.just(PriorityScorer()),
     st.just(FrequencyScorer()),
     st.just(ReflexiveScorer()),
+    st.builds(RelevanceScorer, st.text(max_size=6)),
     st.builds(KindScorer),
     st.builds(
         KindScorer, st.dictionaries(st.sampled_from(["Message", "Memory", "Custom"]), weights)

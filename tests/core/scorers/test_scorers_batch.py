@@ -224,6 +224,7 @@ def test_package_exports_every_scorer() -> None:
         "PriorityScorer",
         "RecencyScorer",
         "ReflexiveScorer",
+        "RelevanceScorer",
         "ScaledScorer",
         "Scorer",
         "StepDecay",
