@@ -379,17 +379,25 @@ RECALL_POLICY = "recall"
 """The preset of cupel's recall rows (issue 29)."""
 
 
-def declared(report: Any, history: History) -> frozenset[int]:
+def declared(report: Any, history: History, window: Sequence[Any]) -> frozenset[int]:
     """The history positions of the units a cupel report says were recalled
-    (``report.recalled``), found by their messages' unique texts (an exchange's item
-    joins its messages' texts by newlines)."""
-    by_text = {t: i for i, t in enumerate(history.texts)}
+    (``report.recalled``), found among the window's messages by their texts (a unit's
+    item is one message's text, or an exchange's texts joined by newlines)."""
+    positions = locate(window, history)[0]
+    texts = history.texts
+    joined: dict[str, tuple[int, ...]] = {}
+    for start, first in enumerate(positions):
+        run = [first]
+        for following in positions[start + 1 : start + 4]:
+            if following != run[-1] + 1:
+                break
+            run.append(following)
+        for length in range(1, len(run) + 1):
+            joined.setdefault("\n".join(texts[i] for i in run[:length]), tuple(run[:length]))
     out: set[int] = set()
     for unit in report.recalled:
         for item in unit.items:
-            for text in item.content.split("\n"):
-                if text in by_text:
-                    out.add(by_text[text])
+            out.update(joined.get(item.content, ()))
     return frozenset(out)
 
 
@@ -403,10 +411,13 @@ def _select_messages_recall(history: History, budget: int) -> Window:
         "policy": RECALL_POLICY,
     }
 
-    def recalled() -> frozenset[int]:
-        return declared(select_messages_with_report(history.messages, **options)[1], history)
+    window = select_messages(history.messages, **options)
 
-    return Window(select_messages(history.messages, **options), recalled_by=recalled)
+    def recalled() -> frozenset[int]:
+        report = select_messages_with_report(history.messages, **options)[1]
+        return declared(report, history, window)
+
+    return Window(window, recalled_by=recalled)
 
 
 def _cupel_chat_memory_recall(history: History, budget: int) -> Window:
@@ -419,7 +430,7 @@ def _cupel_chat_memory_recall(history: History, budget: int) -> Window:
 
     def recalled() -> frozenset[int]:
         report = memory.last_report
-        return frozenset() if report is None else declared(report, history)
+        return frozenset() if report is None else declared(report, history, window)
 
     return Window(window, recalled_by=recalled)
 

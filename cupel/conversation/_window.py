@@ -188,9 +188,7 @@ def select_window(
 ) -> HistoryWindow:
     """:meth:`HistoryColumns.select` (see there)."""
     history.check_pinned(budget, options)
-    if getattr(
-        pipeline, "needs_query", False
-    ):  # TEMP an unbound relevance scorer: the latest user message
+    if pipeline.needs_query:  # an unbound relevance scorer: the latest user message
         pipeline = pipeline.with_query(history.query)
     asked = pipeline  # what a rerun selects with
     offered: list[int] | None = None  # positions offered to the pipeline (None: all)

@@ -196,10 +196,10 @@ class RecencyWindowSlice(BaseSlicer):
     def recalled(
         self, scored: Sequence[ScoredItem], budget: ContextBudget
     ) -> list[tuple[list[ContextItem], float]]:
-        """The units the scored share took from behind the window (``scored_share > 0``),
-        in the order it took them: each unit's items (newest first, as walked) and its
-        score (the best of its members'; see the module documentation). Empty without a
-        share. (Used by the pipeline's report; candidates are ``scored``, in the Sort
+        """The units the scored share took from behind the window (``scored_share > 0``)
+        and the walk did not reach after it (those are in its stretch), in the order the
+        share took them: each unit's items (newest first, as walked) and its score (the
+        best of its members'; see the module documentation). Empty without a share. (Used by the pipeline's report; candidates are ``scored``, in the Sort
         stage's order.)"""
         if not self.scored_share or not scored or budget.target_tokens <= 0:
             return []
@@ -291,9 +291,12 @@ class RecencyWindowSlice(BaseSlicer):
         units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
         picked = [p for unit in units for p in unit]
         spent = used + sum(tokens[p] for p in picked)
-        more, _, _ = _walk(
+        more, end, _ = _walk(
             order, cut, target - spent, tokens, blocks, frozenset(picked), partial=partial
         )
+        if end > cut:  # units the walk then reached are in its stretch, not recalled
+            reached = frozenset(order[cut:end])
+            units = [unit for unit in units if unit[0] not in reached]
         return [*window, *picked, *more], units
 
     def _target(self, tokens: Sequence[int], target: int) -> int:
