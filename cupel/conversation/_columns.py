@@ -143,9 +143,11 @@ class HistoryColumns:
 
     @property
     def query(self) -> str:
-        """The text of the latest user message (``""`` when there is none): the query a
-        pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to when it selects
-        from this history."""
+        """The query a pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to
+        when it selects from this history: the one given when it was built, else the text
+        of the latest user message (``""`` when there is none: every relevance is 0)."""
+        if self._source.query is not None:
+            return self._source.query
         latest = self.conversation.latest_user
         if latest < 0:
             return ""
@@ -304,7 +306,7 @@ class HistoryColumns:
 class _Source:
     """What the items are made of, kept until they are first built."""
 
-    __slots__ = ("block_key", "kinds", "metadata", "texts", "timestamps")
+    __slots__ = ("block_key", "kinds", "metadata", "query", "texts", "timestamps")
 
     def __init__(
         self,
@@ -313,7 +315,9 @@ class _Source:
         kinds: Mapping[str, ContextKind],
         metadata: Callable[[int], Mapping[str, Any]] | None,
         block_key: str | None,
+        query: str | None = None,
     ) -> None:
+        self.query = query
         self.texts = texts
         self.timestamps = timestamps
         self.kinds = kinds

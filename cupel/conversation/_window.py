@@ -199,17 +199,30 @@ def select_window(
     if isinstance(slicer, RecencyWindowSlice) and slicer.low_water is not None:
         blocks = history.block_key is not None and slicer.block_key == history.block_key
         share = slicer.scored_share
-        stable = stable_cut(
-            history,
-            _recent_budget(budget, share) if share else budget,
-            slicer.low_water,
-            blocks=blocks,
-            partial=slicer.partial_blocks,
-            earlier=[(index, _recent_budget(b, share)) for index, b in earlier]
-            if share
-            else earlier,
-        )
         flags = history.pinned_flags
+        stable = None
+        if share:
+            stable = stable_cut(
+                history,
+                _recent_budget(budget, share),
+                slicer.low_water,
+                blocks=blocks,
+                partial=slicer.partial_blocks,
+                earlier=[(index, _recent_budget(b, share)) for index, b in earlier],
+            )
+            if all(flags[p] for p in range(stable.cut, len(flags))):
+                # the window's part holds no unit: no share (as the slicer's rule)
+                stable = None
+                share = 0.0
+        if stable is None:
+            stable = stable_cut(
+                history,
+                budget,
+                slicer.low_water,
+                blocks=blocks,
+                partial=slicer.partial_blocks,
+                earlier=earlier,
+            )
         offered = []
         for position in range(len(history.units)):
             if flags[position] or position >= stable.cut or position == stable.head:
@@ -222,7 +235,12 @@ def select_window(
             # not recalled are reported as before the cut)
             items = history.items
             given = {p for p in offered if not flags[p]}
-            window = GivenWindowShare(slicer, [items[p] for p in sorted(given)], STABLE_CUT_FILTER)
+            window = GivenWindowShare(
+                slicer,
+                [items[p] for p in sorted(given)],
+                [items[p] for p in _recallable(history, before_cut, stable.head)],
+                STABLE_CUT_FILTER,
+            )
             pipeline = Pipeline(
                 pipeline.scorer,
                 window,
@@ -316,6 +334,21 @@ def _recent_budget(budget: ContextBudget, share: float) -> ContextBudget:
     return budget.model_copy(
         update={"target_tokens": max(0, limit - math.floor(share * max(limit, 0)))}
     )
+
+
+def _recallable(history: HistoryColumns, before: list[int], head: int | None) -> list[int]:
+    """The positions before a cache-stable window's cut its share may recall: units of
+    turns earlier than the latest user message's (they come back before it), whole turns
+    — not the turn the cut falls inside (its ``head`` is kept in the window)."""
+    conversation = history.conversation
+    latest = conversation.latest_user
+    if latest < 0:
+        return []
+    turns = conversation.unit_turns
+    units = history.units
+    newest = turns[latest]
+    split = -1 if head is None else turns[units[head]]
+    return [p for p in before if turns[units[p]] < newest and turns[units[p]] != split]
 
 
 def _recalled(history: HistoryColumns, positions: list[int], given: set[int] | None) -> list[int]:

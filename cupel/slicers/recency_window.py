@@ -313,16 +313,20 @@ class GivenWindowShare(RecencyWindowSlice):
     window is the replayed stable one, and the share recalls older units with what the
     window leaves of the target).
 
-    Every candidate in ``window`` (by identity) is taken; then the units of the others
-    — blocks whole, items without a block alone — are picked as the share picks them
-    (:class:`RecencyWindowSlice`) with the tokens left. The others are reported as
-    ``Filtered(filter_name)``.
+    Every candidate in ``window`` (by identity) is taken; then the units of the
+    candidates in ``recallable`` — blocks whole, items without a block alone — are picked
+    as the share picks them (:class:`RecencyWindowSlice`) with the tokens left. The others
+    are reported as ``Filtered(filter_name)``.
     """
 
-    __slots__ = ("_filter", "_window")
+    __slots__ = ("_filter", "_recallable", "_window")
 
     def __init__(
-        self, slicer: RecencyWindowSlice, window: Sequence[ContextItem], filter_name: str
+        self,
+        slicer: RecencyWindowSlice,
+        window: Sequence[ContextItem],
+        recallable: Sequence[ContextItem],
+        filter_name: str,
     ) -> None:
         super().__init__(
             slicer.block_key,
@@ -331,6 +335,7 @@ class GivenWindowShare(RecencyWindowSlice):
             partial_blocks=slicer.partial_blocks,
         )
         self._window = frozenset(map(id, window))
+        self._recallable = frozenset(map(id, recallable))
         self._filter = filter_name
 
     def _choose(
@@ -342,8 +347,9 @@ class GivenWindowShare(RecencyWindowSlice):
         scores: Sequence[float],
     ) -> tuple[list[int], list[list[int]]]:
         given = self._window
+        recallable = self._recallable
         window = [p for p in order if id(items[p]) in given]
-        rest = [p for p in order if id(items[p]) not in given]
+        rest = [p for p in order if id(items[p]) in recallable]
         left = target - sum(tokens[p] for p in window)
         blocks = _Blocks(self.block_key, items)
         units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
