@@ -25,6 +25,7 @@ from cupel.cli._config import (
     build_pipeline,
     describe_config,
     load_policy,
+    with_query,
 )
 from cupel.cli._explain import CompareRow, explain
 from cupel.cli._format import (
@@ -45,7 +46,7 @@ from cupel.cli._transcript import ROLE_KINDS, Transcript
 from cupel.cli._wording import ReasonWording, clip, count
 from cupel.conversation import HistoryItems, PinnedOptions
 from cupel.diagnostics import OverflowEvent, PipelineStage, SelectionReport
-from cupel.policy import ItemStatus, policy_sensitivity
+from cupel.policy import ItemStatus, policy_sensitivity, resolve_pipeline
 
 __all__ = ["COMMANDS", "Loaded", "load_input", "load_items", "role_kind_warnings"]
 
@@ -225,8 +226,29 @@ def _configured(
     _check_html_target(args)
     loaded = _demo_input() if path is None else load_input(path)
     transcript = loaded.transcript is not None
-    pipeline = build_pipeline(args, transcript=transcript)
-    return budget, pipeline, loaded, describe_config(args, transcript=transcript)
+    pipeline, query = _bound(build_pipeline(args, transcript=transcript), args, loaded)
+    return (
+        budget,
+        pipeline,
+        loaded,
+        _with_query_words(describe_config(args, transcript=transcript), args, query),
+    )
+
+
+def _bound(
+    pipeline: Pipeline, args: argparse.Namespace, loaded: Loaded
+) -> tuple[Pipeline, str | None]:
+    """The pipeline with its relevance query bound (see :func:`with_query`)."""
+    latest = None if loaded.transcript is None else loaded.transcript.latest_user_text
+    return with_query(pipeline, args, latest, loaded.transcript is not None)
+
+
+def _with_query_words(config: str, args: argparse.Namespace, query: str | None) -> str:
+    """The configuration line with the relevance query, and where it came from."""
+    if query is None:
+        return config
+    source = "--query" if getattr(args, "query", None) is not None else "the latest user message"
+    return f"{config}; relevance to {clip(query, 60)!r} ({source})"
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -378,8 +400,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
     labels = _policy_labels(specs)
     budget = budget_from_flags(args)
-    variants = [(label, load_policy(spec)) for label, spec in zip(labels, specs, strict=True)]
-    items = load_items(args.items)  # a transcript: its units, mapped as select maps them
+    policies = [resolve_pipeline(load_policy(spec)) for spec in specs]
+    loaded = load_input(args.items)  # a transcript: its units, mapped as select maps them
+    items = loaded.items
+    if args.query is not None and not any(p.needs_query for p in policies):
+        raise CliError("--query applies only when a policy has a relevance scorer without a query")
+    pipelines = [_bound(p, args, loaded)[0] if p.needs_query else p for p in policies]
+    variants: list[tuple[str, Pipeline | str]] = list(zip(labels, pipelines, strict=True))
     sensitivity = policy_sensitivity(items, budget, variants)
     reports = dict(sensitivity.variants)
     rows = []
@@ -447,7 +474,9 @@ def _probes(low: int, high: int) -> int:
 
 def _cmd_min_budget(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(args)
-    items = load_items(args.items)
+    loaded = load_input(args.items)
+    items = loaded.items
+    pipeline, query = _bound(pipeline, args, loaded)
     target = _find_target(items, args.item)
     ceiling = args.search_ceiling
     if ceiling is None:
@@ -466,7 +495,7 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
             ceiling,
             on_probe=lambda tokens: progress.step(f"budget {tokens:,}"),
         )
-    config = describe_config(args)
+    config = _with_query_words(describe_config(args), args, query)
     source = _source_name(args.items)
     # The run at the answer (or at the ceiling): the report the decision rests on. At the
     # ceiling the run itself may be refused (pinned items alone over it): say so instead.

@@ -5,7 +5,8 @@ slicers ``--scorer`` / ``--slicer`` offer, and what their flags set, are the com
 own parameters).
 
 >>> scorer_names()
-('recency', 'priority', 'kind', 'tag', 'frequency', 'reflexive', 'metadata-trust', 'decay')
+('recency', 'priority', 'kind', 'tag', 'frequency', 'reflexive', 'metadata-trust', 'decay',
+ 'relevance')
 >>> slicer_names()
 ('greedy', 'knapsack', 'recency-window')
 """
@@ -45,6 +46,7 @@ __all__ = [
     "policy_from_flags",
     "scorer_names",
     "slicer_names",
+    "with_query",
 ]
 
 PROG = "cupel"
@@ -269,6 +271,33 @@ def build_pipeline(args: argparse.Namespace, *, transcript: bool = False) -> Pip
             "scorer, slicer, placer, deduplication and overflow strategy"
         )
     return resolve_pipeline(load_policy(policy))
+
+
+def with_query(
+    pipeline: Pipeline, args: argparse.Namespace, latest_user: str | None, transcript: bool
+) -> tuple[Pipeline, str | None]:
+    """``pipeline`` with its unbound relevance scorers bound to ``--query``, or for a chat
+    ``transcript`` without it to the latest user message (``latest_user``); and the query
+    bound (``None`` when the pipeline needed none). A pipeline that needs a query without
+    one to have, or ``--query`` for a pipeline that needs none, is a :class:`CliError`."""
+    query: str | None = getattr(args, "query", None)
+    if not pipeline.needs_query:
+        if query is not None:
+            raise CliError(
+                "--query applies only with a relevance scorer that has no query of its own "
+                "(--scorer relevance, or a policy with a relevance scorer)"
+            )
+        return pipeline, None
+    if query is None:
+        query = latest_user
+    if query is None:
+        where = (
+            "the transcript has no user message"
+            if transcript
+            else "or give a chat transcript: its latest user message is the query"
+        )
+        raise CliError(f"the relevance scorer needs a query: give --query TEXT ({where})")
+    return pipeline.with_query(query), query
 
 
 def describe_config(args: argparse.Namespace, *, transcript: bool = False) -> str:

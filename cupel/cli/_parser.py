@@ -99,7 +99,17 @@ def _config_flags(*, policy: bool = True) -> _Parser:
     group.add_argument("--placer", choices=placer_names(), help="default: chronological")
     group.add_argument("--no-dedup", action="store_true", help="keep duplicate contents")
     group.add_argument("--overflow", choices=overflow_names(), help="default: throw")
+    _query_flag(flags)
     return flags
+
+
+def _query_flag(flags: argparse.ArgumentParser) -> None:
+    flags.add_argument(
+        "--query",
+        metavar="TEXT",
+        help="the question a relevance scorer ranks by (--scorer relevance, or a policy with "
+        "one); for a chat transcript it defaults to the latest user message",
+    )
 
 
 def _output_flags(*, html: bool) -> _Parser:
@@ -192,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run two or more policies over the same items and budget and show, "
         "for every item whose inclusion differs, what each policy decided.",
     )
+    _query_flag(compare)
     compare.add_argument(
         "--policy",
         action="append",

@@ -79,6 +79,15 @@ class Transcript:
     texts: list[str]
     tokens: list[int]
 
+    @property
+    def latest_user_text(self) -> str | None:
+        """The text of the latest user message (``None`` when there is none): the query
+        of a relevance scorer that has none of its own."""
+        unit = self.conversation.latest_user
+        if unit < 0:
+            return None
+        return self.texts[self.conversation.messages_of(unit)[0]]
+
     def history(self) -> HistoryItems:
         """One item per unit (the system prompt and the latest user message pinned)."""
         return HistoryItems.from_conversation(self.conversation, self.texts, self.tokens)

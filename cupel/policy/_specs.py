@@ -29,6 +29,7 @@ from cupel.scorers import (
     PriorityScorer,
     RecencyScorer,
     ReflexiveScorer,
+    RelevanceScorer,
     ScaledScorer,
     StepDecay,
     TagScorer,
@@ -66,6 +67,7 @@ __all__ = [  # cupel.policy exports exactly these
     "RecencySpec",
     "RecencyWindowSpec",
     "ReflexiveSpec",
+    "RelevanceSpec",
     "ScaledSpec",
     "ScorerSpec",
     "SlicerSpec",
@@ -87,6 +89,7 @@ SCORERS: tuple[type, ...] = (
     MetadataTrustScorer,
     MetadataKeyScorer,
     DecayScorer,
+    RelevanceScorer,
 )
 """The built-in scorers a policy names, in the order error messages list them."""
 SLICERS: tuple[type, ...] = (
@@ -171,6 +174,7 @@ KindSpec: type[Any] = spec_of(KindScorer)
 TagSpec: type[Any] = spec_of(TagScorer)
 FrequencySpec: type[Any] = spec_of(FrequencyScorer)
 ReflexiveSpec: type[Any] = spec_of(ReflexiveScorer)
+RelevanceSpec: type[Any] = spec_of(RelevanceScorer)
 CompositeSpec: type[Any] = spec_of(CompositeScorer)
 CompositeEntrySpec: type[Any] = tuple_spec("CompositeEntrySpec")
 ScaledSpec: type[Any] = spec_of(ScaledScorer)

@@ -16,15 +16,15 @@ being the corpus, divided by the pass's highest score (so scores lie in [0, 1]):
 Terms (:func:`terms`) are computed from the text in five steps:
 
 1. Unicode NFKC normalisation, then ``str.casefold()``.
-2. Tokens: maximal runs of word characters, i.e. letters and digits (``\\w`` without the
-   underscore) and combining marks (general category ``M``, up to U+1FFFF); anything else
-   separates tokens (``snake_case`` is two tokens).
+2. Tokens: maximal runs of letters and digits (``\\w`` without the underscore) and
+   combining marks (general category ``M``, up to U+1FFFF) that hold at least one letter
+   or digit; anything else separates tokens (``snake_case`` is two tokens).
 3. CJK: a token is split into runs of CJK characters and runs of other characters. A CJK
    run (Han ideographs U+3400-U+4DBF, U+4E00-U+9FFF, U+F900-U+FAFF, U+20000-U+3FFFF,
    the marks U+3005-U+3007, hiragana U+3041-U+309F, katakana U+30A1-U+30FA and
    U+30FC-U+30FF) gives its overlapping character bigrams (``東京都`` gives ``東京``,
    ``京都``), or the character itself when the run is one character long. The steps
-   below do not apply to CJK terms.
+   below apply to the other runs only.
 4. Stopwords: a token in :data:`STOPWORDS` (a fixed list of English function words and
    the pieces contractions leave, such as ``t`` of ``don't``) is dropped.
 5. Suffixes, for tokens made of letters only (``str.isalpha``), applied in order:
@@ -40,7 +40,7 @@ Terms (:func:`terms`) are computed from the text in five steps:
       in ``-eed``, are removed when what is left has 2 or more characters and holds a
       vowel (``a e i o u y``); then a doubled final consonant other than ``l``, ``s``,
       ``z`` is undoubled (``running`` → ``run``, ``stopped`` → ``stop``,
-      ``falling`` → ``fall``; ``thing``, ``red``, ``needed`` → ``need`` by the rules);
+      ``falling`` → ``fall``, ``needed`` → ``need``; ``thing`` and ``red`` stay);
    c. a final ``-e`` is dropped from a word of 3 or more characters (``make``,
       ``making`` and ``makes`` all give ``mak``).
 

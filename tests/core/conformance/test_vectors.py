@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -42,12 +43,16 @@ def test_the_suite_is_large_and_split_into_required_optional_and_extensions() ->
 
 
 def test_extension_vectors_use_only_extension_components_and_spec_ones_none() -> None:
-    """cupel's extensions (the recency window, its OutsideWindow reason) are tested in
-    conformance/extensions only; the spec tiers never use them."""
+    """cupel's extensions (the recency window, its OutsideWindow reason, the history
+    windows, the relevance scorer) are tested in conformance/extensions only; the spec
+    tiers never use them."""
     for path in VECTORS:
         text = path.read_text("utf-8")
         uses_extension = (
-            "recency_window" in text or "OutsideWindow" in text or 'stage = "history"' in text
+            "recency_window" in text
+            or "OutsideWindow" in text
+            or 'stage = "history"' in text
+            or re.search(r'(scorer|type) = "relevance"', text) is not None
         )
         tier = path.relative_to(ROOT).parts[0]
         assert uses_extension == (tier == "extensions"), path.name
@@ -67,6 +72,14 @@ def test_the_cache_stable_history_rule_has_vectors() -> None:
     assert len(history) >= 4
     for path in history:
         assert _load(path)["test"]["stage"] == "history", path.name
+
+
+def test_the_relevance_scorer_has_scoring_and_pipeline_vectors() -> None:
+    names = {path.relative_to(ROOT).as_posix() for path in VECTORS}
+    scoring = {n for n in names if n.startswith("extensions/scoring/relevance-")}
+    pipeline = {n for n in names if n.startswith("extensions/pipeline/relevance-")}
+    assert len(scoring) >= 6 and len(pipeline) >= 1
+    assert all(_load(ROOT / n)["test"]["scorer"] == "relevance" for n in scoring)
 
 
 def test_every_scorer_slicer_and_placer_has_vectors() -> None:
@@ -95,6 +108,7 @@ def test_every_scorer_slicer_and_placer_has_vectors() -> None:
         "decay",
         "metadata_trust",
         "metadata_key",
+        "relevance",
     ]
     slicers = ["greedy", "knapsack", "quota", "count_quota", "count_constrained_knapsack"]
     placers = ("chronological", "u_shaped")

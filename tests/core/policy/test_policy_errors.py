@@ -19,7 +19,7 @@ from cupel.policy import (
 
 SCORER_TYPES = (
     "'recency', 'priority', 'kind', 'tag', 'frequency', 'reflexive', 'composite', 'scaled', "
-    "'metadata_trust', 'metadata_key', 'decay', 'custom'"
+    "'metadata_trust', 'metadata_key', 'decay', 'relevance', 'custom'"
 )
 
 

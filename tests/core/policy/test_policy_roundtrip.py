@@ -37,6 +37,7 @@ from cupel import (
     QuotaSlice,
     RecencyScorer,
     ReflexiveScorer,
+    RelevanceScorer,
     ScaledScorer,
     ScarcityBehavior,
     StepDecay,
@@ -66,6 +67,7 @@ from cupel.policy import (
     QuotaSpec,
     RecencySpec,
     ReflexiveSpec,
+    RelevanceSpec,
     ScaledSpec,
     StepCurveSpec,
     StepWindowSpec,
@@ -280,6 +282,11 @@ CASES = [
             overflow_strategy=OverflowStrategy.TRUNCATE,
         ),
     ),
+    (
+        "relevance",
+        Policy(scorer=RelevanceSpec(query="restart the app", k1=1.5, b=0.5)),
+        Pipeline(RelevanceScorer("restart the app", k1=1.5, b=0.5)),
+    ),
 ]
 IDS = [case[0] for case in CASES]
 
@@ -343,6 +350,7 @@ def test_every_scorer_and_slicer_type_is_covered_by_the_cases() -> None:
         "metadata_trust",
         "metadata_key",
         "decay",
+        "relevance",
     }
     assert expected_scorers <= scorer_types  # custom: see test_policy_registry
     assert slicer_types == {
@@ -503,6 +511,12 @@ leaf_scorers = st.one_of(
     st.builds(PrioritySpec),
     st.builds(FrequencySpec),
     st.builds(ReflexiveSpec),
+    st.builds(
+        RelevanceSpec,
+        query=st.text(max_size=20),
+        k1=st.floats(0, 5),
+        b=st.floats(0, 1),
+    ),
     st.builds(
         KindSpec,
         weights=st.none() | st.dictionaries(kinds, weights, max_size=3),
