@@ -199,8 +199,9 @@ class RecencyWindowSlice(BaseSlicer):
         """The units the scored share took from behind the window (``scored_share > 0``)
         and the walk did not reach after it (those are in its stretch), in the order the
         share took them: each unit's items (newest first, as walked) and its score (the
-        best of its members'; see the module documentation). Empty without a share. (Used by the pipeline's report; candidates are ``scored``, in the Sort
-        stage's order.)"""
+        best of its members'; see the module documentation). Empty without a share.
+        (Used by the pipeline's report; candidates are ``scored``, in the Sort stage's
+        order.)"""
         if not self.scored_share or not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]

@@ -29,6 +29,13 @@ WORDS = ["lisbon", "sister", "kitten", "mochi", "rain", "coffee", "piano", "gard
 def build(
     events: list[tuple[str, int, int]],
 ) -> tuple[Conversation, list[str], list[int]]:
+    roles, calls, answers, texts, tokens = parts(events)
+    return Conversation(roles, calls=calls, answers=answers), texts, tokens
+
+
+def parts(
+    events: list[tuple[str, int, int]],
+) -> tuple[list[str], dict[int, list[str | None]], dict[int, str | None], list[str], list[int]]:
     """A conversation from events (kind, size, word): chat turns, tool rounds (valid or
     answering an unknown call), late system messages; texts draw on a small vocabulary so
     that relevance to the latest user message varies."""
@@ -52,7 +59,7 @@ def build(
             roles.append("tool")
             texts.append(text)
             tokens.append(size)
-    return Conversation(roles, calls=calls, answers=answers), texts, tokens
+    return roles, calls, answers, texts, tokens
 
 
 EVENTS = st.lists(
@@ -148,7 +155,7 @@ def select(
     events=EVENTS,
     limit=st.integers(1, 300),
     low_water=st.sampled_from([None, None, 0.5, 0.8]),
-    policy=st.sampled_from(["long_running"]),
+    policy=st.sampled_from(["recall", "long_running"]),
 )
 def test_recall_windows_keep_every_guarantee(
     events: list[tuple[str, int, int]], limit: int, low_water: float | None, policy: str
@@ -180,17 +187,17 @@ def test_cache_stable_recall_keeps_the_recent_window_append_only(
     the recent window (without the recalled units) of the next request starts with the
     previous one unless the cut moved; recalled units come right before the latest user
     message."""
-    conversation, texts, tokens = build(events)
+    roles, calls, answers, texts, tokens = parts(events)
     budget = ContextBudget(max_tokens=limit, target_tokens=limit)
     pipeline = cache_stable_pipeline(Pipeline.from_policy("recall"), low_water)
     previous: list[int] | None = None
-    for n in range(1, conversation.n_messages + 1):
-        if conversation.roles[n - 1] != "user":
+    for n in range(1, len(roles) + 1):
+        if roles[n - 1] != "user":
             continue
         part = Conversation(
-            conversation.roles[:n],
-            calls={i: c for i, c in conversation.calls.items() if i < n},
-            answers={i: a for i, a in conversation.answers.items() if i < n},
+            roles[:n],
+            calls={i: c for i, c in calls.items() if i < n},
+            answers={i: a for i, a in answers.items() if i < n},
         )
         history = HistoryItems.from_conversation(part, texts[:n], tokens[:n])
         try:
@@ -211,24 +218,29 @@ def test_cache_stable_recall_keeps_the_recent_window_append_only(
 
 
 def test_the_query_is_the_latest_user_message() -> None:
-    conversation = Conversation(["system", "user", "assistant", "user", "assistant", "user"])
+    roles = ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user"]
     texts = [
         "Be brief.",
         "My sister Mara moved to Lisbon in March.",
         "Lovely city!",
         "It rained all day here.",
         "Same here, grey skies.",
+        "Coffee?",
+        "Always.",
         "Where does my sister live now?",
     ]
-    history = HistoryItems.from_conversation(conversation, texts, [3, 10, 4, 6, 6, 8])
+    history = HistoryItems.from_conversation(Conversation(roles), texts, [3, 10, 4, 6, 6, 5, 5, 8])
     assert history.query == texts[-1]
-    budget = ContextBudget(max_tokens=35, target_tokens=35)
+    budget = ContextBudget(max_tokens=47, target_tokens=47)
     window = history.select(Pipeline.from_policy("recall"), budget, with_report=True)
-    assert window.messages == [0, 1, 2, 3, 4, 5]  # everything fits
-    tight = ContextBudget(max_tokens=30, target_tokens=30)
+    assert window.messages == list(range(8)) and window.recalled == []  # everything fits
+    # 40 tokens: 11 pinned, 29 left: the recent window gets 15 (the coffee turn), the
+    # share 14: the sister turn (14, relevant) comes back whole; the rain turn does not
+    tight = ContextBudget(max_tokens=40, target_tokens=40)
     window = history.select(Pipeline.from_policy("recall"), tight, with_report=True)
     assert window.recalled == [1, 2]  # the question with its answer
-    assert [texts[i] for i in window.messages] == [texts[i] for i in (0, 1, 2, 5)]
+    assert window.messages == [0, 1, 2, 5, 6, 7]
+    assert window.cut == 5  # the recent window's stretch
     assert window.report is not None
     (unit,) = window.report.recalled
     assert [item.content for item in unit.items] == ["Lovely city!", texts[1]]
