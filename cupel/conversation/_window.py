@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, cast
 
@@ -200,29 +199,15 @@ def select_window(
         blocks = history.block_key is not None and slicer.block_key == history.block_key
         share = slicer.scored_share
         flags = history.pinned_flags
-        stable = None
-        if share:
-            stable = stable_cut(
-                history,
-                _recent_budget(budget, share),
-                slicer.low_water,
-                blocks=blocks,
-                partial=slicer.partial_blocks,
-                earlier=[(index, _recent_budget(b, share)) for index, b in earlier],
-            )
-            if all(flags[p] for p in range(stable.cut, len(flags))):
-                # the window's part holds no unit: no share (as the slicer's rule)
-                stable = None
-                share = 0.0
-        if stable is None:
-            stable = stable_cut(
-                history,
-                budget,
-                slicer.low_water,
-                blocks=blocks,
-                partial=slicer.partial_blocks,
-                earlier=earlier,
-            )
+        stable = stable_cut(
+            history,
+            budget,
+            slicer.low_water,
+            blocks=blocks,
+            partial=slicer.partial_blocks,
+            earlier=earlier,
+            share=share,
+        )
         offered = []
         for position in range(len(history.units)):
             if flags[position] or position >= stable.cut or position == stable.head:
@@ -324,15 +309,6 @@ def select_window(
         None if report is not None else _Rerun(asked, budget, start_on, options, earlier),
         plain,
         recalled_messages,
-    )
-
-
-def _recent_budget(budget: ContextBudget, share: float) -> ContextBudget:
-    """The budget of a cache-stable window with a scored share: the share of the target
-    (or of ``max_tokens - output_reserve`` when lower) set aside for recalled units."""
-    limit = min(budget.target_tokens, budget.max_tokens - budget.output_reserve)
-    return budget.model_copy(
-        update={"target_tokens": max(0, limit - math.floor(share * max(limit, 0)))}
     )
 
 

@@ -16,9 +16,9 @@ from cupel.policy._specs import (
     KnapsackSpec,
     PrioritySpec,
     RecencySpec,
-    RelevanceSpec,
     RecencyWindowSpec,
     ReflexiveSpec,
+    RelevanceSpec,
     ScorerSpec,
     SlicerSpec,
 )

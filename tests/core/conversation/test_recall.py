@@ -183,17 +183,15 @@ def test_recall_windows_keep_every_guarantee(
 def test_cache_stable_recall_keeps_the_recent_window_append_only(
     events: list[tuple[str, int, int]], limit: int, low_water: float
 ) -> None:
-    """Cache-stable with recall: after each request (a history ending on a user message),
-    the recent window (without the recalled units) of the next request starts with the
-    previous one unless the cut moved; recalled units come right before the latest user
-    message."""
+    """Cache-stable with recall, a request after every message: a request starts with the
+    recent window (without the recalled units) of the previous request — the history
+    before its newest assistant message — unless the cut moved; recalled units come right
+    before the latest user message."""
     roles, calls, answers, texts, tokens = parts(events)
     budget = ContextBudget(max_tokens=limit, target_tokens=limit)
     pipeline = cache_stable_pipeline(Pipeline.from_policy("recall"), low_water)
-    previous: list[int] | None = None
+    recents: dict[int, list[int]] = {}  # history length -> the recent window
     for n in range(1, len(roles) + 1):
-        if roles[n - 1] != "user":
-            continue
         part = Conversation(
             roles[:n],
             calls={i: c for i, c in calls.items() if i < n},
@@ -203,18 +201,22 @@ def test_cache_stable_recall_keeps_the_recent_window_append_only(
         try:
             window = history.select(pipeline, budget, with_report=False)
         except (PinnedBudgetError, OverflowBudgetError):
-            previous = None
             continue
         check(part, tokens[:n], history, window, budget)
         recalled = set(window.recalled)
         recent = [i for i in window.messages if i not in recalled]
+        recents[n] = recent
         if recalled:
             task = part.unit_firsts[part.latest_user]
             at = window.messages.index(task)
             assert window.messages[at - len(recalled) : at] == window.recalled
+        answered = max((i for i in range(n) if roles[i] == "assistant"), default=-1)
+        previous = recents.get(answered)  # the request the newest assistant message answered
         if previous is not None and not window.cut_moved:
-            assert recent[: len(previous)] == previous
-        previous = recent
+            # the request starts with the previous request's recent window: the part of
+            # the previous request before its recalled units is a cached prefix
+            assert window.messages[: len(previous)] == previous
+            assert window.stable_prefix >= len(previous)
 
 
 def test_the_query_is_the_latest_user_message() -> None:
