@@ -381,10 +381,18 @@ RECALL_POLICY = "recall"
 
 def declared(report: Any, history: History, window: Sequence[Any]) -> frozenset[int]:
     """The history positions of the units a cupel report says were recalled
-    (``report.recalled``), found among the window's messages by their texts (a unit's
-    item is one message's text, or an exchange's texts joined by newlines)."""
-    positions = locate(window, history)[0]
-    texts = history.texts
+    (``report.recalled``), found among the window's messages (:func:`recalled_positions`)."""
+    return recalled_positions(report, history.texts, locate(window, history)[0])
+
+
+def recalled_positions(
+    report: Any, texts: Sequence[str], positions: Sequence[int]
+) -> frozenset[int]:
+    """The positions (among ``positions``, ascending: a window's messages in the history)
+    of the units ``report.recalled`` lists: by the message indices LangChain items carry
+    in their metadata, else by their texts (``texts``: each history message's): a unit's
+    item is one message's text, or an exchange's texts joined by newlines; LlamaIndex
+    labels each text with its position."""
     joined: dict[str, tuple[int, ...]] = {}
     for start, first in enumerate(positions):
         run = [first]
@@ -397,8 +405,18 @@ def declared(report: Any, history: History, window: Sequence[Any]) -> frozenset[
     out: set[int] = set()
     for unit in report.recalled:
         for item in unit.items:
-            out.update(joined.get(item.content, ()))
+            meta = item.metadata  # LangChain: the unit's message indices
+            if "langchain.indices" in meta or "langchain.index" in meta:
+                out.update(meta.get("langchain.indices", (meta.get("langchain.index"),)))
+                continue
+            found = joined.get(item.content)
+            if found is None:  # LlamaIndex: each message's text reads "[position] role: text"
+                found = tuple(int(m.group(1)) for m in _LABEL.finditer(item.content))
+            out.update(found)
     return frozenset(out)
+
+
+_LABEL = re.compile(r"^\[(\d+)\] [a-z_]+: ", re.MULTILINE)
 
 
 def _select_messages_recall(history: History, budget: int) -> Window:

@@ -15,7 +15,9 @@ budget, before any provider rounding):
 - **in their place**: the same windows, every message in conversation order (the recalled
   units in their place, right after the system prompt);
 
-beside the chat default with and without ``cache_stable`` and recall without it. The
+beside the chat default with and without ``cache_stable`` and recall without it; also
+over the recall benchmark's long conversations (:mod:`benchmarks.recall_data`), a call
+after every user message, where each question brings back other turns. The
 recent window (without the recalled units) is checked for holes, as in
 :mod:`benchmarks.recall`. Deterministic: nothing is timed.
 """
@@ -34,8 +36,13 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/recall_cache
 
 from benchmarks.cache_model import Session, common_prefix
 from benchmarks.prompt_cache import BUDGET, SEED, generate_sessions, prepare
+from benchmarks.recall import SEED as RECALL_SEED
+from benchmarks.recall import recalled_positions
+from benchmarks.recall_data import generate_dialogues
 
-__all__ = ["VARIANTS", "Variant", "main", "run", "table"]
+__all__ = ["VARIANTS", "Variant", "dialogue_sessions", "main", "run", "table"]
+
+DIALOGUE_BUDGET = 2000
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ def replay(session: Session, variant: Variant, tally: Tally) -> None:
             tally.total += prepared.count(request)
             tally.prefix += prepared.count(request[: common_prefix(previous, request)])
             tally.windows.append(prepared.count(request) / session.budget)
-            recalled = _recalled(report, history[:count])
+            recalled = _recalled(report, prepared, request)
             tally.recalled_calls += bool(recalled)
             recent = [i for i in request if i not in recalled]
             if prepared.conversation(count).check_window(recent).holes:
@@ -104,18 +111,22 @@ def replay(session: Session, variant: Variant, tally: Tally) -> None:
         previous = request
 
 
-def _recalled(report: Any, history: Sequence[Any]) -> set[int]:
-    """The history positions of the messages of the report's recalled units (by text)."""
-    texts: dict[str, int] = {}
-    for i, message in enumerate(history):
+def _recalled(report: Any, prepared: Any, request: Sequence[int]) -> frozenset[int]:
+    """The history positions of the messages of the report's recalled units."""
+    texts = []
+    for message, role in zip(prepared.messages, prepared.roles, strict=True):
         content = message.content if isinstance(message.content, str) else str(message.content)
-        texts.setdefault(content, i)
-    out: set[int] = set()
-    for unit in report.recalled:
-        for item in unit.items:
-            for text in item.content.split("\n"):
-                if text in texts:
-                    out.add(texts[text])
+        texts.append(content or f"[{role} message]")
+    return recalled_positions(report, texts, sorted(request))
+
+
+def dialogue_sessions(count: int, budget: int, seed: int = RECALL_SEED) -> list[Session]:
+    """The recall benchmark's long conversations (:mod:`benchmarks.recall_data`) as
+    sessions: a call after every user message."""
+    out = []
+    for dialogue in generate_dialogues(count, seed=seed):
+        calls = tuple(i + 1 for i, m in enumerate(dialogue.messages) if m.role == "user")
+        out.append(Session("dialogue", dialogue.number, dialogue.messages, calls, budget))
     return out
 
 
@@ -158,9 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     per_kind, calls = (1, 30) if args.quick else (args.sessions, 150)
     sessions = generate_sessions(per_kind, seed=SEED, calls=calls, budget=BUDGET)
+    sessions += dialogue_sessions(per_kind, DIALOGUE_BUDGET)
     print(
-        f"{per_kind} chat and {per_kind} agent sessions, {calls} calls at the budget each, "
-        f"budget {BUDGET:,}: `python -m benchmarks.recall_cache"
+        f"{per_kind} chat and {per_kind} agent sessions of the prompt-cache benchmark "
+        f"({calls} calls at the budget each, budget {BUDGET:,}) and {per_kind} long "
+        f"conversations of the recall benchmark (a call after every user message, budget "
+        f"{DIALOGUE_BUDGET:,}): `python -m benchmarks.recall_cache"
         f"{' --quick' if args.quick else ''}`\n"
     )
     print(table(run(sessions)))
