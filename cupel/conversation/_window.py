@@ -240,17 +240,14 @@ def select_window(
     plain = positions is not None
     report: SelectionReport | None = None
     if positions is None:
-        items = (
-            history.items
-            if with_report or on_overflow is not None or reads_unit_metadata(pipeline)
-            else history.bare_items()
-        )
+        full = with_report or on_overflow is not None or reads_unit_metadata(pipeline)
+        items = history.items if full else history.bare_items()
         candidates = items if offered is None else [items[p] for p in offered]
         if with_report:
             result = pipeline.dry_run(candidates, budget, on_overflow=on_overflow)
         else:
             result = pipeline.run(candidates, budget, on_overflow=on_overflow)
-        if items is history.items:
+        if full:  # (reading history.items here would build them)
             positions = history.positions(result.items)
         else:
             positions = identity_positions(
