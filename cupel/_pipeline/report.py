@@ -245,7 +245,7 @@ class Traced(Stages):
             if cost is not None:
                 report = replace(report, bucket_rounding=cost)
         recall = getattr(slicer, "recalled", None)
-        if recall is not None and getattr(slicer, "scored_share", 0):
+        if recall is not None:  # (RecencyWindowSlice: empty without a share)
             ranked = self._ranked_lists(classified)
             units = recall(scored_pairs(*ranked), self._sliced.budget)
             if units:
