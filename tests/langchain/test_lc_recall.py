@@ -153,4 +153,5 @@ def test_recall_windows_are_valid_within_budget_and_keep_the_question(
         assert ids[at : at + 4] == ["fact", "call", "result", "answer"]
     elif "fact" in ids:  # the oldest turn of the recency window, kept in part (the chat
         # default's rule): its question, then everything from its newest messages on
-        assert ids[1:] == [m.id for m in history[history.index(kept[2]) :]]
+        assert ids[1] == "fact"
+        assert ids[2:] == [m.id for m in history[history.index(kept[2]) :]]
