@@ -17,7 +17,7 @@ Terms (:func:`terms`) are computed from the text in five steps:
 
 1. Unicode NFKC normalisation, then ``str.casefold()``.
 2. Tokens: maximal runs of letters and digits (``\\w`` without the underscore) and
-   combining marks (general category ``M``, up to U+1FFFF) that hold at least one letter
+   combining marks (general category ``M``, up to U+FFFF) that hold at least one letter
    or digit; anything else separates tokens (``snake_case`` is two tokens).
 3. CJK: a token is split into runs of CJK characters and runs of other characters. A CJK
    run (Han ideographs U+3400-U+4DBF, U+4E00-U+9FFF, U+F900-U+FAFF, U+20000-U+3FFFF,
@@ -124,7 +124,7 @@ def _ranges(codes: Iterable[int]) -> str:
 def _token_pattern() -> re.Pattern[str]:
     """Step 2's tokens in a normalised text (built on first use: the combining marks are
     read from the Unicode data once)."""
-    marks = _ranges(c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M")
+    marks = _ranges(c for c in range(0x10000) if unicodedata.category(chr(c))[0] == "M")
     return re.compile(f"[{marks}]*(?:[^\\W_]+[{marks}]*)+")
 
 
@@ -231,8 +231,8 @@ def terms(text: str) -> list[str]:
     ['snak', 'cas', '3', '14', 'naïv']
     """
     found: list[str] = []
-    for token in _tokens(text):
-        found += _token_terms(token)
+    for token in _token_stream([text])[:-1]:  # the last token is the item's marker
+        found += _token_terms(token.decode("utf-8"))
     return found
 
 

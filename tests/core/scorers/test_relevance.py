@@ -29,7 +29,14 @@ from cupel import (
     ScorerConfigError,
 )
 from cupel.scorers import BaseScorer, score_all
-from cupel.scorers.relevance import STOPWORDS, bind_query, needs_query, terms
+from cupel.scorers.relevance import (
+    STOPWORDS,
+    _token_stream,
+    _tokens,
+    bind_query,
+    needs_query,
+    terms,
+)
 
 
 def item(content: str) -> ContextItem:
@@ -104,6 +111,15 @@ def test_terms_of_spaced_texts_are_concatenated(left: str, right: str) -> None:
     found = terms(left)
     assert terms(f"{left} {right}") == found + terms(right)
     assert all(t and t not in STOPWORDS for t in found)
+
+
+@settings(max_examples=examples(200))
+@given(st.text(st.characters(max_codepoint=127), max_size=60))
+def test_ascii_texts_take_the_translate_route_to_the_same_tokens(text: str) -> None:
+    stream = _token_stream([text, text + "é"])
+    first = stream.index(b"\x01")
+    assert [token.decode() for token in stream[:first]] == _tokens(text)
+    assert [token.decode() for token in stream[first + 1 : -1]] == _tokens(text + "é")
 
 
 def test_the_best_item_scores_one_and_unmatched_zero() -> None:
