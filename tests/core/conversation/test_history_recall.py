@@ -111,8 +111,8 @@ def check(
     for i in recalled:
         k = _unit(conversation, i)
         turn = conversation.turn(k)
-        if latest >= 0 and turn >= conversation.turn(latest):
-            continue  # a unit of the current task
+        if latest < 0 or turn >= conversation.turn(latest):
+            continue  # a unit of the current task (or of a history without a user message)
         for other in range(len(conversation)):
             if (
                 conversation.turn(other) == turn
