@@ -303,6 +303,15 @@ class HistoryColumns:
         raise error
 
 
+_BARE: dict[tuple[Any, ...], ContextItem] = {}
+"""Items without caller metadata, by everything they hold (content, tokens, kind, source,
+timestamp, pinned, block): a history selected again — a conversation re-read on every turn —
+reuses the items of the units it already had instead of validating them anew. Items are
+immutable and equal keys make equal items, so a reused one never changes a result; a
+history's own items stay distinct (their timestamps increase). Emptied when full."""
+_BARE_LIMIT = 1 << 17
+
+
 class _Source:
     """What the items are made of, kept until they are first built."""
 
@@ -377,12 +386,32 @@ class _Source:
                     else:
                         meta[block_key] = block
                 out["metadata"] = meta
-            elif block is not None:
+                return ContextItem(**out)
+            if block is not None:
                 frozen = shared.get(block)
                 if frozen is None:
                     frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
                 out["metadata"] = frozen
-            return ContextItem(**out)
+            if type(need) is not int:  # (not a count: the item refuses it)
+                return ContextItem(**out)
+            source = out.get("source")
+            key = (
+                out["content"],
+                need,
+                str(out["kind"]),  # as spelt: kinds compare without case
+                None if source is None else str(source),
+                out["timestamp"],
+                pinned,
+                None if block is None else (block_key, type(block), block),
+            )
+            known = _BARE.get(key)
+            if known is not None:
+                return known
+            made = ContextItem(**out)
+            if len(_BARE) >= _BARE_LIMIT:
+                _BARE.clear()
+            _BARE[key] = made
+            return made
 
         flags = history.pinned_flags
         items = [
