@@ -265,7 +265,8 @@ def select_window(
             moved=[(items[p], start_on_reason) for p in dropped],
             added=[*((items[p], cut_reason) for p in before_cut), *history.invalid],
         )
-    recalled = _recalled(history, positions, given)
+    shared = isinstance(slicer, RecencyWindowSlice) and slicer.scored_share > 0
+    recalled = _recalled(history, positions, given) if shared else []
     messages = history.messages_at(positions)
     recalled_messages = history.messages_at(recalled)
     if given is not None and recalled:
