@@ -79,7 +79,7 @@ from cupel._errors import ItemError, SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
 from cupel.slicers._base import BaseSlicer, Candidates, IntArray
-from cupel.slicers.greedy import _greedy_positions
+from cupel.slicers.greedy import greedy_positions
 
 __all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
 
@@ -617,5 +617,5 @@ def _share(
     unit_scores = np.array([max(scores[p] for p in unit) for unit in units], dtype=np.float64)
     sizes = [sum(tokens[p] for p in unit) for unit in units]
     column = np.array(sizes, dtype=np.int64 if sum(sizes) < 2**63 else object)
-    taken = _greedy_positions(unit_scores, column, reserve)
+    taken = greedy_positions(unit_scores, column, reserve)
     return [units[u] for u in taken.tolist()]
