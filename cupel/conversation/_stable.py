@@ -92,7 +92,7 @@ def cache_stable_pipeline(pipeline: Pipeline, low_water: float | None) -> Pipeli
     if type(slicer) is not RecencyWindowSlice:
         raise ConfigurationError(
             f"cache_stable needs a recency-window policy (the presets chat, tool_use, "
-            f"long_running, or a RecencyWindowSlice); this pipeline's slicer is "
+            f"long_running, recall, or a RecencyWindowSlice); this pipeline's slicer is "
             f"{slicer!r}, which selects by score and has no cut to keep stable",
             field="cache_stable",
             value=low_water,
