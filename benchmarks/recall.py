@@ -63,7 +63,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/recall.py
 
 from benchmarks.harness import replace_block
 from benchmarks.recall_data import Dialogue, Question, generate_dialogues
-from benchmarks.window_cases import Message, to_langchain, to_llamaindex
+from benchmarks.window_cases import Case, Message, to_langchain, to_llamaindex
 from cupel.conversation import SYSTEM, Conversation
 
 __all__ = [
@@ -329,6 +329,13 @@ class Window:
 
     messages: Sequence[Any]
     recalled: frozenset[int] = frozenset()
+    recalled_by: Callable[[], frozenset[int]] | None = None
+    """The recalled positions computed after the timed call (a component that says
+    which units it recalled in its report, built separately)."""
+
+    def recalled_units(self) -> frozenset[int]:
+        """``recalled``, and what ``recalled_by`` adds."""
+        return self.recalled if self.recalled_by is None else self.recalled | self.recalled_by()
 
 
 @dataclass(frozen=True)
@@ -366,6 +373,84 @@ def _select_messages(history: History, budget: int) -> Window:
             token_counter_input="messages",
         )
     )
+
+
+RECALL_POLICY = "recall"
+"""The preset of cupel's recall rows (issue 29)."""
+
+
+def declared(report: Any, history: History, window: Sequence[Any]) -> frozenset[int]:
+    """The history positions of the units a cupel report says were recalled
+    (``report.recalled``), found among the window's messages (:func:`recalled_positions`)."""
+    return recalled_positions(report, history.texts, locate(window, history)[0])
+
+
+def recalled_positions(
+    report: Any, texts: Sequence[str], positions: Sequence[int]
+) -> frozenset[int]:
+    """The positions (among ``positions``, ascending: a window's messages in the history)
+    of the units ``report.recalled`` lists: by the message indices LangChain items carry
+    in their metadata, else by their texts (``texts``: each history message's): a unit's
+    item is one message's text, or an exchange's texts joined by newlines; LlamaIndex
+    labels each text with its position."""
+    joined: dict[str, tuple[int, ...]] = {}
+    for start, first in enumerate(positions):
+        run = [first]
+        for following in positions[start + 1 : start + 4]:
+            if following != run[-1] + 1:
+                break
+            run.append(following)
+        for length in range(1, len(run) + 1):
+            joined.setdefault("\n".join(texts[i] for i in run[:length]), tuple(run[:length]))
+    out: set[int] = set()
+    for unit in report.recalled:
+        for item in unit.items:
+            meta = item.metadata  # LangChain: the unit's message indices
+            if "langchain.indices" in meta or "langchain.index" in meta:
+                out.update(meta.get("langchain.indices", (meta.get("langchain.index"),)))
+                continue
+            found = joined.get(item.content)
+            if found is None:  # LlamaIndex: each message's text reads "[position] role: text"
+                found = tuple(int(m.group(1)) for m in _LABEL.finditer(item.content))
+            out.update(found)
+    return frozenset(out)
+
+
+_LABEL = re.compile(r"^\[(\d+)\] [a-z_]+: ", re.MULTILINE)
+
+
+def _select_messages_recall(history: History, budget: int) -> Window:
+    from cupel_langchain import select_messages, select_messages_with_report
+
+    options: dict[str, Any] = {
+        "max_tokens": budget,
+        "token_counter": approximate_tokens,
+        "token_counter_input": "messages",
+        "policy": RECALL_POLICY,
+    }
+
+    window = select_messages(history.messages, **options)
+
+    def recalled() -> frozenset[int]:
+        report = select_messages_with_report(history.messages, **options)[1]
+        return declared(report, history, window)
+
+    return Window(window, recalled_by=recalled)
+
+
+def _cupel_chat_memory_recall(history: History, budget: int) -> Window:
+    from cupel_llamaindex import CupelChatMemory
+
+    memory = CupelChatMemory.from_defaults(
+        chat_history=list(history.messages), token_limit=budget, policy=RECALL_POLICY
+    )
+    window = memory.get()
+
+    def recalled() -> frozenset[int]:
+        report = memory.last_report
+        return frozenset() if report is None else declared(report, history, window)
+
+    return Window(window, recalled_by=recalled)
 
 
 def _trim_messages(history: History, budget: int) -> Window:
@@ -508,6 +593,15 @@ SELECTORS: tuple[Selector, ...] = (
         "select_messages(history, max_tokens=B, token_counter=count_tokens_approximately)",
     ),
     Selector(
+        "select_messages recall",
+        "langchain",
+        "cupel",
+        _select_messages_recall,
+        _approximate,
+        "select_messages(history, max_tokens=B, token_counter=count_tokens_approximately, "
+        'policy="recall")',
+    ),
+    Selector(
         "trim_messages",
         "langchain",
         "incumbent",
@@ -523,6 +617,14 @@ SELECTORS: tuple[Selector, ...] = (
         _cupel_chat_memory,
         _cupel_tokens,
         "CupelChatMemory.from_defaults(chat_history=history, token_limit=B).get()",
+    ),
+    Selector(
+        "CupelChatMemory recall",
+        "llamaindex",
+        "cupel",
+        _cupel_chat_memory_recall,
+        _cupel_tokens,
+        'CupelChatMemory.from_defaults(chat_history=history, token_limit=B, policy="recall").get()',
     ),
     Selector(
         "ChatMemoryBuffer",
@@ -644,7 +746,8 @@ def examine(
     positions, extra = locate(window.messages, history)
     kept = set(positions)
     found = sum(1 for i in question.evidence if i in kept or history.texts[i] in extra)
-    recent = [i for i in positions if i not in window.recalled or i == history.task]
+    recalled = window.recalled_units()
+    recent = [i for i in positions if i not in recalled or i == history.task]
     conversation = history.conversation
     recent_check = conversation.check_window(recent)
     whole = conversation.check_window(positions)
@@ -822,6 +925,107 @@ def breakdown(outcomes: Sequence[Outcome], selectors: Sequence[Selector] = SELEC
     return "\n".join(lines)
 
 
+COST_SIZES = (1000, 10000)
+COST_BUDGET = 4000
+
+
+def long_history(size: int, seed: int = SEED) -> tuple[Message, ...]:
+    """About ``size`` messages: generated conversations one after the other (one system
+    prompt; tool-call ids made unique), cut to ``size`` and ended by the first
+    conversation's first question."""
+    from dataclasses import replace
+
+    messages: list[Message] = []
+    count = 0
+    first: Question | None = None
+    while len(messages) < size:
+        (dialogue,) = generate_dialogues(1, seed=seed + count)
+        first = first or dialogue.questions[0]
+        for message in dialogue.messages:
+            if message.role == SYSTEM and messages:
+                continue
+            if message.calls:
+                message = replace(
+                    message, calls=tuple(replace(c, id=f"{count}-{c.id}") for c in message.calls)
+                )
+            if message.answers is not None:
+                message = replace(message, answers=f"{count}-{message.answers}")
+            messages.append(message)
+        count += 1
+    cut = size - 1
+    while messages[cut].role == "tool":  # end on a whole exchange
+        cut -= 1
+    question = "" if first is None else first.text
+    return (*messages[:cut], Message("user", question))
+
+
+def cost(
+    sizes: Sequence[int] = COST_SIZES, budget: int = COST_BUDGET, repeats: int = 5
+) -> list[dict[str, Any]]:
+    """The time per call of ``select_messages`` and ``CupelChatMemory.get`` with the chat
+    default and with ``policy="recall"`` on histories of ``sizes`` messages (the median of
+    ``repeats`` calls after one warm-up call), and the ratio."""
+    from cupel_langchain import select_messages
+    from cupel_llamaindex import CupelChatMemory
+
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        neutral = long_history(size)
+        case = Case("recall", 0, neutral, budget=0, call_style="openai")
+        langchain = to_langchain(case)
+        llamaindex = to_llamaindex(case)
+
+        def lc(policy: str, messages: list[Any] = langchain) -> Callable[[], Any]:
+            return lambda: select_messages(
+                messages,
+                max_tokens=budget,
+                token_counter=approximate_tokens,
+                token_counter_input="messages",
+                policy=policy,
+            )
+
+        def li(policy: str, messages: list[Any] = llamaindex) -> Callable[[], Any]:
+            return lambda: CupelChatMemory.from_defaults(
+                chat_history=list(messages), token_limit=budget, policy=policy
+            ).get()
+
+        for component, make in (("select_messages", lc), ("CupelChatMemory", li)):
+            times = {}
+            for policy in ("chat", RECALL_POLICY):
+                call = make(policy)
+                call()
+                samples = []
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    call()
+                    samples.append(time.perf_counter() - started)
+                times[policy] = statistics.median(samples)
+            rows.append(
+                {
+                    "component": component,
+                    "messages": len(neutral),
+                    "chat_ms": 1000 * times["chat"],
+                    "recall_ms": 1000 * times[RECALL_POLICY],
+                    "ratio": times[RECALL_POLICY] / times["chat"],
+                }
+            )
+    return rows
+
+
+def cost_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The cost rows as a Markdown table."""
+    lines = [
+        "| component | messages | chat default (ms / call) | recall (ms / call) | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['component']} | {row['messages']:,} | {row['chat_ms']:.1f} | "
+            f"{row['recall_ms']:.1f} | {row['ratio']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
 def command(conversations: int, seed: int, budgets: Sequence[int]) -> str:
     """The command reproducing a run."""
     parts = ["python -m benchmarks.recall"]
@@ -897,7 +1101,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_CONVERSATIONS} conversations")
     parser.add_argument("--json", type=Path, help="write the summary and every outcome here")
     parser.add_argument("--docs", type=Path, help="rewrite the table block of this Markdown file")
+    parser.add_argument(
+        "--cost",
+        action="store_true",
+        help="only the time per call of the recall policy against the chat default at "
+        "1,000 and 10,000 messages",
+    )
     args = parser.parse_args(argv)
+    if args.cost:
+        print(cost_table(cost()))
+        return 0
     count = (
         args.conversations
         if args.conversations is not None

@@ -1,4 +1,4 @@
-"""Seven ready-made policies for common workloads.
+"""Eight ready-made policies for common workloads.
 
 =============  =========================================  ===============  ==============
 preset         scorer (composite weights)                 slicer           placer
@@ -10,10 +10,12 @@ document_qa    Kind 2, Reflexive 2, Priority 1            Knapsack(auto)   U-sha
 tool_use       Kind 2, Recency 2, Priority 1              RecencyWindow    Chronological
 long_running   Frequency 2, Kind 1, Priority 1            RecencyWindow    Chronological
                                                           (25% scored)
+recall         Relevance 1 (to the latest user message)   RecencyWindow    Chronological
+                                                          (50% scored)
 debugging      Priority 3, Kind 2, Recency 1              Greedy           Chronological
 =============  =========================================  ===============  ==============
 
-The history presets (``chat``, ``tool_use``, ``long_running``) keep a *recency window*
+The history presets (``chat``, ``tool_use``, ``long_running``, ``recall``) keep a *recency window*
 (:class:`~cupel.RecencyWindowSlice`): the newest items that fit, with no holes, chat turns
 kept whole (the oldest kept turn, when it does not fit whole, keeps its question and its
 newest messages: ``partial_blocks``); they do not deduplicate (two equal "ok" turns are
@@ -26,7 +28,8 @@ weights. Each is a plain
 >>> preset("Code-Review").build().scorer
 CompositeScorer([(KindScorer(), 0.4), (PriorityScorer(), 0.4), (RecencyScorer(), 0.2)])
 >>> PRESET_NAMES
-('chat', 'code_review', 'rag', 'document_qa', 'tool_use', 'long_running', 'debugging')
+('chat', 'code_review', 'rag', 'document_qa', 'tool_use', 'long_running', 'recall', \
+'debugging')
 """
 
 from cupel.policy import _presets

@@ -220,6 +220,7 @@ def map_read(
             return {"role": raw_roles[first], "cupel:cut_tokens": cuts[first]}
         return {"role": raw_roles[first]}
 
+    latest = conversation.latest_user
     history = HistoryItems.from_conversation(
         conversation,
         labelled,
@@ -227,6 +228,7 @@ def map_read(
         metadata=metadata,
         keep_system=pin_system,
         keep_latest_user=pin_last_user,
+        query=labelled.text(conversation.first_message(latest)) if latest >= 0 else "",
     )
     return MessageMapping(read, counts, history)
 
@@ -253,6 +255,9 @@ class _Labelled(Sequence[str]):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
             index += len(self._keys)
+        return f"[{index}] {self._roles[index]}: {self.text(index)}"
+
+    def text(self, index: int) -> str:
+        """The text of the message at ``index``, without its label."""
         key = self._keys[index]
-        text = key if type(key) is str else " ".join(key)
-        return f"[{index}] {self._roles[index]}: {text}"
+        return key if type(key) is str else " ".join(key)

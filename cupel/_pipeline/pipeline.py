@@ -243,7 +243,7 @@ class Pipeline:
             self.overflow_strategy,
             on_overflow if on_overflow is not None else self.on_overflow,
         )
-        report = stages.report(self.slicer, classified)
+        report = stages.report(self.slicer, classified, self.scorer)
         return ContextResult(placed.items, placed.tokens, report, placed.overflow)
 
     def _fields_read(self) -> tuple[str, ...]:

@@ -40,7 +40,7 @@ from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
 from cupel.diagnostics._collectors import TraceCollector, deferring
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
-from cupel.diagnostics._outcomes import SliceOutcome
+from cupel.diagnostics._outcomes import Recalled, SliceOutcome
 from cupel.diagnostics._reasons import (
     BudgetExceeded,
     CountCapExceeded,
@@ -105,7 +105,9 @@ class Stages:
         merged = merge(classified, sliced, budget, strategy, on_overflow)
         return Placed(arrange(placer, merged), merged.tokens, merged.overflow)
 
-    def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
+    def report(
+        self, slicer: Slicer, classified: Classified, scorer: Scorer | None = None
+    ) -> SelectionReport | None:
         """The run's report (an untraced run has none)."""
         return None
 
@@ -230,14 +232,55 @@ class Traced(Stages):
         self.trace.on_run_end(len(classified.items), classified.total_tokens)
         return Placed(placed, merged.tokens, merged.overflow)
 
-    def report(self, slicer: Slicer, classified: Classified) -> SelectionReport | None:
+    def report(
+        self, slicer: Slicer, classified: Classified, scorer: Scorer | None = None
+    ) -> SelectionReport | None:
         report = self.trace.build_report()
-        rounding = getattr(slicer, "bucket_rounding", None)
-        if rounding is None or report is None or self._sliced is None:
+        if report is None or self._sliced is None:
             return report
-        ranked = self._ranked_lists(classified)
-        cost = rounding(scored_pairs(*ranked), self._sliced.items, self._sliced.budget)
-        return report if cost is None else replace(report, bucket_rounding=cost)
+        rounding = getattr(slicer, "bucket_rounding", None)
+        if rounding is not None:
+            ranked = self._ranked_lists(classified)
+            cost = rounding(scored_pairs(*ranked), self._sliced.items, self._sliced.budget)
+            if cost is not None:
+                report = replace(report, bucket_rounding=cost)
+        recall = getattr(slicer, "recalled", None)
+        if recall is not None:  # (RecencyWindowSlice: empty without a share)
+            ranked = self._ranked_lists(classified)
+            units = recall(scored_pairs(*ranked), self._sliced.budget)
+            if units:
+                report = replace(report, recalled=_recalled(units, scorer))
+        return report
+
+
+def _recalled(
+    units: Sequence[tuple[list[ContextItem], float]], scorer: Scorer | None
+) -> tuple[Recalled, ...]:
+    """The report's :class:`~cupel.Recalled` units: each with the query terms its items
+    hold, by every scorer of the tree that tells them (``matches``: a bound
+    :class:`~cupel.RelevanceScorer`), in the order it gives them."""
+    matchers: list[Callable[[ContextItem], Sequence[str]]] = []
+    stack: list[Any] = [] if scorer is None else [scorer]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        matches = getattr(node, "matches", None)
+        if callable(matches) and getattr(node, "query", None) is not None:
+            matchers.append(matches)
+        children = getattr(node, "children", None)
+        if callable(children):
+            stack.extend(reversed(tuple(children())))
+    out: list[Recalled] = []
+    for items, score_ in units:
+        terms: dict[str, None] = {}
+        for matches in matchers:
+            for item in reversed(items):  # oldest first: the question's terms first
+                terms.update(dict.fromkeys(matches(item)))
+        out.append(Recalled(tuple(items), float(score_), tuple(terms)))
+    return tuple(out)
 
 
 def _negative_entries(negative: list[ContextItem]) -> list[ExcludedItem]:

@@ -21,6 +21,7 @@ from cupel.diagnostics import (
     ExcludedItem,
     InclusionReason,
     OverflowEvent,
+    Recalled,
     SelectionReport,
 )
 from cupel.scorers import DecayScorer, ExponentialDecay, Scorer
@@ -250,6 +251,7 @@ def format_report(
         f"  {'#':>4}  {'score':>6} {'tokens':>10} {'kind':<12} {'content':<50}  (why)",
     ]
     window = report.included
+    recalled = {id(item): unit for unit in report.recalled for item in unit.items}
     numbered = list(enumerate(window, start=1))
     for entry in _elided(numbered, SUMMARY_HEAD, SUMMARY_TAIL, show_all):
         if entry is None:
@@ -258,9 +260,11 @@ def format_report(
             continue
         i, inc = entry
         item = inc.item
+        unit = recalled.get(id(item))
+        why = inc.reason.value if unit is None else _recalled_why(unit)
         lines.append(
             f"  {i:>4}. {inc.score:6.3f} {item.tokens:>6} tok {clip(str(item.kind), 12):<12} "
-            f"{clip(item.content, 50)}  ({inc.reason.value})"
+            f"{clip(item.content, 50)}  ({why})"
         )
     excluded = report.excluded
     lines.append("excluded (score descending):")
@@ -438,3 +442,10 @@ def pinned_message(exc: PinnedBudgetError, args: argparse.Namespace | None) -> s
     if "; raise the budget or " in text:  # a transcript's pinned messages: the remedies listed
         return text.replace("; raise the budget or ", f"; {fix} or ")
     return f"{text}: {fix}"
+
+
+def _recalled_why(unit: Recalled) -> str:
+    """Why an item of a recalled unit is in the window: the unit's score and the query
+    terms it matched."""
+    matched = f", matched: {', '.join(unit.terms)}" if unit.terms else ""
+    return f"Recalled: unit score {unit.score:.3f}{matched}"

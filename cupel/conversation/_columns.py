@@ -141,6 +141,18 @@ class HistoryColumns:
             f"{len(self.pinned)} pinned)"
         )
 
+    @property
+    def query(self) -> str:
+        """The query a pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to
+        when it selects from this history: the one given when it was built, else the text
+        of the latest user message (``""`` when there is none: every relevance is 0)."""
+        if self._source.query is not None:
+            return self._source.query
+        latest = self.conversation.latest_user
+        if latest < 0:
+            return ""
+        return self._source.texts[self.conversation.unit_firsts[latest]]
+
     def is_pinned(self, position: int) -> bool:
         """Whether the item at ``position`` is pinned."""
         return self.pinned_flags[position]
@@ -291,10 +303,19 @@ class HistoryColumns:
         raise error
 
 
+_BARE: dict[tuple[Any, ...], ContextItem] = {}
+"""Items without caller metadata, by everything they hold (content, tokens, kind, source,
+timestamp, pinned, block): a history selected again — a conversation re-read on every turn —
+reuses the items of the units it already had instead of validating them anew. Items are
+immutable and equal keys make equal items, so a reused one never changes a result; a
+history's own items stay distinct (their timestamps increase). Emptied when full."""
+_BARE_LIMIT = 1 << 17
+
+
 class _Source:
     """What the items are made of, kept until they are first built."""
 
-    __slots__ = ("block_key", "kinds", "metadata", "texts", "timestamps")
+    __slots__ = ("block_key", "kinds", "metadata", "query", "texts", "timestamps")
 
     def __init__(
         self,
@@ -303,7 +324,9 @@ class _Source:
         kinds: Mapping[str, ContextKind],
         metadata: Callable[[int], Mapping[str, Any]] | None,
         block_key: str | None,
+        query: str | None = None,
     ) -> None:
+        self.query = query
         self.texts = texts
         self.timestamps = timestamps
         self.kinds = kinds
@@ -363,12 +386,32 @@ class _Source:
                     out["metadata"] = meta
                 else:
                     out["metadata"] = {**metadata(k), block_key: block}
-            elif block is not None:
+                return ContextItem(**out)
+            if block is not None:
                 frozen = shared.get(block)
                 if frozen is None:
                     frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
                 out["metadata"] = frozen
-            return ContextItem(**out)
+            if type(need) is not int:  # (not a count: the item refuses it)
+                return ContextItem(**out)
+            source = out.get("source")
+            key = (
+                out["content"],
+                need,
+                str(out["kind"]),  # as spelt: kinds compare without case
+                None if source is None else str(source),
+                out["timestamp"],
+                pinned,
+                None if block is None else (block_key, type(block), block),
+            )
+            known = _BARE.get(key)
+            if known is not None:
+                return known
+            made = ContextItem(**out)
+            if len(_BARE) >= _BARE_LIMIT:
+                _BARE.clear()
+            _BARE[key] = made
+            return made
 
         flags = history.pinned_flags
         items = [

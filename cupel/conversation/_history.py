@@ -63,6 +63,7 @@ class HistoryItems(HistoryColumns):
         keep_latest_user: bool = True,
         keep_last: int = 0,
         block_key: str | None = DEFAULT_BLOCK_KEY,
+        query: str | None = None,
     ) -> HistoryItems:
         """One item per unit of ``conversation``.
 
@@ -84,6 +85,9 @@ class HistoryItems(HistoryColumns):
         - Pinned: system units (``keep_system``), the latest user message
           (``keep_latest_user``: the question, or an agent's task) and the latest
           ``keep_last`` valid units.
+        - ``query``: what a pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to
+          when it selects (:attr:`~HistoryColumns.query`); default: the latest user
+          message's text (pass the message's own text when ``texts`` label it).
 
         Texts, timestamps, kinds and metadata are read when the items are first built
         (:attr:`items`); pass values that do not change until then.
@@ -165,7 +169,7 @@ class HistoryItems(HistoryColumns):
             unit_counts.append(need)
             turn = turns[k]
             blocks.append(turn if blocking and turn < latest_turn else None)
-        source = _Source(texts, timestamps, table, metadata, block_key)
+        source = _Source(texts, timestamps, table, metadata, block_key, query)
         return cls(
             conversation,
             units,

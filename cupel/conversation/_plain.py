@@ -264,6 +264,7 @@ def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
                     scorers.PriorityScorer,
                     scorers.RecencyScorer,
                     scorers.ReflexiveScorer,
+                    scorers.RelevanceScorer,
                     scorers.ScaledScorer,
                     scorers.TagScorer,
                 }

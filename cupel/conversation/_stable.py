@@ -44,6 +44,7 @@ __all__ = [
     "cache_stable_pipeline",
     "check_cache_stable",
     "stable_cut",
+    "window_budget",
 ]
 
 DEFAULT_LOW_WATER = 0.5
@@ -91,7 +92,7 @@ def cache_stable_pipeline(pipeline: Pipeline, low_water: float | None) -> Pipeli
     if type(slicer) is not RecencyWindowSlice:
         raise ConfigurationError(
             f"cache_stable needs a recency-window policy (the presets chat, tool_use, "
-            f"long_running, or a RecencyWindowSlice); this pipeline's slicer is "
+            f"long_running, recall, or a RecencyWindowSlice); this pipeline's slicer is "
             f"{slicer!r}, which selects by score and has no cut to keep stable",
             field="cache_stable",
             value=low_water,
@@ -141,6 +142,7 @@ def stable_cut(
     blocks: bool = True,
     partial: bool = False,
     earlier: Sequence[tuple[int, ContextBudget]] = (),
+    share: float = 0.0,
 ) -> StableCut:
     """Replay the cache-stable cut of ``history`` (linear in its units).
 
@@ -163,6 +165,11 @@ def stable_cut(
     ascending — a step whose newest unit starts before the index uses that budget (the first
     such pair); later steps use ``budget`` (e.g. a calibration that changed at an assistant
     message applies from that message on, so earlier cuts never move).
+
+    ``share`` (a recency window's ``scored_share``): the window keeps to the budget less
+    that share of ``min(target_tokens, max_tokens - output_reserve)`` (:func:`window_budget`;
+    the rest is for recalled units) — but the newest unit is still kept whenever it fits the
+    whole budget.
 
     >>> from cupel.conversation import Conversation, HistoryItems
     >>> roles = ["system", "user", "assistant", "user", "assistant", "user"]
@@ -196,7 +203,7 @@ def stable_cut(
     last: deque[int] = deque(maxlen=keep_last or None)
     previous: tuple[int, ...] | None = None
     failed = False  # the pinned units of the last step exceeded the budget
-    limits: dict[tuple[int, int], tuple[int, int]] = {}
+    limits: dict[tuple[int, int], tuple[int, int, int]] = {}
     for k in range(size):
         if k == newest_assistant and not failed:  # (no request when the pinned did not fit)
             previous = _window(cut, k - 1, user, last, columns, partial)
@@ -217,8 +224,13 @@ def stable_cut(
                 step_budget.target_tokens, step_budget.max_tokens - step_budget.output_reserve
             )
             target = effective_limits(step_budget, pinned_tokens)[1]
-            known = limits[key] = (limit, target)
-        limit, target = known
+            window_target = (
+                effective_limits(window_budget(step_budget, share), pinned_tokens)[1]
+                if share
+                else target
+            )
+            known = limits[key] = (limit, target, window_target)
+        limit, target, window_target = known
         latest = turns[k]
         start = cut
         if blocks and not partial and start <= k and turns[start] < latest:
@@ -244,10 +256,10 @@ def stable_cut(
         if failed or target <= 0:  # no room for any unpinned unit
             cut = start if q < start else after(q)
             continue
-        if need(start) <= target:
+        if need(start) <= window_target:
             cut = start  # everything fits: the cut stays
             continue
-        low = math.floor(low_water * target)
+        low = math.floor(low_water * window_target)
         b = start
         while b <= k and need(b) > low:
             b = after(b)
@@ -266,6 +278,17 @@ def stable_cut(
             pins.add(user)
         head = _head(cut, size - 1, turns[size - 1], pins, columns)
     return StableCut(cut, previous, None if head < 0 else head)
+
+
+def window_budget(budget: ContextBudget, share: float) -> ContextBudget:
+    """The budget a recency window with a scored ``share`` keeps its window to: the share
+    of ``min(target_tokens, max_tokens - output_reserve)`` set aside (for recalled units).
+
+    >>> window_budget(ContextBudget(max_tokens=1000, target_tokens=800), 0.5).target_tokens
+    400
+    """
+    limit = max(0, min(budget.target_tokens, budget.max_tokens - budget.output_reserve))
+    return budget.model_copy(update={"target_tokens": limit - math.floor(share * limit)})
 
 
 def _head(cut: int, k: int, latest: int, pins: set[int], columns: _Columns) -> int:

@@ -16,7 +16,7 @@ from cupel.conversation._structure import SYSTEM, USER
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
-from cupel.slicers.recency_window import RecencyWindowSlice, plain_window
+from cupel.slicers.recency_window import GivenWindowShare, RecencyWindowSlice, plain_window
 
 __all__ = [
     "STABLE_CUT_FILTER",
@@ -46,6 +46,13 @@ class HistoryWindow:
     ``cut`` is where the window's stretch of the conversation starts (a message index; for
     other windows found when first read). ``plain``: the window was computed from the columns alone
     (a plain recency window without a report, see :func:`plain_key`).
+
+    ``recalled``: the message indices (ascending) of the units a scored share brought back
+    from before the recent window (a recall policy: :func:`cupel.presets.recall`); the
+    recent window is the rest. In ``messages`` they are in their place in the conversation
+    — except in a cache-stable window, where they come right before the latest user
+    message, after the recent window's stretch (the provider's cached prefix stays the
+    replayed window's): ``messages`` is then not ascending.
     """
 
     __slots__ = (
@@ -56,6 +63,7 @@ class HistoryWindow:
         "messages",
         "plain",
         "positions",
+        "recalled",
         "report",
         "stable_prefix",
         "tokens",
@@ -73,6 +81,7 @@ class HistoryWindow:
         history: HistoryColumns | None = None,
         rerun: _Rerun | None = None,
         plain: bool = False,
+        recalled: list[int] | None = None,
     ) -> None:
         self.messages = messages
         self.positions = positions
@@ -84,6 +93,7 @@ class HistoryWindow:
         self.history = history
         self._rerun = rerun
         self.plain = plain
+        self.recalled = [] if recalled is None else recalled
 
     def __repr__(self) -> str:
         return (
@@ -177,12 +187,18 @@ def select_window(
 ) -> HistoryWindow:
     """:meth:`HistoryColumns.select` (see there)."""
     history.check_pinned(budget, options)
+    if pipeline.needs_query:  # an unbound relevance scorer: the latest user message
+        pipeline = pipeline.with_query(history.query)
+    asked = pipeline  # what a rerun selects with
     offered: list[int] | None = None  # positions offered to the pipeline (None: all)
     before_cut: list[int] = []
     stable: StableCut | None = None
+    given: set[int] | None = None  # a stable window with a share: the replayed window
     slicer = pipeline.slicer
     if isinstance(slicer, RecencyWindowSlice) and slicer.low_water is not None:
         blocks = history.block_key is not None and slicer.block_key == history.block_key
+        share = slicer.scored_share
+        flags = history.pinned_flags
         stable = stable_cut(
             history,
             budget,
@@ -190,29 +206,48 @@ def select_window(
             blocks=blocks,
             partial=slicer.partial_blocks,
             earlier=earlier,
+            share=share,
         )
-        flags = history.pinned_flags
         offered = []
         for position in range(len(history.units)):
             if flags[position] or position >= stable.cut or position == stable.head:
                 offered.append(position)
             else:
                 before_cut.append(position)
+        if share:
+            # the replayed window is kept as it is; the share recalls older units with
+            # the tokens it leaves (every unit is offered, those before the cut that are
+            # not recalled are reported as before the cut)
+            items = history.items
+            given = {p for p in offered if not flags[p]}
+            window = GivenWindowShare(
+                slicer,
+                [items[p] for p in sorted(given)],
+                [items[p] for p in _recallable(history, before_cut, stable.head)],
+                STABLE_CUT_FILTER,
+            )
+            pipeline = Pipeline(
+                pipeline.scorer,
+                window,
+                pipeline.placer,
+                deduplication=pipeline.deduplication,
+                overflow_strategy=pipeline.overflow_strategy,
+                on_overflow=pipeline.on_overflow,
+            )
+            offered = None
+            before_cut = []
     positions = None if with_report else _plain(history, pipeline, budget, offered)
     plain = positions is not None
     report: SelectionReport | None = None
     if positions is None:
-        items = (
-            history.items
-            if with_report or on_overflow is not None or reads_unit_metadata(pipeline)
-            else history.bare_items()
-        )
+        full = with_report or on_overflow is not None or reads_unit_metadata(pipeline)
+        items = history.items if full else history.bare_items()
         candidates = items if offered is None else [items[p] for p in offered]
         if with_report:
             result = pipeline.dry_run(candidates, budget, on_overflow=on_overflow)
         else:
             result = pipeline.run(candidates, budget, on_overflow=on_overflow)
-        if items is history.items:
+        if full:  # (reading history.items here would build them)
             positions = history.positions(result.items)
         else:
             positions = identity_positions(
@@ -230,7 +265,12 @@ def select_window(
             moved=[(items[p], start_on_reason) for p in dropped],
             added=[*((items[p], cut_reason) for p in before_cut), *history.invalid],
         )
+    shared = isinstance(slicer, RecencyWindowSlice) and slicer.scored_share > 0
+    recalled = _recalled(history, positions, given) if shared else []
     messages = history.messages_at(positions)
+    recalled_messages = history.messages_at(recalled)
+    if given is not None and recalled:
+        messages = _before_latest_user(history, messages, recalled_messages)
     prefix = 0
     cut_moved = True
     cut: int | None = None
@@ -251,6 +291,9 @@ def select_window(
                     break
                 prefix += 1
             cut_moved = prefix < len(earlier_messages)
+    if cut is None and recalled:  # the recent window's stretch, without the recalled units
+        taken = set(recalled)
+        cut = _cut(history, [p for p in positions if p not in taken])
     tokens = history.tokens
     return HistoryWindow(
         messages,
@@ -261,9 +304,77 @@ def select_window(
         prefix,
         cut_moved,
         history,
-        None if report is not None else _Rerun(pipeline, budget, start_on, options, earlier),
+        None if report is not None else _Rerun(asked, budget, start_on, options, earlier),
         plain,
+        recalled_messages,
     )
+
+
+def _recallable(history: HistoryColumns, before: list[int], head: int | None) -> list[int]:
+    """The positions before a cache-stable window's cut its share may recall: units of
+    turns earlier than the latest user message's (they come back before it), whole turns
+    — not the turn the cut falls inside (its ``head`` is kept in the window)."""
+    conversation = history.conversation
+    latest = conversation.latest_user
+    if latest < 0:
+        return []
+    turns = conversation.unit_turns
+    units = history.units
+    newest = turns[latest]
+    split = -1 if head is None else turns[units[head]]
+    return [p for p in before if turns[units[p]] < newest and turns[units[p]] != split]
+
+
+def _recalled(history: HistoryColumns, positions: list[int], given: set[int] | None) -> list[int]:
+    """The selected positions a scored share recalled from before the recent window.
+
+    ``given`` (a cache-stable window with a share): the positions outside the replayed
+    window, pinned ones aside. Otherwise found from the window's shape: the recent
+    window is the stretch from the newest unit back to the first unit left out (system
+    units aside); the unpinned non-system units selected before it are recalled — but
+    the first unit of the turn the stretch starts inside (a partly kept turn's question)."""
+    flags = history.pinned_flags
+    if given is not None:
+        return [p for p in positions if p not in given and not flags[p]]
+    if not positions:
+        return []
+    roles = history.conversation.unit_roles
+    units = history.units
+    chosen = set(positions)
+    start = len(units)
+    for p in range(len(units) - 1, -1, -1):
+        if roles[units[p]] == SYSTEM:
+            continue
+        if p not in chosen:
+            break
+        start = p
+    earlier = [p for p in positions if p < start and not flags[p] and roles[units[p]] != SYSTEM]
+    if earlier and start < len(units):
+        turns = history.conversation.unit_turns
+        turn = turns[units[start]]
+        head = next(
+            (p for p in range(start) if turns[units[p]] == turn and roles[units[p]] != SYSTEM),
+            None,
+        )
+        earlier = [p for p in earlier if p != head]
+    return earlier
+
+
+def _before_latest_user(
+    history: HistoryColumns, messages: list[int], recalled: list[int]
+) -> list[int]:
+    """``messages`` with the ``recalled`` ones moved right before the latest user message
+    (kept in their order; where they are when it is not in the window)."""
+    latest = history.conversation.latest_user
+    if latest < 0:
+        return messages
+    anchor = history.conversation.unit_firsts[latest]
+    if anchor not in messages:
+        return messages
+    moved = set(recalled)
+    rest = [i for i in messages if i not in moved]
+    at = rest.index(anchor)
+    return [*rest[:at], *recalled, *rest[at:]]
 
 
 def _plain(

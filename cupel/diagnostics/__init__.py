@@ -16,6 +16,7 @@ from cupel.diagnostics._outcomes import (
     BucketRounding,
     CapExclusion,
     CountRequirementShortfall,
+    Recalled,
     SliceOutcome,
 )
 from cupel.diagnostics._reasons import (
@@ -67,6 +68,7 @@ __all__ = [
     "PipelineStage",
     "QuotaCapExceeded",
     "QuotaRequireDisplaced",
+    "Recalled",
     "ScoredTooLow",
     "SelectionReport",
     "SliceOutcome",

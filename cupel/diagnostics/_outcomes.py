@@ -10,11 +10,19 @@ live here, below both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from cupel._model import ContextItem
 
-__all__ = ["BucketRounding", "CapExclusion", "CountRequirementShortfall", "SliceOutcome"]
+__all__ = [
+    "BucketRounding",
+    "CapExclusion",
+    "CountRequirementShortfall",
+    "Recalled",
+    "SliceOutcome",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,53 @@ class BucketRounding:
             f"{self.unused_tokens} tokens unused and {self.items_left_out} {items} out "
             f"that {fit} them"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """A unit a :class:`~cupel.RecencyWindowSlice` brought back from before its window
+    (its ``scored_share``): the unit's ``items`` (a block whole: a question with its
+    answer; newest first), its ``score`` (the best of its members' scores, what the share
+    ranked it by, per token) and ``terms``: the query terms found in its items by the
+    pipeline's :class:`~cupel.RelevanceScorer` s (in the order of the query; empty
+    without one).
+
+    >>> from cupel import ContextItem
+    >>> unit = Recalled((ContextItem(content="My sister moved to Lisbon", tokens=7),),
+    ...                 0.82, ("sister", "lisbon"))
+    >>> print(unit.describe())
+    recalled (score 0.82, matched: sister, lisbon): 'My sister moved to Lisbon'
+    >>> Recalled.from_dict(unit.to_dict()) == unit
+    True
+    """
+
+    items: tuple[ContextItem, ...]
+    score: float
+    terms: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire form: ``{"items": [item, ...], "score": s, "terms": [...]}``."""
+        return {
+            "items": [item.to_dict() for item in self.items],
+            "score": self.score,
+            "terms": list(self.terms),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Recalled:
+        """Parse the wire form."""
+        return cls(
+            tuple(ContextItem.from_dict(item) for item in data.get("items", [])),
+            float(data.get("score", 0.0)),
+            tuple(str(term) for term in data.get("terms", [])),
+        )
+
+    def describe(self) -> str:
+        """In words: the score, the matched terms and the first item's content."""
+        matched = f", matched: {', '.join(self.terms)}" if self.terms else ""
+        first = self.items[-1].content if self.items else ""
+        shown = first if len(first) <= 60 else first[:57] + "..."
+        return f"recalled (score {self.score:.2f}{matched}): {shown!r}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from cupel._model import ContextItem
 from cupel.diagnostics._assertions import ReportAssertions
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
 from cupel.diagnostics._events import OverflowEvent, TraceEvent
-from cupel.diagnostics._outcomes import BucketRounding, CountRequirementShortfall
+from cupel.diagnostics._outcomes import BucketRounding, CountRequirementShortfall, Recalled
 from cupel.diagnostics._reasons import (
     ExclusionReason,
     InclusionReason,
@@ -35,7 +35,9 @@ class SelectionReport(ReportAssertions):
     ``total_tokens_considered`` sums all their tokens (negative ones included).
     ``overflow`` is set when ``OverflowStrategy.PROCEED`` let the window exceed its target;
     ``bucket_rounding`` when a knapsack's rounding to whole buckets left out an item that
-    fits the tokens left (:class:`~cupel.BucketRounding`).
+    fits the tokens left (:class:`~cupel.BucketRounding`); ``recalled`` the units a
+    recency window's scored share brought back from before the window, each with its score
+    and the query terms it matched (:class:`~cupel.Recalled`).
     """
 
     events: tuple[TraceEvent, ...]
@@ -46,6 +48,7 @@ class SelectionReport(ReportAssertions):
     count_requirement_shortfalls: tuple[CountRequirementShortfall, ...] = field(default=())
     overflow: OverflowEvent | None = None
     bucket_rounding: BucketRounding | None = None
+    recalled: tuple[Recalled, ...] = ()
 
     @classmethod
     def deferred(
@@ -125,8 +128,8 @@ class SelectionReport(ReportAssertions):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec's JSON wire form (plus ``count_requirement_shortfalls`` and ``overflow``
-        when present)."""
+        """The spec's JSON wire form (plus ``count_requirement_shortfalls``, ``overflow``,
+        ``bucket_rounding`` and ``recalled`` when present)."""
         out: dict[str, Any] = {
             "events": [e.to_dict() for e in self.events],
             "included": [i.to_dict() for i in self.included],
@@ -142,6 +145,8 @@ class SelectionReport(ReportAssertions):
             out["overflow"] = self.overflow.to_dict()
         if self.bucket_rounding is not None:
             out["bucket_rounding"] = self.bucket_rounding.to_dict()
+        if self.recalled:
+            out["recalled"] = [unit.to_dict() for unit in self.recalled]
         return out
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -201,6 +206,9 @@ class SelectionReport(ReportAssertions):
                 )
                 if isinstance(rounding, Mapping)
                 else None
+            ),
+            recalled=tuple(
+                Recalled.from_dict(unit) for unit in items("recalled") if isinstance(unit, Mapping)
             ),
         )
 

@@ -1,4 +1,4 @@
-"""The seven presets (private; public as :mod:`cupel.presets`, which documents them)."""
+"""The eight presets (private; public as :mod:`cupel.presets`, which documents them)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from cupel.policy._specs import (
     RecencySpec,
     RecencyWindowSpec,
     ReflexiveSpec,
+    RelevanceSpec,
     ScorerSpec,
     SlicerSpec,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "long_running",
     "preset",
     "rag",
+    "recall",
     "tool_use",
 ]
 
@@ -148,6 +150,33 @@ def long_running() -> Policy:
     )
 
 
+RECALL_SHARE = 0.5
+"""The ``recall`` preset's share of the budget for recalled turns (``python -m
+benchmarks.recall``: a quarter misses evidence at 2,000 tokens, three quarters gain one
+evidence turn in 120 at 4,000 for half the recent window)."""
+
+
+def recall() -> Policy:
+    """Long conversations with questions about what was said long ago: the chat default's
+    recency window over half the budget, and up to half for the *older* turns most
+    relevant to the latest user message (Relevance: BM25 against it, by relevance per
+    token; each turn whole — a question with its answer — and a turn that shares no word
+    with it never comes back). The latest user message is the query: the history
+    components bind it (:meth:`~cupel.Pipeline.with_query`); elsewhere bind it yourself.
+    Recalled turns are the window's only holes, by choice; the report lists them with
+    their relevance and the words they matched (:attr:`~cupel.SelectionReport.recalled`).
+
+    Use it for assistants asked about facts stated many turns ago.
+    """
+    return _policy(
+        "recall",
+        "A recency window plus up to half the budget for the older turns most relevant "
+        "to the latest user message.",
+        [(RelevanceSpec(), 1.0)],
+        slicer=RecencyWindowSpec(scored_share=RECALL_SHARE, partial_blocks=True),
+    )
+
+
 def debugging() -> Policy:
     """Debugging: what the caller marked important (errors, stack traces) comes first,
     then kind, then recency. Priority 3 + Kind 2 + Recency 1.
@@ -169,6 +198,7 @@ _PRESETS: dict[str, Callable[[], Policy]] = {
     "document_qa": document_qa,
     "tool_use": tool_use,
     "long_running": long_running,
+    "recall": recall,
     "debugging": debugging,
 }
 
@@ -179,7 +209,7 @@ PRESET_NAMES: tuple[str, ...] = tuple(_PRESETS)
 def preset(name: str) -> Policy:
     """The preset policy called ``name`` (ASCII case-insensitive; ``-`` or a space may
     stand for ``_``). Unknown names raise :class:`~cupel.PolicyError` listing the
-    seven presets.
+    eight presets.
 
     >>> preset("RAG").placer
     'u_shaped'
@@ -187,7 +217,7 @@ def preset(name: str) -> Policy:
     Traceback (most recent call last):
     ...
     cupel.PolicyError: unknown preset 'summary'; presets: chat, code_review, rag, \
-document_qa, tool_use, long_running, debugging
+document_qa, tool_use, long_running, recall, debugging
     """
     key = normalize_name(name) if isinstance(name, str) else ""
     factory = _PRESETS.get(key)

@@ -14,7 +14,7 @@ from cupel._fastpath import FloatArray, IntArray, descending_order
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.slicers._base import BaseSlicer, Candidates
 
-__all__ = ["GreedySlice"]
+__all__ = ["GreedySlice", "greedy_positions"]
 
 _ZERO_TOKEN_DENSITY = sys.float_info.max
 
@@ -42,13 +42,13 @@ class GreedySlice(BaseSlicer):
         scores = np.array(list(map(_SCORE, scored)), dtype=np.float64)
         sizes = list(map(_TOKENS, items))
         tokens = np.array(sizes, dtype=np.int64 if _fits_int64(sizes) else object)
-        positions = _greedy_positions(scores, tokens, budget.target_tokens)
+        positions = greedy_positions(scores, tokens, budget.target_tokens)
         return list(map(items.__getitem__, positions.tolist()))
 
     def _select_positions(self, candidates: Candidates, budget: ContextBudget) -> IntArray:
         """The greedy selection as candidate positions, in greedy order (the pipeline's
-        columns; :func:`_greedy_positions`)."""
-        return _greedy_positions(candidates.scores, candidates.tokens, budget.target_tokens)
+        columns; :func:`greedy_positions`)."""
+        return greedy_positions(candidates.scores, candidates.tokens, budget.target_tokens)
 
 
 _ITEM = itemgetter(0)
@@ -61,7 +61,7 @@ def _fits_int64(sizes: list[int]) -> bool:
     return sum(map(abs, sizes)) < 2**63
 
 
-def _greedy_positions(scores: FloatArray, tokens: npt.NDArray[Any], target: int) -> IntArray:
+def greedy_positions(scores: FloatArray, tokens: npt.NDArray[Any], target: int) -> IntArray:
     """The spec's GREEDY-SLICE as positions, in greedy order, on arrays: candidates
     ranked by descending density ``score / tokens`` (zero-token items
     ``sys.float_info.max``; equal densities in input order:

@@ -22,10 +22,17 @@ the walk stops there. A long agent turn interrupted by a follow-up question keep
 and its latest tool rounds instead of disappearing whole.
 
 Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first fills
-``(1 - s)`` of the target; then the best items *older than that window* by score per token
-(as :class:`~cupel.GreedySlice` picks them) get up to ``floor(s * target)`` tokens; then
-the walk continues where it stopped with whatever budget is left. Those older items are
-the only holes the window can have.
+``(1 - s)`` of the target; then the best units *older than that window* by score per token
+(as :class:`~cupel.GreedySlice` picks items) get up to ``floor(s * target)`` tokens; then
+the walk continues where it stopped with whatever budget is left (with ``partial_blocks``
+only this last walk may keep a block in part). When the first walk takes nothing (the
+newest block needs more than its part), there is no share: the window is the plain one
+(the newest block is kept whenever it fits). A unit is a block,
+taken whole (a recalled turn keeps its question with its answer), or an item without a
+block; its score is the best of its members' scores, and a unit scoring 0 is never taken
+(its tokens go back to the walk). Those older units are the only holes
+the window can have; :meth:`RecencyWindowSlice.recalled` lists them (the pipeline's report
+gives them as ``recalled``).
 
 Cache-stable refills (opt-in): with ``low_water`` = *L*, when every candidate fits the target
 all are taken; when they do not, the rule above runs with the target lowered to
@@ -70,11 +77,11 @@ import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
-from cupel.diagnostics._reasons import ExclusionReason, OutsideWindow
+from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
 from cupel.slicers._base import BaseSlicer, Candidates, IntArray
-from cupel.slicers.greedy import GreedySlice
+from cupel.slicers.greedy import greedy_positions
 
-__all__ = ["DEFAULT_BLOCK_KEY", "RecencyWindowSlice", "plain_window"]
+__all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
 
 DEFAULT_BLOCK_KEY = "cupel:turn"
 """The metadata key whose value groups items into blocks (a chat turn)."""
@@ -89,7 +96,8 @@ class RecencyWindowSlice(BaseSlicer):
         block_key: metadata key grouping consecutive items into blocks taken whole
             (default ``"cupel:turn"``); ``None``: every item stands alone.
         scored_share: share of the target, ``0 <= scored_share < 1``, that may go to the
-            best-scored items older than the window (default 0: a pure window).
+            best-scored units (blocks whole) older than the window (default 0: a pure
+            window).
         low_water: ``0 < low_water <= 1``, or ``None`` (default): when the candidates do
             not all fit, refill only to this share of the target (cache-stable windows).
         partial_blocks: the first block that does not fit whole keeps its oldest item and
@@ -181,8 +189,27 @@ class RecencyWindowSlice(BaseSlicer):
         items = [entry.item for entry in scored]
         tokens = [item.tokens for item in items]
         order = _walk_order(items, range(len(items)))
-        chosen = self._choose(items, tokens, order, budget.target_tokens, _score_greedy(scored))
+        scores = [entry.score for entry in scored]
+        chosen = self._choose(items, tokens, order, budget.target_tokens, scores)[0]
         return [items[p] for p in chosen]
+
+    def recalled(
+        self, scored: Sequence[ScoredItem], budget: ContextBudget
+    ) -> list[tuple[list[ContextItem], float]]:
+        """The units the scored share took from behind the window (``scored_share > 0``)
+        and the walk did not reach after it (those are in its stretch), in the order the
+        share took them: each unit's items (newest first, as walked) and its score (the
+        best of its members'; see the module documentation). Empty without a share.
+        (Used by the pipeline's report; candidates are ``scored``, in the Sort stage's
+        order.)"""
+        if not self.scored_share or not scored or budget.target_tokens <= 0:
+            return []
+        items = [entry.item for entry in scored]
+        tokens = [item.tokens for item in items]
+        order = _walk_order(items, range(len(items)))
+        scores = [entry.score for entry in scored]
+        picked = self._choose(items, tokens, order, budget.target_tokens, scores)[1]
+        return [([items[p] for p in unit], max(scores[p] for p in unit)) for unit in picked]
 
     def exclusion_reasons(
         self,
@@ -232,15 +259,8 @@ class RecencyWindowSlice(BaseSlicer):
         order = _fast_walk_order(candidates)
         if order is None:
             order = _walk_order(items, range(len(items)))
-
-        def greedy(rest: list[int], limit: int) -> list[int]:
-            sub = candidates.take(np.array(rest, dtype=np.intp))
-            picked = GreedySlice()._select_positions(
-                sub, ContextBudget(max_tokens=limit, target_tokens=limit)
-            )
-            return [rest[p] for p in picked.tolist()]
-
-        chosen = self._choose(items, tokens, order, target, greedy)
+        scores: list[float] = candidates.scores.tolist() if self.scored_share else []
+        chosen = self._choose(items, tokens, order, target, scores)[0]
         return np.array(chosen, dtype=np.intp)
 
     # -- the rule ---------------------------------------------------------------------------
@@ -250,28 +270,35 @@ class RecencyWindowSlice(BaseSlicer):
         tokens: Sequence[int],
         order: Sequence[int],
         target: int,
-        greedy: Any,
-    ) -> list[int]:
-        """Positions (into ``items``) of the window, in walk order; then any older items
-        chosen by score (``scored_share``), then the rest of the walk."""
+        scores: Sequence[float],
+    ) -> tuple[list[int], list[list[int]]]:
+        """Positions (into ``items``) of the window, in walk order — then the units the
+        scored share took from behind it (``scored_share``), then the rest of the walk —
+        and those units (each a list of positions in walk order). ``scores``: the
+        candidates' scores (read only with a share)."""
         full = target
         target = self._target(tokens, target)
         blocks = _Blocks(self.block_key, items)
         share = self.scored_share
         partial = self.partial_blocks
         if not share:
-            return _walk_newest(order, target, full, tokens, blocks, partial)[0]
+            return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
         reserve = math.floor(share * target)
-        window, cut, used = _walk(
-            order, 0, target - reserve, tokens, blocks, frozenset(), partial=partial
-        )
-        older = sorted(order[cut:])  # in the Sort stage's order, as GreedySlice expects
-        picked: list[int] = greedy(older, reserve) if older and reserve > 0 else []
+        # whole blocks only before the share: a block kept in part would leave a hole
+        # inside its turn once the walk continues behind it
+        window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
+        if not window:  # the newest block needs more: the newest first, no share
+            return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+        units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
+        picked = [p for unit in units for p in unit]
         spent = used + sum(tokens[p] for p in picked)
-        more, _, _ = _walk(
+        more, end, _ = _walk(
             order, cut, target - spent, tokens, blocks, frozenset(picked), partial=partial
         )
-        return [*window, *picked, *more]
+        if end > cut:  # units the walk then reached are in its stretch, not recalled
+            reached = frozenset(order[cut:end])
+            units = [unit for unit in units if unit[0] not in reached]
+        return [*window, *picked, *more], units
 
     def _target(self, tokens: Sequence[int], target: int) -> int:
         """The target the walk uses: lowered to the low-water mark when the candidates do
@@ -279,6 +306,66 @@ class RecencyWindowSlice(BaseSlicer):
         if self.low_water is not None and sum(tokens) > target:
             return math.floor(self.low_water * target)
         return target
+
+
+class GivenWindowShare(RecencyWindowSlice):
+    """A recency window given item by item, and the scored share of ``slicer`` over the
+    candidates outside it (the conversation layer's cache-stable window with a share: the
+    window is the replayed stable one, and the share recalls older units with what the
+    window leaves of the target).
+
+    Every candidate in ``window`` (by identity) is taken; then the units of the
+    candidates in ``recallable`` — blocks whole, items without a block alone — are picked
+    as the share picks them (:class:`RecencyWindowSlice`) with the tokens left. The others
+    are reported as ``Filtered(filter_name)``.
+    """
+
+    __slots__ = ("_filter", "_recallable", "_window")
+
+    def __init__(
+        self,
+        slicer: RecencyWindowSlice,
+        window: Sequence[ContextItem],
+        recallable: Sequence[ContextItem],
+        filter_name: str,
+    ) -> None:
+        super().__init__(
+            slicer.block_key,
+            scored_share=slicer.scored_share,
+            low_water=slicer.low_water,
+            partial_blocks=slicer.partial_blocks,
+        )
+        self._window = frozenset(map(id, window))
+        self._recallable = frozenset(map(id, recallable))
+        self._filter = filter_name
+
+    def _choose(
+        self,
+        items: Sequence[ContextItem],
+        tokens: Sequence[int],
+        order: Sequence[int],
+        target: int,
+        scores: Sequence[float],
+    ) -> tuple[list[int], list[list[int]]]:
+        given = self._window
+        recallable = self._recallable
+        window = [p for p in order if id(items[p]) in given]
+        rest = [p for p in order if id(items[p]) in recallable]
+        left = target - sum(tokens[p] for p in window)
+        blocks = _Blocks(self.block_key, items)
+        units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
+        return [*window, *(p for unit in units for p in unit)], units
+
+    def exclusion_reasons(
+        self,
+        scored: Sequence[ScoredItem],
+        selected: Sequence[ContextItem],
+        budget: ContextBudget,
+    ) -> dict[int, ExclusionReason]:
+        """Every candidate left out is ``Filtered(filter_name)``."""
+        taken = {id(item) for item in selected}
+        reason = Filtered(self._filter)
+        return {id(e.item): reason for e in scored if id(e.item) not in taken}
 
 
 def plain_window(
@@ -498,16 +585,37 @@ def _fast_walk_order(candidates: Candidates) -> list[int] | None:
     return list(descending.tolist())
 
 
-def _score_greedy(scored: Sequence[ScoredItem]) -> Any:
-    """The older-items selection of the list route: GreedySlice on a subset."""
-
-    def greedy(rest: list[int], limit: int) -> list[int]:
-        subset = [scored[p] for p in rest]
-        picked = {id(item) for item in GreedySlice().slice(subset, _budget(limit))}
-        return [p for p in rest if id(scored[p].item) in picked]
-
-    return greedy
-
-
-def _budget(limit: int) -> ContextBudget:
-    return ContextBudget(max_tokens=limit, target_tokens=limit)
+def _share(
+    older: Sequence[int],
+    reserve: int,
+    tokens: Sequence[int],
+    scores: Sequence[float],
+    blocks: _Blocks,
+) -> list[list[int]]:
+    """The scored share's picks among ``older`` (the walk behind the window's cut, newest
+    first) within ``reserve`` tokens: whole *units* — each block (consecutive items of the
+    walk with the same block value), each item without one alone — as
+    :class:`~cupel.GreedySlice` picks items: by descending density (the unit's score over
+    its tokens; a zero-token unit first), equal densities in the Sort stage's order of
+    each unit's first member there, every unit that still fits taken. A unit's score is
+    the best of its members' scores (a question with its answer comes back when either
+    is relevant). A unit whose score is 0 (or less) is never taken: nothing speaks for it,
+    and the tokens it would take go back to the walk. Returns the units taken, in greedy
+    order, each in walk order."""
+    units: list[list[int]] = []
+    previous: object = _NO_BLOCK
+    for position in older:
+        block = blocks.of(position)
+        if block is not _NO_BLOCK and block == previous:
+            units[-1].append(position)
+        else:
+            units.append([position])
+        previous = block
+    best = [max(scores[p] for p in unit) for unit in units]
+    units = [unit for unit, score in zip(units, best, strict=True) if score > 0]
+    units.sort(key=min)  # the Sort stage's order (positions are Sort-stage ranks)
+    unit_scores = np.array([max(scores[p] for p in unit) for unit in units], dtype=np.float64)
+    sizes = [sum(tokens[p] for p in unit) for unit in units]
+    column = np.array(sizes, dtype=np.int64 if sum(sizes) < 2**63 else object)
+    taken = greedy_positions(unit_scores, column, reserve)
+    return [units[u] for u in taken.tolist()]

@@ -323,6 +323,24 @@ def test_the_quick_run_covers_every_component_and_budget(quick: dict[str, object
     recall_of = {(r["selector"], r["budget"]): r["recall"] for r in summary}
     for budget in recall.BUDGETS:  # the reference ranking beats the recency windows
         assert recall_of[("BM25 turns (reference)", budget)] > recall_of[("trim_messages", budget)]
+        # and so does the recall policy, in both frameworks
+        assert (
+            recall_of[("select_messages recall", budget)] > recall_of[("select_messages", budget)]
+        )
+        assert (
+            recall_of[("CupelChatMemory recall", budget)] > recall_of[("CupelChatMemory", budget)]
+        )
+
+
+def test_the_cost_run_times_both_policies_on_long_histories() -> None:
+    history = recall.long_history(300)
+    assert len(history) <= 300 and history[-1].role == "user"
+    ids = [c.id for m in history for c in m.calls]
+    assert len(ids) == len(set(ids))  # tool-call ids made unique across conversations
+    rows = recall.cost(sizes=(300,), budget=500, repeats=1)
+    assert [r["component"] for r in rows] == ["select_messages", "CupelChatMemory"]
+    assert all(r["chat_ms"] > 0 and r["recall_ms"] > 0 for r in rows)
+    assert recall.cost_table(rows).count("\n") == 3
 
 
 @pytest.mark.slow

@@ -130,6 +130,9 @@ def test_preset_pipelines_and_policies_copy_and_select_the_same(name: str, how: 
     pipeline = policy.build()
     copied = COPIES[how](pipeline)
     assert isinstance(copied, Pipeline)
+    if pipeline.needs_query:  # the recall preset: a copy keeps the scorer unbound
+        assert copied.needs_query
+        pipeline, copied = pipeline.with_query("urgent item 4"), copied.with_query("urgent item 4")
     items = _items()
     budget = ContextBudget(max_tokens=120, target_tokens=120)
     original = pipeline.dry_run(items, budget)

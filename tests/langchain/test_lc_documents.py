@@ -173,7 +173,7 @@ def test_the_compressor_works_inside_contextual_compression_retriever() -> None:
             {"max_tokens": 10, "policy": "rag2"},
             "policy",
             "policy: unknown preset 'rag2'; allowed: a cupel.policy.Policy or one of chat, "
-            "code_review, rag, document_qa, tool_use, long_running, debugging",
+            "code_review, rag, document_qa, tool_use, long_running, recall, debugging",
         ),
         ({"max_tokens": 10, "kind": " "}, "kind", "kind must be a non-empty kind name, got ' '"),
         (

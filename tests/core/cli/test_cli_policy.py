@@ -22,6 +22,9 @@ from cupel.presets import PRESET_NAMES, preset
 BUDGET = ContextBudget(max_tokens=100, target_tokens=100)
 
 
+QUERY = "which assistant is helpful?"
+
+
 def library_window(pipeline: Pipeline) -> list[str]:
     return [i.content for i in pipeline.run(context_items(ITEMS), BUDGET).items]
 
@@ -31,9 +34,15 @@ def test_each_preset_selects_what_the_library_selects(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
 ) -> None:
     path = write_items(tmp_path, ITEMS)
-    status, out, err = run(capsys, "select", str(path), "--max-tokens", "100", "--policy", name)
+    pipeline = Pipeline.from_policy(name)
+    query = ["--query", QUERY] if pipeline.needs_query else []  # recall: a query to bind
+    status, out, err = run(
+        capsys, "select", str(path), "--max-tokens", "100", "--policy", name, *query
+    )
     assert status == 0, err
-    assert [i["content"] for i in json.loads(out)] == library_window(Pipeline.from_policy(name))
+    if pipeline.needs_query:
+        pipeline = pipeline.with_query(QUERY)
+    assert [i["content"] for i in json.loads(out)] == library_window(pipeline)
 
 
 def test_preset_names_are_case_insensitive(
@@ -142,7 +151,7 @@ def test_unknown_policy_names_the_presets(
     assert_one_line_error(
         *run(capsys, "select", str(path), "--max-tokens", "100", "--policy", "summary"),
         "--policy 'summary' is neither a preset (chat, code_review, rag, document_qa, "
-        "tool_use, long_running, debugging) nor a .json / .toml policy file",
+        "tool_use, long_running, recall, debugging) nor a .json / .toml policy file",
     )
     missing = tmp_path / "gone.json"
     assert_one_line_error(

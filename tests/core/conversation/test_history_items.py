@@ -363,3 +363,25 @@ def test_a_stable_agent_window_takes_the_rounds_added_after_a_window_of_the_task
         answers[len(roles) + 1] = f"c{step}"
         roles += ["assistant", "tool"]
         tokens += [3, 8]
+
+
+def test_bare_items_are_reused_by_content_and_never_change() -> None:
+    """A history read again (a conversation re-selected every turn) reuses the bare items
+    of the units it already had; anything an item holds that differs makes a new one."""
+    from cupel import ContextKind
+
+    conversation = Conversation(["system", "user", "assistant", "user"])
+    texts = ["Be brief.", "Hi", "Hello!", "Bye"]
+    first = HistoryItems.from_conversation(conversation, texts, [3, 1, 2, 1]).items
+    again = HistoryItems.from_conversation(conversation, texts, [3, 1, 2, 1]).items
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    other = HistoryItems.from_conversation(conversation, texts, [3, 1, 5, 1]).items
+    assert other[2] is not first[2] and other[2].tokens == 5 and other[1] is first[1]
+    spelt = HistoryItems.from_conversation(
+        conversation, texts, [3, 1, 2, 1], kinds={"assistant": ContextKind("message")}
+    ).items
+    assert str(spelt[2].kind) == "message" and str(first[2].kind) == "Message"
+    unpinned = HistoryItems.from_conversation(
+        conversation, texts, [3, 1, 2, 1], keep_latest_user=False
+    ).items
+    assert unpinned[3] is not first[3] and not unpinned[3].pinned and first[3].pinned

@@ -65,9 +65,15 @@ def workload() -> list[ContextItem]:
 BUDGET = ContextBudget(max_tokens=400, target_tokens=300)
 
 
+QUERY = "which timestamps does the user prefer?"
+"""The query bound to a pipeline that needs one (the ``recall`` preset)."""
+
+
 def selection(pipeline: Pipeline, items: Sequence[ContextItem], budget: ContextBudget) -> list:
     """What a run decided: placed contents with scores, and excluded contents with
     reasons."""
+    if pipeline.needs_query:  # the recall preset: bind a query as a caller would
+        pipeline = pipeline.with_query(QUERY)
     report = pipeline.dry_run(items, budget).report
     assert report is not None
     return [

@@ -18,6 +18,7 @@ from cupel import (
     RecencyScorer,
     RecencyWindowSlice,
     ReflexiveScorer,
+    RelevanceScorer,
     UShapedPlacer,
 )
 from cupel import presets as presets_module
@@ -50,6 +51,11 @@ SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
         RecencyWindowSlice(scored_share=0.25, partial_blocks=True),
         ChronologicalPlacer,
     ),
+    "recall": (
+        [(RelevanceScorer, 1)],
+        RecencyWindowSlice(scored_share=0.5, partial_blocks=True),
+        ChronologicalPlacer,
+    ),
     "debugging": (
         [(PriorityScorer, 3), (KindScorer, 2), (RecencyScorer, 1)],
         None,
@@ -58,7 +64,7 @@ SPEC: dict[str, tuple[list[tuple[type, int]], object, type]] = {
 }
 
 
-def test_there_are_exactly_the_seven_presets_in_order() -> None:
+def test_there_are_exactly_the_eight_presets_in_order() -> None:
     assert PRESET_NAMES == (
         "chat",
         "code_review",
@@ -66,6 +72,7 @@ def test_there_are_exactly_the_seven_presets_in_order() -> None:
         "document_qa",
         "tool_use",
         "long_running",
+        "recall",
         "debugging",
     )
 
@@ -116,10 +123,10 @@ def test_preset_names_are_case_insensitive_and_accept_hyphens() -> None:
     assert preset(" rag ") == preset("rag")
 
 
-def test_unknown_preset_lists_the_seven() -> None:
+def test_unknown_preset_lists_the_eight() -> None:
     message = (
         "unknown preset 'summary'; presets: chat, code_review, rag, document_qa, tool_use, "
-        "long_running, debugging"
+        "long_running, recall, debugging"
     )
     with pytest.raises(PolicyError) as caught:
         preset("summary")

@@ -57,7 +57,9 @@ def reference(
         value = scored[i].item.metadata[block_key]
         return (type(value), value)
 
-    def walk(start: int, budget: int, taken: set[int]) -> tuple[list[int], int]:
+    def walk(
+        start: int, budget: int, taken: set[int], partial_blocks: bool = partial_blocks
+    ) -> tuple[list[int], int]:
         out: list[int] = []
         index = start
         while index < len(order):
@@ -104,17 +106,39 @@ def reference(
         window, _ = newest_first(target)
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
-    window, cut = walk(0, target - reserve, set())
-    older = sorted(order[cut:])
-    greedy = (
-        GreedySlice().slice(
-            [scored[i] for i in older], ContextBudget(max_tokens=reserve, target_tokens=reserve)
+    window, cut = walk(0, target - reserve, set(), partial_blocks=False)
+    if not window:  # the newest block needs more than the window's part: no share
+        window, _ = newest_first(target)
+        return [scored[i].item for i in window]
+    # the units behind the cut: blocks (consecutive in the walk, same value) or lone items,
+    # each scored by its best member, ranked by GreedySlice as proxies of their sums
+    units: list[list[int]] = []
+    for i in order[cut:]:
+        if units and block(i) == block(units[-1][-1]) and block(i)[0] != "alone":
+            units[-1].append(i)
+        else:
+            units.append([i])
+    units = [unit for unit in units if max(scored[i].score for i in unit) > 0]
+    units.sort(key=min)
+    proxies = [
+        ScoredItem(
+            ContextItem(content=f"unit {u}", tokens=sum(scored[i].item.tokens for i in unit)),
+            max(scored[i].score for i in unit),
         )
-        if older and reserve > 0
+        for u, unit in enumerate(units)
+    ]
+    greedy = (
+        GreedySlice().slice(proxies, ContextBudget(max_tokens=reserve, target_tokens=reserve))
+        if units and reserve > 0
         else []
     )
     picked = {id(item) for item in greedy}
-    picked_positions = {i for i in older if id(scored[i].item) in picked}
+    picked_positions = {
+        i
+        for proxy, unit in zip(proxies, units, strict=True)
+        if id(proxy.item) in picked
+        for i in unit
+    }
     spent = sum(scored[i].item.tokens for i in window) + sum(
         scored[i].item.tokens for i in picked_positions
     )
