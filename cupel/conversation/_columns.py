@@ -309,7 +309,7 @@ timestamp, pinned, block): a history selected again — a conversation re-read o
 reuses the items of the units it already had instead of validating them anew. Items are
 immutable and equal keys make equal items, so a reused one never changes a result; a
 history's own items stay distinct (their timestamps increase). Emptied when full."""
-_BARE_LIMIT = 1 << 17
+_BARE_LIMIT = 1 << 14
 
 
 class _Source:

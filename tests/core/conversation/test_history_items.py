@@ -385,3 +385,16 @@ def test_bare_items_are_reused_by_content_and_never_change() -> None:
         conversation, texts, [3, 1, 2, 1], keep_latest_user=False
     ).items
     assert unpinned[3] is not first[3] and not unpinned[3].pinned and first[3].pinned
+
+
+def test_the_reused_items_are_bounded() -> None:
+    """The map of reused items never holds more than its bound: a history with more units
+    than it holds empties it on the way, and its items are still right."""
+    from cupel.conversation import _columns
+
+    n = _columns._BARE_LIMIT + 10
+    conversation = Conversation(["user", "assistant"] * (n // 2))
+    texts = [f"m{i}" for i in range(n)]
+    items = HistoryItems.from_conversation(conversation, texts, [1] * n).items
+    assert len(_columns._BARE) <= _columns._BARE_LIMIT
+    assert [item.content for item in items] == texts
