@@ -12,6 +12,7 @@ builtin a caller would naturally catch::
     │   ├── SlicerConfigError                slicer construction
     │   └── PolicyError                      a policy (cupel.policy), with the path of the value
     ├── ScoreError (ValueError)              a scorer returned something that is not a score
+    ├── EmbeddingError (ValueError)          an embedding model gave no usable vector
     ├── TableTooLargeError (ValueError)      KnapsackSlice DP table over the cell limit
     ├── PinnedBudgetError (ValueError)       pinned items exceed max_tokens - output_reserve
     ├── OverflowBudgetError (RuntimeError)   window over target under OverflowStrategy.THROW
@@ -42,6 +43,7 @@ __all__ = [
     "CountRequirementError",
     "CupelError",
     "CycleError",
+    "EmbeddingError",
     "InvalidOperationError",
     "ItemError",
     "OverflowBudgetError",
@@ -163,6 +165,18 @@ class ScoreError(CupelError, ValueError):
         self.scorer = scorer
         self.item = item
         self.value = value
+
+
+class EmbeddingError(CupelError, ValueError):
+    """An embedding model gave something that is not a usable vector (not a sequence of
+    finite numbers, a dimension unlike the others, a wrong count of vectors), or raised.
+    ``model`` names the model and ``index`` is the position of the text in the pass
+    (``None`` for the query)."""
+
+    def __init__(self, message: str, *, model: str = "", index: int | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+        self.index = index
 
 
 class TableTooLargeError(CupelError, ValueError):

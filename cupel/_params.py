@@ -40,6 +40,7 @@ from weakref import WeakKeyDictionary
 from pydantic import BeforeValidator, Field, Strict
 
 __all__ = [
+    "LIVE",
     "REQUIRED",
     "BucketSize",
     "Configurable",
@@ -59,6 +60,18 @@ __all__ = [
 
 REQUIRED: Any = inspect.Parameter.empty
 """The default of a parameter that has none."""
+
+
+class _Live:
+    """The marker type of :data:`LIVE`."""
+
+    def __repr__(self) -> str:
+        return "LIVE"
+
+
+LIVE: Any = _Live()
+"""Marks a parameter as a live object (``Annotated[T, LIVE]``, e.g. an embedding model):
+it has no policy key, and a component built from a policy gets its default."""
 
 # -- constraint types (plain float / int to a type checker) --------------------------------
 NonNegative = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]

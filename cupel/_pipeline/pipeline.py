@@ -18,7 +18,8 @@ from cupel.diagnostics._report import SelectionReport
 from cupel.placers import ChronologicalPlacer
 from cupel.placers._base import Placer
 from cupel.scorers._base import Scorer, fields_read
-from cupel.scorers.relevance import UNBOUND_FIX, bind_query, needs_query
+from cupel.scorers.embedding import Embedder, EmbedTexts
+from cupel.scorers.relevance import UNBOUND_FIX, bind_query, needs_query, with_embedder
 from cupel.slicers import GreedySlice
 from cupel.slicers._base import Slicer
 
@@ -156,6 +157,17 @@ class Pipeline:
             return self
         copied = copy.copy(self)
         copied.scorer = scorer
+        return copied
+
+    def with_embedder(self, embed: Embedder | EmbedTexts) -> Pipeline:
+        """A copy whose :class:`~cupel.RelevanceScorer`\\ s, anywhere in the scorer tree,
+        also score by meaning with ``embed`` (an
+        :class:`~cupel.scorers.embedding.Embedder` or a texts-to-vectors function; see
+        :mod:`cupel.scorers.relevance` for the rule). A pipeline without one raises
+        :class:`~cupel.ConfigurationError`.
+        """
+        copied = copy.copy(self)
+        copied.scorer = with_embedder(self.scorer, embed)
         return copied
 
     def __repr__(self) -> str:

@@ -19,6 +19,7 @@ a clock (``TimeProvider``)                      ``reference_time``: a datetime, 
 ``Sequence[tuple[Named(a), Named(b)]]``         ``[{a, b}, ...]`` (each by its own rule)
 ``Sequence[Entry]`` (a component class)         ``[{...entry's parameters...}, ...]``
 a component class (``KnapsackSlice | None``)    its parameters, inline
+``Annotated[T, LIVE]`` (an embedding model)     no key: a live object, never in a policy
 ==============================================  ===========================================
 
 :func:`spec_of` turns a component class into a frozen pydantic model with those fields
@@ -39,7 +40,7 @@ from typing import Annotated, Any, ClassVar, Literal, Optional, Union, get_args,
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Strict, create_model
 
 from cupel._labels import ChoiceEnum
-from cupel._params import REQUIRED, Configurable, Named, Param, params
+from cupel._params import LIVE, REQUIRED, Configurable, Named, Param, params
 from cupel.policy._base import Spec
 from cupel.scorers._base import Scorer
 from cupel.scorers.decay import (
@@ -192,9 +193,12 @@ def _get(key: str) -> Build:
 def _rule(owner: type, param: Param) -> Rule:
     """The rule for one parameter (see the module's table)."""
     core, meta = _peel(param.annotation)
+    name = param.name
+    if any(m is LIVE for m in meta):  # a live object: no key, the default
+        default = param.default
+        return Rule(name, (), lambda spec, path: default)
     inner, optional = _optional(core)
     members = _members(inner)
-    name = param.name
     for kind, union in _NESTED.items():
         if inner is kind:
             return _nested_rule(param, union, optional, kind is Slicer)

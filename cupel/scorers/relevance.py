@@ -44,6 +44,22 @@ Terms (:func:`terms`) are computed from the text in five steps:
    c. a final ``-e`` is dropped from a word of 3 or more characters (``make``,
       ``making`` and ``makes`` all give ``mak``).
 
+With an embedding model (``embed=``, an :class:`~cupel.scorers.embedding.Embedder` or a
+function from texts to vectors), the score mixes in *semantic* relevance:
+
+- ``semantic(d) = max(0, cos(e(query), e(d)))``, the cosine of the query's and the
+  item's embeddings (a zero vector gives 0), clipped at 0 so scores stay in [0, 1];
+- ``score(d) = (1 - w) * lexical(d) + w * semantic(d)`` with ``w = semantic_weight``
+  (default 0.5), ``lexical(d)`` being the scaled BM25 score above.
+
+A weighted sum keeps each part's strength: an item that matches the words and the
+meaning comes first, one that matches only the meaning still scores above nothing, and
+``w`` reads as the share each part has of the score. Rank fusion (e.g. reciprocal rank)
+would drop the magnitudes — a near-tie and a gap count the same — and make an item's score
+depend on the ranks of the others. Cosines of real models rarely go below 0 and often
+cluster (0.7-0.9 for related text), so the semantic part varies less than the lexical
+one: lower ``w`` to favour words, raise it to favour meaning.
+
 The rule is deliberately light and predictable, not a full stemmer: it makes plurals
 and ``-ing`` / ``-ed`` forms meet their base word. Terms depend on the Unicode data of the
 running Python (NFKC, case folding, letter classes).
@@ -59,26 +75,31 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from itertools import chain, count
+from typing import Annotated
 
 import numpy as np
 
-from cupel._errors import ConfigurationError, ScorerConfigError
+from cupel._errors import ConfigurationError, EmbeddingError, ScorerConfigError
 from cupel._model import ContextItem
-from cupel._params import NonNegative, UnitInterval
+from cupel._params import LIVE, NonNegative, UnitInterval
 from cupel._text import is_unicode_text
 from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer
 from cupel.scorers._validation import fail, number
+from cupel.scorers.embedding import Embedder, EmbedTexts
 
 __all__ = [
+    "EMBEDDINGS_FIX",
     "STOPWORDS",
     "UNBOUND_FIX",
     "RelevanceScorer",
     "bind_query",
+    "has_relevance",
     "needs_query",
     "terms",
+    "with_embedder",
 ]
 
 _STOPWORD_TEXT = """
@@ -256,6 +277,12 @@ class RelevanceScorer(ArrayScorer):
     pipeline or policy, and is bound per selection (:meth:`with_query`,
     ``Pipeline.with_query``); scoring with it raises :class:`~cupel.ConfigurationError`.
 
+    ``embed`` (an :class:`~cupel.scorers.embedding.Embedder`, or a function from a list
+    of texts to one vector each, which is wrapped in one) adds semantic relevance,
+    ``semantic_weight`` (in [0, 1]) of the score (see the module for the rule). The
+    embedding is a live object: it is no policy key (``semantic_weight`` is); the
+    adapters' ``embeddings=`` attach it (:func:`with_embedder`).
+
     ``score_all`` reads each item's text once (linear in the total text); ``score`` finds
     the item by identity in ``all_items`` and returns its score in that pass (NaN when it
     is not there).
@@ -275,7 +302,13 @@ class RelevanceScorer(ArrayScorer):
     _fields = ("content",)
 
     def __init__(
-        self, query: str | None = None, *, k1: NonNegative = 1.2, b: UnitInterval = 0.75
+        self,
+        query: str | None = None,
+        *,
+        k1: NonNegative = 1.2,
+        b: UnitInterval = 0.75,
+        semantic_weight: UnitInterval = 0.5,
+        embed: Annotated[Embedder | EmbedTexts | None, LIVE] = None,
     ) -> None:
         if query is not None:
             if not isinstance(query, str):
@@ -295,9 +328,29 @@ class RelevanceScorer(ArrayScorer):
         b_value = number("RelevanceScorer", "b", b)
         if not (math.isfinite(b_value) and 0.0 <= b_value <= 1.0):
             raise fail("RelevanceScorer", "b", "must be a finite number in [0.0, 1.0]", b)
+        weight = number("RelevanceScorer", "semantic_weight", semantic_weight)
+        if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
+            raise fail(
+                "RelevanceScorer",
+                "semantic_weight",
+                "must be a finite number in [0.0, 1.0]",
+                semantic_weight,
+            )
+        if embed is not None and not isinstance(embed, Embedder):
+            if not callable(embed):
+                raise fail(
+                    "RelevanceScorer",
+                    "embed",
+                    "must be an Embedder, a callable from a list of texts to one vector "
+                    "each, or None",
+                    embed,
+                )
+            embed = Embedder(embed)
         self._query = query
         self._k1 = k1_value
         self._b = b_value
+        self._weight = weight
+        self._embed: Embedder | None = embed
         self._terms: tuple[str, ...] = () if query is None else _query_terms(query)
 
     @property
@@ -316,6 +369,16 @@ class RelevanceScorer(ArrayScorer):
         return self._b
 
     @property
+    def semantic_weight(self) -> float:
+        """The semantic part's share of the score (used only with an embedding)."""
+        return self._weight
+
+    @property
+    def embed(self) -> Embedder | None:
+        """The embedding model's :class:`~cupel.scorers.embedding.Embedder`, if any."""
+        return self._embed
+
+    @property
     def bound(self) -> bool:
         """Whether the scorer has a query."""
         return self._query is not None
@@ -326,10 +389,19 @@ class RelevanceScorer(ArrayScorer):
         return self._terms
 
     def with_query(self, query: str) -> RelevanceScorer:
-        """A scorer with the same ``k1`` and ``b``, bound to ``query``."""
+        """A scorer with the same settings (and embedding), bound to ``query``."""
         if query is None:
             raise fail("RelevanceScorer", "query", "must be text (a str) to bind", query)
-        return RelevanceScorer(query, k1=self._k1, b=self._b)
+        return RelevanceScorer(
+            query, k1=self._k1, b=self._b, semantic_weight=self._weight, embed=self._embed
+        )
+
+    def with_embedder(self, embed: Embedder | EmbedTexts | None) -> RelevanceScorer:
+        """A scorer with the same settings and query, scoring with ``embed`` (``None``:
+        lexical only)."""
+        return RelevanceScorer(
+            self._query, k1=self._k1, b=self._b, semantic_weight=self._weight, embed=embed
+        )
 
     def matches(self, item: ContextItem) -> tuple[str, ...]:
         """The distinct query terms ``item``'s content holds, in query order.
@@ -363,13 +435,33 @@ class RelevanceScorer(ArrayScorer):
             )
 
     def _scores_in(self, batches: Batches) -> FloatArray:
+        """The lexical scores, mixed with the semantic ones when there is an embedding."""
+        self._require_bound()
+        texts = batches.column("content")
+        lexical = self._lexical(texts)
+        embedder = self._embed
+        if embedder is None or not len(texts):
+            return lexical
+        query = embedder.query(self._query or "")
+        vectors = embedder.vectors(texts)
+        if vectors.shape[1] != len(query):
+            raise EmbeddingError(
+                f"embedding model {embedder.name} gave the query a vector of dimension "
+                f"{len(query)} and the texts vectors of dimension {vectors.shape[1]}",
+                model=embedder.name,
+            )
+        # a row-wise sum: each item's cosine is summed in the same order whatever the pass
+        semantic = np.maximum((vectors * query).sum(axis=1), 0.0)
+        weight = self._weight
+        mixed: FloatArray = np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
+        return mixed
+
+    def _lexical(self, texts: Sequence[str]) -> FloatArray:
         """BM25 over the pass on arrays. The texts are tokenised into one stream
         (:func:`_token_stream`); each token is looked up once in a dict (its first
         position is its id), each distinct token is turned into terms once, and only the
         query's terms are counted per item. The per-term contributions are added in query
         order, as the definition sums them."""
-        self._require_bound()
-        texts = batches.column("content")
         n = len(texts)
         query = self._terms
         if n == 0 or not query:
@@ -428,12 +520,26 @@ class RelevanceScorer(ArrayScorer):
             parts.append(f"k1={self._k1!r}")
         if self._b != 0.75:
             parts.append(f"b={self._b!r}")
+        if self._weight != 0.5:
+            parts.append(f"semantic_weight={self._weight!r}")
+        if self._embed is not None:
+            parts.append(f"embed={self._embed!r}")
         return f"RelevanceScorer({', '.join(parts)})"
 
 
 def _children(scorer: object) -> tuple[Scorer, ...]:
     method = getattr(scorer, "children", None)
     return tuple(method()) if callable(method) else ()
+
+
+def has_relevance(scorer: Scorer) -> bool:
+    """Whether the scorer tree under ``scorer`` holds a :class:`RelevanceScorer`.
+
+    >>> from cupel import CompositeScorer, KindScorer
+    >>> has_relevance(KindScorer()), has_relevance(CompositeScorer([(RelevanceScorer(), 1)]))
+    (False, True)
+    """
+    return _any(scorer, lambda current: isinstance(current, RelevanceScorer))
 
 
 def needs_query(scorer: Scorer) -> bool:
@@ -444,6 +550,10 @@ def needs_query(scorer: Scorer) -> bool:
     >>> needs_query(CompositeScorer([(KindScorer(), 1), (RelevanceScorer(), 1)]))
     True
     """
+    return _any(scorer, lambda current: isinstance(current, RelevanceScorer) and not current.bound)
+
+
+def _any(scorer: Scorer, test: Callable[[object], bool]) -> bool:
     pending: list[object] = [scorer]
     seen: list[object] = []
     while pending:
@@ -451,10 +561,37 @@ def needs_query(scorer: Scorer) -> bool:
         if any(current is done for done in seen):
             continue
         seen.append(current)
-        if isinstance(current, RelevanceScorer) and not current.bound:
+        if test(current):
             return True
         pending.extend(_children(current))
     return False
+
+
+EMBEDDINGS_FIX = "embeddings= needs a policy with relevance, e.g. policy='recall'"
+"""The error's advice when an embedding is given for a policy without relevance."""
+
+
+def with_embedder(scorer: Scorer, embed: Embedder | EmbedTexts) -> Scorer:
+    """``scorer`` with every :class:`RelevanceScorer` of its tree scoring with ``embed``
+    (as :meth:`RelevanceScorer.with_embedder`); a tree without one raises
+    :class:`~cupel.ConfigurationError` (the embedding would do nothing). Rebuilt as
+    :func:`bind_query` rebuilds.
+
+    >>> from cupel import CompositeScorer, KindScorer
+    >>> def flat(texts):
+    ...     return [[1.0] for _ in texts]
+    >>> with_embedder(CompositeScorer([(RelevanceScorer(), 1)]), Embedder(flat, name="flat"))
+    CompositeScorer([(RelevanceScorer(embed=Embedder(flat)), 1.0)])
+    """
+    embedder = embed if isinstance(embed, Embedder) else Embedder(embed)
+    if not has_relevance(scorer):
+        raise ConfigurationError(
+            f"{EMBEDDINGS_FIX}: the scorer ({type(scorer).__name__}) has no RelevanceScorer",
+            field="embeddings",
+            value=embed,
+        )
+    done: list[tuple[object, Scorer]] = []
+    return _rebuild(scorer, lambda found: found.with_embedder(embedder), done, "with_embedder")
 
 
 def bind_query(scorer: Scorer, query: str) -> Scorer:
@@ -478,27 +615,49 @@ def bind_query(scorer: Scorer, query: str) -> Scorer:
     if not needs_query(scorer):
         return scorer
     done: list[tuple[object, Scorer]] = []
-    return _bind(scorer, query, done)
+    return _rebuild(
+        scorer,
+        lambda found: found if found.bound else found.with_query(query),
+        done,
+        "with_query",
+    )
 
 
-def _bind(scorer: Scorer, query: str, done: list[tuple[object, Scorer]]) -> Scorer:
+def _rebuild(
+    scorer: Scorer,
+    change: Callable[[RelevanceScorer], RelevanceScorer],
+    done: list[tuple[object, Scorer]],
+    where: str,
+) -> Scorer:
     for old, new in done:
         if old is scorer:
             return new
     if isinstance(scorer, RelevanceScorer):
-        result: Scorer = scorer if scorer.bound else scorer.with_query(query)
+        result: Scorer = change(scorer)
     else:
         children = _children(scorer)
-        bound = tuple(_bind(child, query, done) for child in children)
-        if all(new is old for new, old in zip(bound, children, strict=True)):
+        rebuilt_children = tuple(_rebuild(child, change, done, where) for child in children)
+        if all(new is old for new, old in zip(rebuilt_children, children, strict=True)):
             result = scorer
         else:
-            rebuilt = scorer._with_children(bound) if isinstance(scorer, ArrayScorer) else None
+            rebuilt = (
+                scorer._with_children(rebuilt_children) if isinstance(scorer, ArrayScorer) else None
+            )
             if rebuilt is None:
+                held, fix = (
+                    (
+                        "an unbound",
+                        "bind the RelevanceScorer (RelevanceScorer(query) or .with_query(query))",
+                    )
+                    if where == "with_query"
+                    else (
+                        "a",
+                        "give the RelevanceScorer its embedding (RelevanceScorer(embed=...))",
+                    )
+                )
                 raise ConfigurationError(
-                    f"with_query: {type(scorer).__name__} holds an unbound RelevanceScorer "
-                    f"but cannot be rebuilt with bound children; bind the RelevanceScorer "
-                    f"(RelevanceScorer(query) or .with_query(query)) before building it",
+                    f"{where}: {type(scorer).__name__} holds {held} RelevanceScorer but cannot "
+                    f"be rebuilt with new children; {fix} before building it",
                     field="scorer",
                     value=scorer,
                 )

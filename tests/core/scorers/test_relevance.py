@@ -198,7 +198,13 @@ def test_properties_and_repr() -> None:
     assert (scorer.query, scorer.k1, scorer.b, scorer.bound) == ("cats", 2.0, 0.5, True)
     assert repr(scorer) == "RelevanceScorer('cats', k1=2.0, b=0.5)"
     assert repr(RelevanceScorer()) == "RelevanceScorer()"
-    assert scorer.get_params() == {"query": "cats", "k1": 2.0, "b": 0.5}
+    assert scorer.get_params() == {
+        "query": "cats",
+        "k1": 2.0,
+        "b": 0.5,
+        "semantic_weight": 0.5,
+        "embed": None,
+    }
     rebound = scorer.with_query("dogs")
     assert (rebound.query, rebound.k1, rebound.b) == ("dogs", 2.0, 0.5)
     assert scorer.query == "cats"

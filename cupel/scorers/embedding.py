@@ -1,0 +1,271 @@
+"""Embedder: a user's embedding model as vectors for :class:`~cupel.RelevanceScorer`.
+
+An :class:`Embedder` wraps two functions of the user's model — texts to vectors, and the
+query to a vector (models may embed a query differently from a document) — and keeps
+each vector it got in a bounded cache keyed by the text itself: a selection over a
+growing conversation sends the model only the texts it has not embedded yet. Every
+vector is checked (a sequence of finite numbers, one dimension for all) and stored as a
+unit vector (float64), so the cosine of two texts is the dot product of their vectors.
+
+The adapters build one from a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``
+(their ``embeddings=`` argument) and find it again for the same model object on the
+next call (:func:`shared_embedder`), so the cache lasts as long as the model is used.
+
+>>> def letters(texts):
+...     return [[t.count("a"), t.count("b")] for t in texts]
+>>> embedder = Embedder(letters, name="letters")
+>>> embedder.vectors(["ab", "aa", "ab"]).round(4).tolist()
+[[0.7071, 0.7071], [1.0, 0.0], [0.7071, 0.7071]]
+>>> embedder.vectors(["ab", "bb"]).shape, embedder.calls, embedder.embedded
+((2, 2), 2, 3)
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from cupel._errors import ConfigurationError, EmbeddingError
+from cupel.scorers._base import FloatArray
+
+__all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "shared_embedder"]
+
+EmbedTexts = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+"""Texts to their vectors, one per text, in order (``Embeddings.embed_documents``)."""
+EmbedQuery = Callable[[str], Sequence[float]]
+"""The query to its vector (``Embeddings.embed_query``)."""
+
+DEFAULT_MAX_TEXTS = 16_384
+"""How many texts' vectors an :class:`Embedder` keeps by default (the oldest used go
+first); the history's own reuse bound."""
+_MAX_QUERIES = 256
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+class Embedder:
+    """Texts to unit vectors through ``embed`` (and queries through ``query``, default
+    ``embed`` of the one text), each distinct text sent to the model once while it stays
+    among the ``max_texts`` most recently used. ``name`` names the model in errors.
+
+    ``calls`` counts the model's calls, ``embedded`` the texts (queries included) sent.
+    A zero vector stays zero (its cosine with anything is 0). Thread-safe: the cache is
+    guarded by a lock (two threads may embed the same new text twice, with one result).
+    Copies and pickles keep the model and start with an empty cache.
+    """
+
+    def __init__(
+        self,
+        embed: EmbedTexts,
+        query: EmbedQuery | None = None,
+        *,
+        name: str | None = None,
+        max_texts: int = DEFAULT_MAX_TEXTS,
+    ) -> None:
+        if not callable(embed):
+            raise ConfigurationError(
+                f"Embedder: embed must be a callable taking a list of texts and returning "
+                f"one vector per text, got {type(embed).__name__} {embed!r}",
+                field="embed",
+                value=embed,
+            )
+        if query is not None and not callable(query):
+            raise ConfigurationError(
+                f"Embedder: query must be a callable taking one text and returning its "
+                f"vector, or None, got {type(query).__name__} {query!r}",
+                field="query",
+                value=query,
+            )
+        if isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1:
+            raise ConfigurationError(
+                f"Embedder: max_texts must be an int >= 1, got {max_texts!r}",
+                field="max_texts",
+                value=max_texts,
+            )
+        self._embed = embed
+        self._query = query
+        self.name = name if name is not None else getattr(embed, "__qualname__", repr(embed))
+        self.max_texts = max_texts
+        self.calls = 0
+        self.embedded = 0
+        self._start()
+
+    def _start(self) -> None:
+        self._lock = threading.Lock()
+        self._texts: OrderedDict[str, FloatArray] = OrderedDict()
+        self._queries: OrderedDict[str, FloatArray] = OrderedDict()
+        self._dimension: int | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "_embed": self._embed,
+            "_query": self._query,
+            "name": self.name,
+            "max_texts": self.max_texts,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.calls = 0
+        self.embedded = 0
+        self._start()
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.name})"
+
+    def _unit(self, raw: object, index: int | None, text: str) -> FloatArray:
+        """``raw`` checked and scaled to length 1 (a zero vector kept)."""
+        where = "the query" if index is None else f"text {index}"
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
+            raise EmbeddingError(
+                f"embedding model {self.name} returned {type(raw).__name__} for {where} "
+                f"({_short(text)}), not a sequence of numbers",
+                model=self.name,
+                index=index,
+            )
+        values = list(raw)
+        if not values or not all(
+            isinstance(v, (Real, np.floating, np.integer)) and not isinstance(v, bool)
+            for v in values
+        ):
+            raise EmbeddingError(
+                f"embedding model {self.name} returned a vector for {where} ({_short(text)}) "
+                f"that is empty or holds something other than numbers",
+                model=self.name,
+                index=index,
+            )
+        vector = np.array(values, dtype=np.float64)
+        if not np.isfinite(vector).all():
+            raise EmbeddingError(
+                f"embedding model {self.name} returned a vector with a NaN or infinite value "
+                f"for {where} ({_short(text)})",
+                model=self.name,
+                index=index,
+            )
+        if self._dimension is None:
+            self._dimension = len(vector)
+        elif len(vector) != self._dimension:
+            raise EmbeddingError(
+                f"embedding model {self.name} returned a vector of dimension {len(vector)} for "
+                f"{where} ({_short(text)}), unlike its earlier ones ({self._dimension})",
+                model=self.name,
+                index=index,
+            )
+        norm = math.sqrt(math.fsum(float(v) * float(v) for v in vector))
+        unit: FloatArray = vector / norm if norm > 0.0 else vector
+        return unit
+
+    def vectors(self, texts: Sequence[str]) -> FloatArray:
+        """The unit vectors of ``texts`` (one row each, in order); only the texts not in
+        the cache are sent to the model, once each, in one call."""
+        with self._lock:
+            cache = self._texts
+            missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        found: dict[str, FloatArray] = {}
+        if missing:
+            try:
+                raw = self._embed(missing)
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"embedding model {self.name} failed on {len(missing)} texts: "
+                    f"{type(exc).__name__}: {exc}",
+                    model=self.name,
+                ) from exc
+            if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
+                raise EmbeddingError(
+                    f"embedding model {self.name} returned {type(raw).__name__}, not a "
+                    f"sequence of vectors",
+                    model=self.name,
+                )
+            listed = list(raw)
+            if len(listed) != len(missing):
+                raise EmbeddingError(
+                    f"embedding model {self.name} returned {len(listed)} vectors for "
+                    f"{len(missing)} texts",
+                    model=self.name,
+                )
+            first = {t: i for i, t in reversed(list(enumerate(texts)))}
+            with self._lock:
+                self.calls += 1
+                self.embedded += len(missing)
+                for text, raw_vector in zip(missing, listed, strict=True):
+                    found[text] = self._unit(raw_vector, first[text], text)
+        with self._lock:
+            rows: list[FloatArray] = []
+            for text in texts:
+                row = found.get(text)
+                if row is None:
+                    row = cache[text]
+                    cache.move_to_end(text)
+                rows.append(row)
+            cache.update(found)
+            while len(cache) > self.max_texts:
+                cache.popitem(last=False)
+        if not rows:
+            return np.zeros((0, self._dimension or 0))
+        return np.vstack(rows)
+
+    def query(self, text: str) -> FloatArray:
+        """The unit vector of the query ``text`` (cached like the texts)."""
+        with self._lock:
+            known = self._queries.get(text)
+            if known is not None:
+                self._queries.move_to_end(text)
+                return known
+        try:
+            raw: object = self._query(text) if self._query is not None else self._embed([text])[0]
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(
+                f"embedding model {self.name} failed on the query ({_short(text)}): "
+                f"{type(exc).__name__}: {exc}",
+                model=self.name,
+            ) from exc
+        with self._lock:
+            self.calls += 1
+            self.embedded += 1
+            vector = self._unit(raw, None, text)
+            self._queries[text] = vector
+            while len(self._queries) > _MAX_QUERIES:
+                self._queries.popitem(last=False)
+        return vector
+
+
+_SHARED: list[tuple[object, Embedder]] = []
+_SHARED_LOCK = threading.Lock()
+_MAX_SHARED = 8
+
+
+def shared_embedder(model: object, build: Callable[[], Embedder]) -> Embedder:
+    """The :class:`Embedder` of the live ``model`` object: the one built for the same
+    object (found by identity among the :data:`_MAX_SHARED` most recently used models,
+    which this keeps alive), else ``build()``. The adapters call it on every selection
+    so that one model's cache serves every call and every component using it.
+
+    >>> model = object()
+    >>> first = shared_embedder(model, lambda: Embedder(lambda ts: [[1.0] for _ in ts]))
+    >>> shared_embedder(model, lambda: Embedder(len)) is first
+    True
+    """
+    with _SHARED_LOCK:
+        for position, (known, embedder) in enumerate(_SHARED):
+            if known is model:
+                if position:
+                    _SHARED.insert(0, _SHARED.pop(position))
+                return embedder
+    built = build()
+    with _SHARED_LOCK:
+        _SHARED.insert(0, (model, built))
+        del _SHARED[_MAX_SHARED:]
+    return built
