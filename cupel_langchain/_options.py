@@ -209,6 +209,7 @@ class HistoryOptions(TypedDict, total=False):
     kinds: Mapping[str, str] | None
     timestamp_key: str | None
     cache_stable: bool | float
+    embeddings: Any
 
 
 class SelectionOptions(HistoryOptions, total=False):
@@ -255,6 +256,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "kinds": None,
         "timestamp_key": None,
         "cache_stable": False,
+        "embeddings": None,
         "previous": None,
         "cache_breakpoint": False,
         "persistent": False,

@@ -115,8 +115,8 @@ class LiveComponent(BaseModel):
 
 def unserializable_reason(component: Any) -> str | None:
     """Why ``component`` (a cupel LangChain component) has no ``langchain_core.load``
-    form, or ``None``: an explicit pipeline, a callable counter, a wrapped retriever that
-    is not serializable."""
+    form, or ``None``: an explicit pipeline, a callable counter, an embedding model, a
+    wrapped retriever that is not serializable."""
     if getattr(component, "pipeline", None) is not None:
         return (
             "it holds an explicit cupel Pipeline (pipeline=), which has no serialized form; "
@@ -129,6 +129,12 @@ def unserializable_reason(component: Any) -> str | None:
         return (
             f"its token_counter ({type(counter).__name__}) is a callable, which has no "
             f"serialized form; use 'approximate' or a serializable chat model"
+        )
+    embeddings = getattr(component, "embeddings", None)
+    if embeddings is not None:
+        return (
+            f"its embeddings ({type(embeddings).__name__}) is a live embedding model, which "
+            f"has no serialized form; pass embeddings= again when you rebuild it"
         )
     base = getattr(component, "base_retriever", None)
     if base is not None and not (isinstance(base, Serializable) and base.is_lc_serializable()):

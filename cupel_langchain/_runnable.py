@@ -150,6 +150,12 @@ def select_messages(
       computes the same window for the same history (``previous`` is deprecated and
       ignored). ``cache_breakpoint=True`` returns a copy of the last selected message
       marked with ``cache_control`` (Anthropic).
+    - ``embeddings``: a LangChain ``Embeddings`` for a policy with relevance (e.g.
+      ``policy="recall"``): older turns are scored by meaning too, a cosine with the latest
+      human message weighted with the words' BM25 score (see
+      :mod:`cupel.scorers.relevance`). Each text is embedded once per model object
+      (``embed_documents``; ``embed_query`` for the question); a policy without relevance
+      raises :class:`~cupel.ConfigurationError`.
 
     An unknown option is a :class:`~cupel.ConfigurationError`; ``trim_messages``
     parameters cupel has no option for (``strategy``, ``include_system``,
@@ -197,8 +203,8 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     - **Copies**: ``copy.deepcopy``, ``pickle`` and ``langchain_core.load``
       (``dumpd``/``dumps``/``loads`` with ``valid_namespaces=["cupel_langchain"]``) work
       when ``policy`` is a preset name or a :class:`~cupel.policy.Policy`; with an
-      explicit ``pipeline`` or a callable ``token_counter`` the serialized form says it is
-      not serializable and ``loads`` refuses it.
+      explicit ``pipeline``, a callable ``token_counter`` or ``embeddings`` the serialized
+      form says it is not serializable and ``loads`` refuses it.
 
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> selector = CupelMessageSelector(max_tokens=40)
@@ -257,6 +263,9 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     cache_breakpoint: StrictBool = False
     """Return a copy of the last selected message marked as an explicit cache breakpoint
     (``cache_control``, for Anthropic); off by default."""
+    embeddings: Any = None
+    """A LangChain ``Embeddings`` for a policy with relevance (e.g. ``"recall"``): the
+    relevance to the latest human message also by meaning (see ``select_messages``)."""
     max_conversations: StrictInt | None = None
     """Deprecated and ignored (a :class:`DeprecationWarning` when set): the selector keeps
     no state per conversation. Removed before 1.0."""

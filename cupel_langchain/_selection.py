@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from copy import copy
 from dataclasses import replace
 from functools import lru_cache
 from itertools import accumulate
@@ -28,6 +29,7 @@ from cupel.conversation import (
 )
 from cupel.counting import REPLY_TOKENS, Calibration, check_headroom, request_budget
 from cupel.policy import resolve_pipeline
+from cupel_langchain._embeddings import embedder_of
 from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
     DEFAULTS,
@@ -184,12 +186,17 @@ def build_selection(
 ) -> MessageSelection:
     """The :class:`MessageSelection` of ``settings`` (shared, see :func:`shared`);
     ``model``: whose input window a fractional ``max_tokens`` reads (only its window
-    enters the key)."""
+    enters the key). An ``embeddings`` setting (a live model) is left out of the key
+    and attached to the shared selection's pipeline (:meth:`MessageSelection.embedding`)."""
+    embeddings = settings.get("embeddings")
+    if embeddings is not None:
+        settings = {name: value for name, value in settings.items() if name != "embeddings"}
     key = content_key(settings)
-    return _shared(
+    selection = _shared(
         None if key is None else (key, options, model_input_tokens(model)),
         lambda: MessageSelection(settings, options=options, model=model),
     )
+    return selection if embeddings is None else selection.embedding(embeddings)
 
 
 def observed(
@@ -360,6 +367,15 @@ class MessageSelection:
             )
         self.timestamp_key: str | None = timestamp_key
         self.options = replace(options, budget=self.budget_label)
+
+    def embedding(self, embeddings: object) -> MessageSelection:
+        """A copy whose pipeline's relevance scorers also score by meaning with
+        ``embeddings`` (a LangChain ``Embeddings``, see
+        :func:`~cupel_langchain._embeddings.embedder_of`); a policy without relevance
+        raises :class:`~cupel.ConfigurationError`."""
+        copied = copy(self)
+        copied.pipeline = self.pipeline.with_embedder(embedder_of(embeddings))
+        return copied
 
     def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""

@@ -1,0 +1,43 @@
+"""A LangChain ``Embeddings`` as the core's :class:`~cupel.scorers.embedding.Embedder`
+(the ``embeddings=`` option of the message-history components)."""
+
+from __future__ import annotations
+
+from langchain_core.embeddings import Embeddings
+
+from cupel import ConfigurationError
+from cupel.scorers.embedding import Embedder, shared_embedder
+
+__all__ = ["embedder_of"]
+
+
+def embedder_of(embeddings: object) -> Embedder:
+    """The :class:`~cupel.scorers.embedding.Embedder` of a LangChain ``Embeddings``
+    (``embed_documents`` for the messages, ``embed_query`` for the latest human
+    message), the same one for the same model object on every call, so each text is
+    embedded once (:func:`~cupel.scorers.embedding.shared_embedder`). An ``Embedder``
+    is taken as it is.
+
+    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+    >>> model = DeterministicFakeEmbedding(size=8)
+    >>> embedder_of(model) is embedder_of(model), embedder_of(model).name
+    (True, 'DeterministicFakeEmbedding')
+    """
+    if isinstance(embeddings, Embedder):
+        return embeddings
+    if not isinstance(embeddings, Embeddings):
+        raise ConfigurationError(
+            f"embeddings must be a LangChain Embeddings (langchain_core.embeddings) or a "
+            f"cupel Embedder, got {type(embeddings).__name__} {embeddings!r}",
+            field="embeddings",
+            value=embeddings,
+        )
+    model = embeddings
+    return shared_embedder(
+        model,
+        lambda: Embedder(
+            lambda texts: model.embed_documents(list(texts)),
+            model.embed_query,
+            name=type(model).__name__,
+        ),
+    )
