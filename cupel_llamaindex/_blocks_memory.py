@@ -33,12 +33,10 @@ from cupel.conversation import (
     USER,
     HistoryWindow,
     PinnedOptions,
-    cache_stable_pipeline,
-    check_cache_stable,
     stable_cut,
 )
 from cupel.counting import MESSAGE_TOKENS, ImageTokens
-from cupel.policy import Policy, resolve_pipeline
+from cupel.policy import Policy
 from cupel_llamaindex._common import (
     MAX_TOKEN_LIMIT,
     WindowFields,
@@ -53,7 +51,7 @@ from cupel_llamaindex._common import (
 )
 from cupel_llamaindex._content import read_blocks
 from cupel_llamaindex._mapping import MessageMapping, map_read
-from cupel_llamaindex._memory_selection import fitted_mapping
+from cupel_llamaindex._memory_selection import fitted_mapping, pipeline_of
 from cupel_llamaindex._reading import (
     Counting,
     counting_for,
@@ -157,7 +155,7 @@ class CupelMemory(WindowFields, Memory):
         previous = self.__dict__.get(name)
         try:
             super().__setattr__(name, value)
-            if name in ("policy", "pipeline", "cache_stable"):
+            if name in ("policy", "pipeline", "cache_stable", "embeddings"):
                 self._history_pipeline()
         except (ValidationError, ConfigurationError) as exc:
             if name in type(self).model_fields:
@@ -224,6 +222,7 @@ class CupelMemory(WindowFields, Memory):
         headroom: float = 0.0,
         agent_reserve: int = 0,
         truncate_oversized: bool = False,
+        embeddings: Any = None,
         **kwargs: Any,
     ) -> CupelMemory:
         """``Memory.from_defaults`` (session, chat store, blocks, limits) plus cupel's
@@ -245,14 +244,13 @@ class CupelMemory(WindowFields, Memory):
             headroom=headroom,
             agent_reserve=agent_reserve,
             truncate_oversized=truncate_oversized,
+            embeddings=embeddings,
         )
 
     def _history_pipeline(self) -> Pipeline:
-        pipeline = resolve_pipeline(
-            self.policy, owner=_OWNER, pipelines=False, pipeline=self.pipeline
+        return pipeline_of(
+            self.policy, self.pipeline, self.cache_stable, self.embeddings, owner=_OWNER
         )
-        low_water = check_cache_stable(self.cache_stable, f"{_OWNER}.cache_stable")
-        return cache_stable_pipeline(pipeline, low_water)
 
     @property
     def last_report(self) -> SelectionReport | None:

@@ -278,6 +278,14 @@ class WindowFields(CupelFields):
     pipeline: Pipeline | None = Field(
         default=None, exclude=True, description="An explicit cupel Pipeline (overrides policy)."
     )
+    embeddings: Any = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "A LlamaIndex BaseEmbedding for a policy with relevance (e.g. 'recall'): older "
+            "turns are also scored by meaning against the latest user message."
+        ),
+    )
     pin_system: bool = Field(default=True, description="Always keep system messages.")
     pin_last_user: bool = Field(default=True, description="Always keep the latest user message.")
     start_on_user: bool = Field(

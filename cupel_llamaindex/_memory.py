@@ -174,7 +174,8 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     @model_validator(mode="after")
     def _build(self) -> CupelChatMemory:
-        pipeline_of(self.policy, self.pipeline, self.cache_stable)  # a bad policy fails here
+        # a bad policy (or embeddings= without relevance) fails here
+        pipeline_of(self.policy, self.pipeline, self.cache_stable, self.embeddings)
         return self
 
     @classmethod
@@ -198,6 +199,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         pin_last_user: bool = True,
         start_on_user: bool = True,
         cache_stable: bool | float = False,
+        embeddings: Any = None,
         **kwargs: Any,
     ) -> CupelChatMemory:
         """Build a memory the way ``ChatMemoryBuffer.from_defaults`` does: ``token_limit``
@@ -240,6 +242,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
             "pin_last_user": pin_last_user,
             "start_on_user": start_on_user,
             "cache_stable": cache_stable,
+            "embeddings": embeddings,
         }
         if policy is not None:
             data["policy"] = policy
@@ -301,6 +304,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
                 ("tokenizer_fn", self.tokenizer_fn is not get_tokenizer()),
                 ("message_token_counter", self.message_token_counter is not None),
                 ("pipeline", self.pipeline is not None),
+                ("embeddings", self.embeddings is not None),
                 ("image_tokens", not isinstance(self.image_tokens, (str, int))),
             )
             if custom

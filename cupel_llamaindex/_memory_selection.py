@@ -26,6 +26,7 @@ from cupel_llamaindex._common import (
     request_reserve,
     stable_fields,
 )
+from cupel_llamaindex._embeddings import embedder_of
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._oversized import PARTS
 from cupel_llamaindex._reading import (
@@ -142,12 +143,12 @@ class Built:
         build (the pipeline or the counting of ``previous`` kept if its settings are)."""
         policy, pipeline, cache_stable = memory.policy, memory.pipeline, memory.cache_stable
         tokenizer_fn, image_tokens = memory.tokenizer_fn, memory.image_tokens
-        counter = memory.message_token_counter
-        settings = (policy, pipeline, cache_stable, tokenizer_fn, image_tokens, counter)
+        counter, embeddings = memory.message_token_counter, memory.embeddings
+        settings = (policy, pipeline, cache_stable, tokenizer_fn, image_tokens, counter, embeddings)
         if previous is None:
             return Built(
                 settings,
-                pipeline_of(policy, pipeline, cache_stable),
+                pipeline_of(policy, pipeline, cache_stable, embeddings),
                 Counting(tokenizer_fn, image_tokens, counter),
             )
         if all(map(operator.is_, settings, previous.settings)):
@@ -156,21 +157,36 @@ class Built:
         return Built(
             settings,
             previous.pipeline
-            if before[0] is policy and before[1] is pipeline and before[2] == cache_stable
-            else pipeline_of(policy, pipeline, cache_stable),
+            if before[0] is policy
+            and before[1] is pipeline
+            and before[2] == cache_stable
+            and before[6] is embeddings
+            else pipeline_of(policy, pipeline, cache_stable, embeddings),
             counting_for(previous.counting, tokenizer_fn, image_tokens, counter),
         )
 
 
 def pipeline_of(
-    policy: str | Policy, pipeline: Pipeline | None, cache_stable: bool | float
+    policy: str | Policy,
+    pipeline: Pipeline | None,
+    cache_stable: bool | float,
+    embeddings: object = None,
+    owner: str = OWNER,
 ) -> Pipeline:
     """The pipeline a memory selects with: ``pipeline`` or ``policy``'s, cache-stable
-    under ``cache_stable``."""
-    low_water = check_cache_stable(cache_stable, f"{OWNER}.cache_stable")
-    return cache_stable_pipeline(
-        resolve_pipeline(policy, owner=OWNER, pipelines=False, pipeline=pipeline), low_water
+    under ``cache_stable``, its relevance scored by meaning too with ``embeddings`` (a
+    LlamaIndex ``BaseEmbedding``; a policy without relevance raises
+    :class:`~cupel.ConfigurationError`)."""
+    low_water = check_cache_stable(cache_stable, f"{owner}.cache_stable")
+    built = cache_stable_pipeline(
+        resolve_pipeline(policy, owner=owner, pipelines=False, pipeline=pipeline), low_water
     )
+    if embeddings is None:
+        return built
+    try:
+        return built.with_embedder(embedder_of(embeddings, owner))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{owner}: {exc}", field="embeddings", value=embeddings) from None
 
 
 @lru_cache(maxsize=64)
@@ -208,6 +224,7 @@ class MemorySettings(Protocol):
     pin_last_user: bool
     start_on_user: bool
     cache_stable: bool | float
+    embeddings: Any
 
 
 def fitted_mapping(
