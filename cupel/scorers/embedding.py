@@ -60,7 +60,8 @@ class Embedder:
     ``calls`` counts the model's calls, ``embedded`` the texts (queries included) sent.
     A zero vector stays zero (its cosine with anything is 0). Thread-safe: the cache is
     guarded by a lock (two threads may embed the same new text twice, with one result).
-    Copies and pickles keep the model and start with an empty cache.
+    Copies and pickles keep the model functions (a deep copy does not copy them) and
+    start with an empty cache.
     """
 
     def __init__(
@@ -112,6 +113,11 @@ class Embedder:
             "name": self.name,
             "max_texts": self.max_texts,
         }
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Embedder:
+        """A new embedder of the same model functions (a live model is not copied; some
+        frameworks' instrumented methods cannot be), with an empty cache."""
+        return Embedder(self._embed, self._query, name=self.name, max_texts=self.max_texts)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
