@@ -55,6 +55,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 from pydantic import Field
 
@@ -438,6 +439,83 @@ def _select_messages_recall(history: History, budget: int) -> Window:
     return Window(window, recalled_by=recalled)
 
 
+class HashedTermsEmbeddings(Embeddings):
+    """A LangChain ``Embeddings`` over :func:`cupel.scorers.embedding.hashed_terms`: an
+    honest offline stand-in, **not a semantic model** (texts are near when they share
+    words, never for a shared meaning alone), so the rows using it show the plumbing and
+    its cost, not paraphrase recall. ``texts`` counts the texts it embedded."""
+
+    def __init__(self, dimension: int = 256) -> None:
+        self.dimension = dimension
+        self.texts = 0
+        self.calls = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        from cupel.scorers.embedding import hashed_terms
+
+        self.calls += 1
+        self.texts += len(texts)
+        return hashed_terms(texts, self.dimension)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def hashed_terms_embedding() -> Any:
+    """The LlamaIndex ``BaseEmbedding`` counterpart of :class:`HashedTermsEmbeddings`
+    (with the same ``texts`` count), built on first use."""
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    from cupel.scorers.embedding import hashed_terms
+
+    class _HashedTerms(BaseEmbedding):
+        texts: int = 0
+        calls: int = 0
+
+        def _embed(self, texts: list[str]) -> list[list[float]]:
+            self.calls += 1
+            self.texts += len(texts)
+            return hashed_terms(texts, 256)
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return self._embed(texts)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return self._embed([text])[0]
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return self._embed([query])[0]
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+    return _HashedTerms(embed_batch_size=2048)
+
+
+EMBEDDINGS = HashedTermsEmbeddings()
+"""The embedding of the ``--embeddings`` rows, one object for the whole run: each text is
+embedded once (cupel keeps the vectors by text for this object)."""
+
+
+def _select_messages_recall_embeddings(history: History, budget: int) -> Window:
+    from cupel_langchain import select_messages, select_messages_with_report
+
+    options: dict[str, Any] = {
+        "max_tokens": budget,
+        "token_counter": approximate_tokens,
+        "token_counter_input": "messages",
+        "policy": RECALL_POLICY,
+        "embeddings": EMBEDDINGS,
+    }
+    window = select_messages(history.messages, **options)
+
+    def recalled() -> frozenset[int]:
+        report = select_messages_with_report(history.messages, **options)[1]
+        return declared(report, history, window)
+
+    return Window(window, recalled_by=recalled)
+
+
 def _cupel_chat_memory_recall(history: History, budget: int) -> Window:
     from cupel_llamaindex import CupelChatMemory
 
@@ -662,6 +740,19 @@ SELECTORS: tuple[Selector, ...] = (
     ),
 )
 """Every component: cupel's, the incumbents', then the reference baselines."""
+
+EMBEDDING_SELECTORS: tuple[Selector, ...] = (
+    Selector(
+        "select_messages recall + embeddings",
+        "langchain",
+        "cupel",
+        _select_messages_recall_embeddings,
+        _approximate,
+        "select_messages(history, max_tokens=B, token_counter=count_tokens_approximately, "
+        'policy="recall", embeddings=HashedTermsEmbeddings())  # hashed words, not semantic',
+    ),
+)
+"""The optional rows of ``--embeddings``: the recall policy with an embedding."""
 
 
 # -- examining a window --------------------------------------------------------------------------
@@ -963,8 +1054,11 @@ def cost(
     sizes: Sequence[int] = COST_SIZES, budget: int = COST_BUDGET, repeats: int = 5
 ) -> list[dict[str, Any]]:
     """The time per call of ``select_messages`` and ``CupelChatMemory.get`` with the chat
-    default and with ``policy="recall"`` on histories of ``sizes`` messages (the median of
-    ``repeats`` calls after one warm-up call), and the ratio."""
+    default, with ``policy="recall"`` and with ``policy="recall"`` plus an embedding
+    (:class:`HashedTermsEmbeddings`) on histories of ``sizes`` messages (the median of
+    ``repeats`` calls after one warm-up call), the ratios to the chat default, and the texts
+    the embedding embedded in the first call and in the timed calls (none: the history
+    was embedded once)."""
     from cupel_langchain import select_messages
     from cupel_llamaindex import CupelChatMemory
 
@@ -975,25 +1069,42 @@ def cost(
         langchain = to_langchain(case)
         llamaindex = to_llamaindex(case)
 
-        def lc(policy: str, messages: list[Any] = langchain) -> Callable[[], Any]:
+        embeddings = HashedTermsEmbeddings()  # a new one per size: a cold first call
+        li_embeddings = hashed_terms_embedding()
+
+        def lc(
+            policy: str, messages: list[Any] = langchain, model: Any = embeddings
+        ) -> Callable[[], Any]:
+            extra = {"embeddings": model} if policy == _EMBEDDED else {}
             return lambda: select_messages(
                 messages,
                 max_tokens=budget,
                 token_counter=approximate_tokens,
                 token_counter_input="messages",
-                policy=policy,
+                policy=RECALL_POLICY if policy == _EMBEDDED else policy,
+                **extra,
             )
 
-        def li(policy: str, messages: list[Any] = llamaindex) -> Callable[[], Any]:
+        def li(
+            policy: str, messages: list[Any] = llamaindex, model: Any = li_embeddings
+        ) -> Callable[[], Any]:
+            extra = {"embeddings": model} if policy == _EMBEDDED else {}
             return lambda: CupelChatMemory.from_defaults(
-                chat_history=list(messages), token_limit=budget, policy=policy
+                chat_history=list(messages),
+                token_limit=budget,
+                policy=RECALL_POLICY if policy == _EMBEDDED else policy,
+                **extra,
             ).get()
 
-        for component, make in (("select_messages", lc), ("CupelChatMemory", li)):
+        for component, make, model in (
+            ("select_messages", lc, embeddings),
+            ("CupelChatMemory", li, li_embeddings),
+        ):
             times = {}
-            for policy in ("chat", RECALL_POLICY):
+            for policy in ("chat", RECALL_POLICY, _EMBEDDED):
                 call = make(policy)
                 call()
+                first_texts = model.texts
                 samples = []
                 for _ in range(repeats):
                     started = time.perf_counter()
@@ -1007,21 +1118,30 @@ def cost(
                     "chat_ms": 1000 * times["chat"],
                     "recall_ms": 1000 * times[RECALL_POLICY],
                     "ratio": times[RECALL_POLICY] / times["chat"],
+                    "embeddings_ms": 1000 * times[_EMBEDDED],
+                    "embeddings_ratio": times[_EMBEDDED] / times["chat"],
+                    "first_texts": first_texts,
+                    "later_texts": model.texts - first_texts,
                 }
             )
     return rows
 
 
+_EMBEDDED = "recall + embeddings"
+
+
 def cost_table(rows: Sequence[dict[str, Any]]) -> str:
     """The cost rows as a Markdown table."""
     lines = [
-        "| component | messages | chat default (ms / call) | recall (ms / call) | ratio |",
-        "|---|---|---|---|---|",
+        "| component | messages | chat default (ms / call) | recall (ms / call) | ratio "
+        "| recall + embeddings (ms / call) | ratio | texts embedded (first call / later calls) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['component']} | {row['messages']:,} | {row['chat_ms']:.1f} | "
-            f"{row['recall_ms']:.1f} | {row['ratio']:.2f}x |"
+            f"{row['recall_ms']:.1f} | {row['ratio']:.2f}x | {row['embeddings_ms']:.1f} | "
+            f"{row['embeddings_ratio']:.2f}x | {row['first_texts']:,} / {row['later_texts']} |"
         )
     return "\n".join(lines)
 
@@ -1104,10 +1224,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cost",
         action="store_true",
-        help="only the time per call of the recall policy against the chat default at "
-        "1,000 and 10,000 messages",
+        help="only the time per call of the recall policy (with and without an embedding) "
+        "against the chat default at 1,000 and 10,000 messages",
+    )
+    parser.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="add the recall policy with an embedding (hashed words: not a semantic model)",
     )
     args = parser.parse_args(argv)
+    selectors = (*SELECTORS, *EMBEDDING_SELECTORS) if args.embeddings else SELECTORS
     if args.cost:
         print(cost_table(cost()))
         return 0
@@ -1120,13 +1246,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--conversations must be >= 1, got {count}")
     started = time.perf_counter()
     dialogues = generate_dialogues(count, seed=args.seed)
-    outcomes = run(dialogues, args.budgets)
-    summaries = summarize(outcomes)
+    outcomes = run(dialogues, args.budgets, selectors)
+    summaries = summarize(outcomes, selectors)
     print(f"Recall: {describe(dialogues)}")
     print(f"reproduce: {command(count, args.seed, args.budgets)}\n")
     print(table(summaries))
     print("\nEvidence recall by question group (questions in each group):\n")
-    print(breakdown(outcomes))
+    print(breakdown(outcomes, selectors))
+    if args.embeddings:
+        print(f"\nthe embedding embedded {EMBEDDINGS.texts:,} texts in {EMBEDDINGS.calls:,} calls")
     elapsed = time.perf_counter() - started
     print(f"\n{len(outcomes)} windows in {elapsed:.1f} s")
     if args.json is not None:

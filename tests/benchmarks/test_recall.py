@@ -339,8 +339,25 @@ def test_the_cost_run_times_both_policies_on_long_histories() -> None:
     assert len(ids) == len(set(ids))  # tool-call ids made unique across conversations
     rows = recall.cost(sizes=(300,), budget=500, repeats=1)
     assert [r["component"] for r in rows] == ["select_messages", "CupelChatMemory"]
-    assert all(r["chat_ms"] > 0 and r["recall_ms"] > 0 for r in rows)
+    assert all(r["chat_ms"] > 0 and r["recall_ms"] > 0 and r["embeddings_ms"] > 0 for r in rows)
     assert recall.cost_table(rows).count("\n") == 3
+    # the embedding embeds the history once (the first call), then nothing
+    assert all(r["first_texts"] > 0 and r["later_texts"] == 0 for r in rows)
+
+
+def test_the_embedding_row_selects_valid_windows_and_embeds_each_text_once(
+    dialogues: list[Dialogue],
+) -> None:
+    d = dataclasses.replace(dialogues[0], questions=dialogues[0].questions[:3])
+    before = recall.EMBEDDINGS.texts
+    first = run([d], (2000,), recall.EMBEDDING_SELECTORS)
+    embedded = recall.EMBEDDINGS.texts - before
+    assert all(o.error is None and 0 <= o.found <= o.evidence for o in first)
+    (summary,) = summarize(first, recall.EMBEDDING_SELECTORS)
+    assert (summary.holes, summary.invalid, summary.over_budget) == (0, 0, 0)
+    again = run([d], (2000,), recall.EMBEDDING_SELECTORS)
+    assert _fields(again) == _fields(first)
+    assert recall.EMBEDDINGS.texts - before == embedded  # nothing new the second time
 
 
 @pytest.mark.slow
