@@ -440,7 +440,7 @@ def _select_messages_recall(history: History, budget: int) -> Window:
 
 
 class HashedTermsEmbeddings(Embeddings):
-    """A LangChain ``Embeddings`` over :func:`cupel.scorers.embedding.hashed_terms`: an
+    """A LangChain ``Embeddings`` over :func:`cupel.scorers.relevance.hashed_terms`: an
     honest offline stand-in, **not a semantic model** (texts are near when they share
     words, never for a shared meaning alone), so the rows using it show the plumbing and
     its cost, not paraphrase recall. ``texts`` counts the texts it embedded."""
@@ -451,7 +451,7 @@ class HashedTermsEmbeddings(Embeddings):
         self.calls = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        from cupel.scorers.embedding import hashed_terms
+        from cupel.scorers.relevance import hashed_terms
 
         self.calls += 1
         self.texts += len(texts)
@@ -466,7 +466,7 @@ def hashed_terms_embedding() -> Any:
     (with the same ``texts`` count), built on first use."""
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
-    from cupel.scorers.embedding import hashed_terms
+    from cupel.scorers.relevance import hashed_terms
 
     class _HashedTerms(BaseEmbedding):
         texts: int = 0

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cupel.scorers.embedding import hashed_terms
-from cupel.scorers.relevance import terms
+from cupel.scorers.relevance import hashed_terms, terms
 
 CONCEPTS: dict[str, int] = {
     **dict.fromkeys(["sister", "sibl", "brother"], 0),

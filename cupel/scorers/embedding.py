@@ -22,7 +22,6 @@ next call (:func:`shared_embedder`), so the cache lasts as long as the model is 
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 from collections import OrderedDict
@@ -35,7 +34,7 @@ import numpy as np
 from cupel._errors import ConfigurationError, EmbeddingError
 from cupel.scorers._base import FloatArray
 
-__all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "hashed_terms", "shared_embedder"]
+__all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "shared_embedder"]
 
 EmbedTexts = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 """Texts to their vectors, one per text, in order (``Embeddings.embed_documents``)."""
@@ -276,26 +275,3 @@ def shared_embedder(model: object, build: Callable[[], Embedder]) -> Embedder:
         _SHARED.insert(0, (model, built))
         del _SHARED[_MAX_SHARED:]
     return built
-
-
-def hashed_terms(texts: Sequence[str], dimension: int = 256) -> list[list[float]]:
-    """A deterministic offline stand-in for an embedding model, for tests and benchmarks:
-    each text's relevance terms (:func:`cupel.scorers.relevance.terms`) counted into
-    ``dimension`` buckets by a stable hash (BLAKE2b, the same in every process). It is
-    **not** a semantic model: two texts are similar when they share words, never when
-    they only share a meaning.
-
-    >>> vectors = hashed_terms(["red boxes", "a red box", "blue"], dimension=8)
-    >>> vectors[0] == vectors[1], sum(vectors[2])
-    (True, 1.0)
-    """
-    from cupel.scorers.relevance import terms  # (relevance imports this module)
-
-    out: list[list[float]] = []
-    for text in texts:
-        vector = [0.0] * dimension
-        for term in terms(text):
-            digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest()
-            vector[int.from_bytes(digest, "big") % dimension] += 1.0
-        out.append(vector)
-    return out

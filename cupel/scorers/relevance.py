@@ -72,6 +72,7 @@ running Python (NFKC, case folding, letter classes).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import unicodedata
@@ -97,6 +98,7 @@ __all__ = [
     "RelevanceScorer",
     "bind_query",
     "has_relevance",
+    "hashed_terms",
     "needs_query",
     "terms",
     "with_embedder",
@@ -260,6 +262,27 @@ def terms(text: str) -> list[str]:
 def _query_terms(query: str) -> tuple[str, ...]:
     """The query's distinct terms in first-occurrence order."""
     return tuple(dict.fromkeys(terms(query)))
+
+
+def hashed_terms(texts: Sequence[str], dimension: int = 256) -> list[list[float]]:
+    """A deterministic offline stand-in for an embedding model, for tests and benchmarks:
+    each text's relevance terms (:func:`terms`) counted into
+    ``dimension`` buckets by a stable hash (BLAKE2b, the same in every process). It is
+    **not** a semantic model: two texts are similar when they share words, never when
+    they only share a meaning.
+
+    >>> vectors = hashed_terms(["red boxes", "a red box", "blue"], dimension=8)
+    >>> vectors[0] == vectors[1], sum(vectors[2])
+    (True, 1.0)
+    """
+    out: list[list[float]] = []
+    for text in texts:
+        vector = [0.0] * dimension
+        for term in terms(text):
+            digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest()
+            vector[int.from_bytes(digest, "big") % dimension] += 1.0
+        out.append(vector)
+    return out
 
 
 UNBOUND_FIX = (

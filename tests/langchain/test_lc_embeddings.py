@@ -19,7 +19,8 @@ from test_lc_middleware import Recorder, river_length, scripted_model
 from test_lc_recall import BUDGET, conversation, tokens
 
 from cupel import ConfigurationError
-from cupel.scorers.embedding import Embedder, hashed_terms
+from cupel.scorers.embedding import Embedder
+from cupel.scorers.relevance import hashed_terms
 from cupel_langchain import (
     CupelContextMiddleware,
     CupelMessageSelector,

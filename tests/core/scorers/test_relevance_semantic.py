@@ -29,8 +29,8 @@ from cupel import (
     ScorerConfigError,
 )
 from cupel.policy import Policy, resolve_pipeline
-from cupel.scorers.embedding import Embedder, hashed_terms, shared_embedder
-from cupel.scorers.relevance import has_relevance, with_embedder
+from cupel.scorers.embedding import Embedder, shared_embedder
+from cupel.scorers.relevance import has_relevance, hashed_terms, with_embedder
 
 WORDS = ["invoice", "cat", "cats", "box", "red", "paid", "march", "due", "dog", "tea"]
 
