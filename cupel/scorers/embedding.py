@@ -172,10 +172,17 @@ class Embedder:
     def vectors(self, texts: Sequence[str]) -> FloatArray:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in
         the cache are sent to the model, once each, in one call."""
-        with self._lock:
-            cache = self._texts
-            missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        cache = self._texts
         found: dict[str, FloatArray] = {}
+        with self._lock:  # what is known now stays usable if another thread evicts it
+            for text in texts:
+                if text not in found:
+                    known = cache.get(text)
+                    if known is not None:
+                        cache.move_to_end(text)
+                        found[text] = known
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        new: dict[str, FloatArray] = {}
         if missing:
             try:
                 raw = self._embed(missing)
@@ -205,21 +212,14 @@ class Embedder:
                 self.calls += 1
                 self.embedded += len(missing)
                 for text, raw_vector in zip(missing, listed, strict=True):
-                    found[text] = self._unit(raw_vector, first[text], text)
-        with self._lock:
-            rows: list[FloatArray] = []
-            for text in texts:
-                row = found.get(text)
-                if row is None:
-                    row = cache[text]
-                    cache.move_to_end(text)
-                rows.append(row)
-            cache.update(found)
-            while len(cache) > self.max_texts:
-                cache.popitem(last=False)
-        if not rows:
+                    new[text] = self._unit(raw_vector, first[text], text)
+                cache.update(new)
+                while len(cache) > self.max_texts:
+                    cache.popitem(last=False)
+            found.update(new)
+        if not texts:
             return np.zeros((0, self._dimension or 0))
-        return np.vstack(rows)
+        return np.vstack([found[text] for text in texts])
 
     def query(self, text: str) -> FloatArray:
         """The unit vector of the query ``text`` (cached like the texts)."""
