@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -256,3 +260,30 @@ def test_copies_and_pickles_keep_the_model_and_start_a_new_cache() -> None:
         assert copied.embed is not None and copied.embed.name == "hashed"
         assert copied.embed.calls == 0
         assert np.array_equal(copied.score_all(items(["a red box", "tea"])), before)
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, random
+    from cupel import ContextItem, RelevanceScorer
+    from cupel.scorers.relevance import hashed_terms
+    rng = random.Random(3)
+    words = ["cat", "dogs", "running", "box", "東京タワー", "invoice", "due", "tax", "x1"]
+    items = [ContextItem(content=" ".join(rng.choices(words, k=rng.randint(1, 20))), tokens=1)
+             for _ in range(200)]
+    scorer = RelevanceScorer("running cats and the invoice", embed=hashed_terms)
+    print(json.dumps([s.hex() for s in scorer.score_all(items)]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_identical_across_hash_seeds() -> None:
+    outputs = set()
+    for seed in ("0", "1", "random"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
