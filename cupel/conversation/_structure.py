@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from types import MappingProxyType
+from typing import Any
 
 from cupel._errors import ConfigurationError
 
@@ -225,6 +226,17 @@ class Conversation:
         self._calls = calls
         self._answers = answers
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copies and pickles rebuild the structure from the roles and tool-call links
+        (its read-only columns are not themselves copyable)."""
+        return (
+            _rebuilt,
+            (tuple(self._message_roles), dict(self._calls), dict(self._answers)),
+        )
+
+    def __copy__(self) -> Conversation:
+        return self  # read-only: a shallow copy is the object itself
+
     def __repr__(self) -> str:
         return (
             f"Conversation({self.n_messages} messages, {len(self.unit_firsts)} units, "
@@ -431,6 +443,15 @@ class Conversation:
                 }[problem]
                 out.append(f"message {first}: tool result for {ids[0]!r} {what} ({problem})")
         return out
+
+
+def _rebuilt(
+    roles: Sequence[str],
+    calls: Mapping[int, Sequence[str | None]],
+    answers: Mapping[int, str | None],
+) -> Conversation:
+    """A :class:`Conversation` rebuilt by ``pickle`` / ``copy.deepcopy``."""
+    return Conversation(roles, calls=calls, answers=answers)
 
 
 def _close(

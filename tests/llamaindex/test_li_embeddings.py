@@ -137,7 +137,12 @@ def test_serialization_names_the_embeddings_and_copies_keep_them() -> None:
     fresh = CupelChatMemory.from_defaults(
         chat_history=asking(), token_limit=LIMIT, policy="recall", embeddings=fake
     )
-    copies: list[Any] = [pickle.loads(pickle.dumps(memory)), copy.deepcopy(fresh)]
+    memory.get()  # a used memory (its last selection held) copies too
+    copies: list[Any] = [
+        pickle.loads(pickle.dumps(memory)),
+        copy.deepcopy(memory),
+        copy.deepcopy(fresh),
+    ]
     for copied in copies:
         assert isinstance(copied.embeddings, MockEmbedding)
         assert copied.embeddings.embed_dim == 8 and copied.get() == memory.get()

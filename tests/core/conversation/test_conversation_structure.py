@@ -200,3 +200,23 @@ def test_every_message_belongs_to_exactly_one_unit(roles: list[str], data: st.Da
     # the valid units, sent alone in order, are a valid sequence
     valid = sorted(i for k in range(len(c)) if c.problem(k) is None for i in c.messages_of(k))
     assert Conversation.of_window(c, valid).problems() == []
+
+
+def test_a_conversation_copies_and_pickles_as_its_structure() -> None:
+    """Copies and pickles (a memory holding its last selection is deep-copied, say) give
+    the same structure; a shallow copy of the read-only object is the object."""
+    import copy
+    import pickle
+
+    conversation = Conversation(
+        ["system", "user", "assistant", "tool", "tool", "user"],
+        calls={2: ["c1"]},
+        answers={3: "c1", 4: "c1"},
+    )
+    assert copy.copy(conversation) is conversation
+    for other in (copy.deepcopy(conversation), pickle.loads(pickle.dumps(conversation))):
+        assert other is not conversation
+        assert other.unit_firsts == conversation.unit_firsts
+        assert dict(other.unit_members) == dict(conversation.unit_members) == {2: (2, 3)}
+        assert dict(other.unit_problems) == dict(conversation.unit_problems) != {}
+        assert other.latest_user == conversation.latest_user == 4  # a unit index
