@@ -255,30 +255,32 @@ def read_messages(
     add_role = roles.append
     add_text = texts.append
     add_type = types.append
+    plain_of = _PLAIN.get
+    priced = tokens is not None and count_plain is not None
     for index, message in enumerate(messages):
         cls = type(message)
         content = message.content
-        plain = _PLAIN.get(cls)
+        plain = plain_of(cls)
         if (
             plain is not None
             and type(content) is str
             and content
+            and not message.additional_kwargs
             and not (
                 plain[1] and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
             )
-            and not message.additional_kwargs
         ):
             # a plain human or AI message (nearly every message of a chat): role and text
-            add_role(plain[0])
-            add_type(plain[2])
+            role, ai, kind = plain
+            add_role(role)
+            add_type(kind)
             add_text(content)
-            if plain[1] and message.usage_metadata:  # type: ignore[attr-defined]
+            if ai and message.usage_metadata:  # type: ignore[attr-defined]
                 reporting.append(index)
-            if tokens is not None:
-                if count_plain is not None and not message.name:
-                    tokens.append(count_plain(content) + MESSAGE_TOKENS)
-                else:
-                    tokens.append(count(message))  # type: ignore[misc]
+            if priced and not message.name:
+                tokens.append(count_plain(content) + MESSAGE_TOKENS)  # type: ignore[misc,union-attr]
+            elif tokens is not None:
+                tokens.append(count(message))  # type: ignore[misc]
             continue
         role = role_of.get(cls)
         if role is None or isinstance(message, ChatMessage):

@@ -160,8 +160,10 @@ class Conversation:
         pending: dict[str, int] = {}  # its unanswered call ids (with multiplicity)
         turn = 0
         latest_user = -1
-        for index in range(n):
-            role = roles[index]
+        add_first = firsts.append
+        add_role = unit_roles.append
+        add_turn = turns.append
+        for index, role in enumerate(roles):
             if role == TOOL:
                 call_id = answers.get(index) or ""
                 if open_unit >= 0 and pending.get(call_id, 0) > 0:
@@ -190,7 +192,7 @@ class Conversation:
             if role == USER:
                 turn += 1
                 latest_user = len(firsts)
-            elif role == ASSISTANT:
+            elif role == ASSISTANT and calls:
                 made = calls.get(index)
                 if made:
                     open_unit = len(firsts)
@@ -200,9 +202,9 @@ class Conversation:
                         pending[key] = pending.get(key, 0) + 1
                         made_by[key] = open_unit
                     members[open_unit] = [index]
-            firsts.append(index)
-            unit_roles.append(role if role in ROLES else str(role))
-            turns.append(turn)
+            add_first(index)
+            add_role(role if role in ROLES else str(role))
+            add_turn(turn)
         if open_unit >= 0:
             _close(open_unit, pending, members, problems)
         self.n_messages = n
