@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import (
     AIMessage,
@@ -219,8 +219,7 @@ _PLAIN: dict[type, tuple[str, bool, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRecord:
+class MessageRecord(NamedTuple):
     """What the conversation layer needs of a message list, read in one pass."""
 
     messages: list[BaseMessage]

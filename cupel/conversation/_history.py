@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -145,26 +146,26 @@ class HistoryItems(HistoryColumns):
         problems = conversation.unit_problems
         if unit_tokens is None:
             per_message: Sequence[int] = tokens  # type: ignore[assignment]
-            needs = [per_message[first] for first in firsts]
+            needs = list(map(per_message.__getitem__, firsts))
             for k, group in groups.items():
-                needs[k] = sum([per_message[i] for i in group])
+                needs[k] = sum(map(per_message.__getitem__, group))
         else:
             needs = [unit_tokens(groups.get(k) or (first,)) for k, first in enumerate(firsts)]
-        bad = [(k, needs[k]) for k in sorted(problems)]
         if problems:
+            bad = [(k, needs[k]) for k in sorted(problems)]
             units = [k for k in range(len(firsts)) if k not in problems]
             unit_counts = [needs[k] for k in units]
-            position_of = {k: position for position, k in enumerate(units)}
+            unit_turns: Sequence[int] = [turns[k] for k in units]
         else:
+            bad = []
             units = list(range(len(firsts)))
             unit_counts = needs
-            position_of = None
-        if block_key is None:
-            blocks: list[int | None] = [None] * len(units)
-        else:
-            blocks = [
-                turn if turn < latest_turn else None for turn in map(turns.__getitem__, units)
-            ]
+            unit_turns = turns
+        blocks: list[int | None] = (
+            [None] * len(units)
+            if block_key is None
+            else [turn if turn < latest_turn else None for turn in unit_turns]
+        )
         causes = (  # pinned unit -> why
             {k: "system" for k in units if roles[k] == SYSTEM}
             if keep_system and SYSTEM in roles
@@ -176,7 +177,7 @@ class HistoryItems(HistoryColumns):
         pinned_tokens = {"system": 0, "latest_user": 0, "last": 0}
         for k, why in causes.items():
             pinned_tokens[why] += needs[k]
-        pinned = sorted(causes if position_of is None else [position_of[k] for k in causes])
+        pinned = sorted(causes if not problems else [bisect_left(units, k) for k in causes])
         source = _Source(texts, timestamps, table, metadata, block_key, query)
         return cls(
             conversation,

@@ -160,10 +160,8 @@ class Conversation:
         pending: dict[str, int] = {}  # its unanswered call ids (with multiplicity)
         turn = 0
         latest_user = -1
-        add_first = firsts.append
-        add_role = unit_roles.append
-        add_turn = turns.append
-        for index, role in enumerate(roles):
+        for index in range(n):
+            role = roles[index]
             if role == TOOL:
                 call_id = answers.get(index) or ""
                 if open_unit >= 0 and pending.get(call_id, 0) > 0:
@@ -192,7 +190,7 @@ class Conversation:
             if role == USER:
                 turn += 1
                 latest_user = len(firsts)
-            elif role == ASSISTANT and calls:
+            elif role == ASSISTANT:
                 made = calls.get(index)
                 if made:
                     open_unit = len(firsts)
@@ -202,9 +200,9 @@ class Conversation:
                         pending[key] = pending.get(key, 0) + 1
                         made_by[key] = open_unit
                     members[open_unit] = [index]
-            add_first(index)
-            add_role(role if role in ROLES else str(role))
-            add_turn(turn)
+            firsts.append(index)
+            unit_roles.append(role if role in ROLES else str(role))
+            turns.append(turn)
         if open_unit >= 0:
             _close(open_unit, pending, members, problems)
         self.n_messages = n
