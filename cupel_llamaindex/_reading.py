@@ -317,7 +317,7 @@ class Counting:
                     if value is None:
                         value = known[key] = count(key)
                     found[i] = value
-        counts: list[int] = list(map(MESSAGE_TOKENS.__add__, found))  # type: ignore[arg-type]
+        counts: list[int] = [MESSAGE_TOKENS + n for n in found]  # type: ignore[operator]
         for i, media in read.media.items():
             counts[i] += self.media_tokens(media)
         return counts

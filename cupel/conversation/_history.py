@@ -146,9 +146,9 @@ class HistoryItems(HistoryColumns):
         problems = conversation.unit_problems
         if unit_tokens is None:
             per_message: Sequence[int] = tokens  # type: ignore[assignment]
-            needs = list(map(per_message.__getitem__, firsts))
+            needs = [per_message[first] for first in firsts]
             for k, group in groups.items():
-                needs[k] = sum(map(per_message.__getitem__, group))
+                needs[k] = sum([per_message[i] for i in group])
         else:
             needs = [unit_tokens(groups.get(k) or (first,)) for k, first in enumerate(firsts)]
         if problems:

@@ -231,7 +231,7 @@ def split_start(
 def _own_components(pipeline: Pipeline) -> bool:
     """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
     that read no item metadata (a subclass could read anything)."""
-    placers, blind = _blind_classes()
+    placers, blind = _BLIND or _blind_classes()
     if type(pipeline.placer) not in placers:
         return False
     pending: list[object] = [pipeline.scorer]

@@ -268,7 +268,7 @@ def select_window(
     shared = isinstance(slicer, RecencyWindowSlice) and slicer.scored_share > 0
     recalled = _recalled(history, positions, given) if shared else []
     messages = history.messages_at(positions)
-    recalled_messages = history.messages_at(recalled)
+    recalled_messages = history.messages_at(recalled) if recalled else []
     if given is not None and recalled:
         messages = _before_latest_user(history, messages, recalled_messages)
     prefix = 0
