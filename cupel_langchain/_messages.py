@@ -270,8 +270,8 @@ def read_messages(
             )
         ):
             # a plain human or AI message (nearly every message of a chat): role and text
-            role, ai, kind = plain
-            add_role(role)
+            plain_role, ai, kind = plain
+            add_role(plain_role)
             add_type(kind)
             add_text(content)
             if ai and message.usage_metadata:  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, cast
+from typing import Any
 
 from cupel._errors import CupelError
 from cupel._model import ContextBudget, ContextItem
@@ -399,7 +399,7 @@ def _plain(
     the walk cannot overflow it."""
     if not plain_pipeline(pipeline, history.block_key):
         return None
-    slicer = cast(RecencyWindowSlice, pipeline.slicer)
+    slicer: RecencyWindowSlice = pipeline.slicer  # type: ignore[assignment]  # plain
     pinned_tokens = sum(history.pinned_tokens.values())
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None
