@@ -397,23 +397,23 @@ def plain_window(
         slicer._target(tokens, target),
         target,
         tokens,
-        _Given(() if slicer.block_key is None else blocks),
+        _Given(None if slicer.block_key is None else blocks),
         slicer.partial_blocks,
     )[0]
 
 
 class _Given:
     """Block values given as a column, read as the walk reaches them (``_Blocks`` reads
-    them from the items); an empty column: every candidate is a block of its own."""
+    them from the items); ``None``: every candidate is a block of its own."""
 
     __slots__ = ("_values",)
 
-    def __init__(self, values: Sequence[int | str | None]) -> None:
+    def __init__(self, values: Sequence[int | str | None] | None) -> None:
         self._values = values
 
     def of(self, position: int) -> object:
         values = self._values
-        value = values[position] if values else None
+        value = None if values is None else values[position]
         return _NO_BLOCK if value is None else (type(value), value)
 
 
