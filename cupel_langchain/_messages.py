@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import (
     AIMessage,
@@ -219,8 +219,7 @@ _PLAIN: dict[type, tuple[str, bool, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class MessageRecord:
+class MessageRecord(NamedTuple):
     """What the conversation layer needs of a message list, read in one pass."""
 
     messages: list[BaseMessage]
@@ -255,30 +254,32 @@ def read_messages(
     add_role = roles.append
     add_text = texts.append
     add_type = types.append
+    plain_of = _PLAIN.get
+    priced = tokens is not None and count_plain is not None
     for index, message in enumerate(messages):
         cls = type(message)
         content = message.content
-        plain = _PLAIN.get(cls)
+        plain = plain_of(cls)
         if (
             plain is not None
             and type(content) is str
             and content
+            and not message.additional_kwargs
             and not (
                 plain[1] and (message.tool_calls or message.invalid_tool_calls)  # type: ignore[attr-defined]
             )
-            and not message.additional_kwargs
         ):
             # a plain human or AI message (nearly every message of a chat): role and text
-            add_role(plain[0])
-            add_type(plain[2])
+            plain_role, ai, kind = plain
+            add_role(plain_role)
+            add_type(kind)
             add_text(content)
-            if plain[1] and message.usage_metadata:  # type: ignore[attr-defined]
+            if ai and message.usage_metadata:  # type: ignore[attr-defined]
                 reporting.append(index)
-            if tokens is not None:
-                if count_plain is not None and not message.name:
-                    tokens.append(count_plain(content) + MESSAGE_TOKENS)
-                else:
-                    tokens.append(count(message))  # type: ignore[misc]
+            if priced and not message.name:
+                tokens.append(count_plain(content) + MESSAGE_TOKENS)  # type: ignore[misc,union-attr]
+            elif tokens is not None:
+                tokens.append(count(message))  # type: ignore[misc]
             continue
         role = role_of.get(cls)
         if role is None or isinstance(message, ChatMessage):

@@ -69,7 +69,7 @@ MIDDLEWARE_OPTIONS = PinnedOptions(
 def model_input_tokens(model: object) -> int | None:
     """``model.profile["max_input_tokens"]`` when the model's profile knows it."""
     profile = getattr(model, "profile", None)
-    if not isinstance(profile, Mapping):
+    if profile is None or not isinstance(profile, Mapping):
         return None
     tokens = profile.get("max_input_tokens")
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:

@@ -306,18 +306,20 @@ class Counting:
         keys = read.keys
         known = self.known
         found = list(map(known.get, keys))
-        if None in found:
+        missing = found.count(None)
+        if missing:
             count = self.text_tokens
-            if len(known) + found.count(None) > 2 * len(keys) + 1000:
+            if len(known) + missing > 2 * len(keys) + 1000:
                 known.clear()
-            for i, value in enumerate(found):
-                if value is None:  # not counted before (or earlier in this pass)
-                    key = keys[i]
-                    value = known.get(key)
-                    if value is None:
-                        value = known[key] = count(key)
-                    found[i] = value
-        counts: list[int] = list(map(MESSAGE_TOKENS.__add__, found))  # type: ignore[arg-type]
+            i = -1
+            for _ in range(missing):  # not counted before (or earlier in this pass)
+                i = found.index(None, i + 1)
+                key = keys[i]
+                value = known.get(key)
+                if value is None:
+                    value = known[key] = count(key)
+                found[i] = value
+        counts: list[int] = [MESSAGE_TOKENS + n for n in found]  # type: ignore[operator]
         for i, media in read.media.items():
             counts[i] += self.media_tokens(media)
         return counts

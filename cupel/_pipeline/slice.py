@@ -47,9 +47,16 @@ def effective_budget(budget: ContextBudget, pinned_tokens: int) -> ContextBudget
 
 def effective_limits(budget: ContextBudget, pinned_tokens: int) -> tuple[int, int]:
     """:func:`effective_budget`'s ``(max_tokens, target_tokens)``, without building it."""
-    reserved = sum(budget.reserved_slots.values())
-    eff_max = max(0, budget.max_tokens - budget.output_reserve - pinned_tokens - reserved)
-    eff_target = min(max(0, budget.target_tokens - pinned_tokens - reserved), eff_max)
+    slots = budget.reserved_slots
+    held = pinned_tokens + sum(slots.values()) if slots else pinned_tokens
+    eff_max = budget.max_tokens - budget.output_reserve - held
+    if eff_max < 0:
+        eff_max = 0
+    eff_target = budget.target_tokens - held
+    if eff_target < 0:
+        eff_target = 0
+    elif eff_target > eff_max:
+        eff_target = eff_max
     margin = budget.estimation_safety_margin_percent
     if margin > 0:
         multiplier = 1.0 - margin / 100.0

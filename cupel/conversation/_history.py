@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -137,38 +138,46 @@ class HistoryItems(HistoryColumns):
             pins[k] = "last"
         if keep_latest_user and latest_user >= 0:
             pins[latest_user] = "latest_user"
-        # The structure's columns, read directly: this loop runs once per unit.
+        # The structure's columns, read whole: a pass per column, not a loop per unit.
         firsts = conversation.unit_firsts
         groups = conversation.unit_members
         roles = conversation.unit_roles
         turns = conversation.unit_turns
         problems = conversation.unit_problems
-        per_message = tokens if unit_tokens is None else None
-        count: Callable[[tuple[int, ...]], int] = unit_tokens if unit_tokens is not None else len
-        units: list[int] = []
-        unit_counts: list[int] = []
-        blocks: list[int | None] = []
-        pinned: list[int] = []
+        if unit_tokens is None:
+            per_message: Sequence[int] = tokens  # type: ignore[assignment]
+            needs = [per_message[first] for first in firsts]
+            for k, group in groups.items():
+                needs[k] = sum([per_message[i] for i in group])
+        else:
+            needs = [unit_tokens(groups.get(k) or (first,)) for k, first in enumerate(firsts)]
+        if problems:
+            bad = [(k, needs[k]) for k in sorted(problems)]
+            units = [k for k in range(len(firsts)) if k not in problems]
+            unit_counts = [needs[k] for k in units]
+            unit_turns: Sequence[int] = [turns[k] for k in units]
+        else:
+            bad = []
+            units = list(range(len(firsts)))
+            unit_counts = needs
+            unit_turns = turns
+        blocks: list[int | None] = (
+            [None] * len(units)
+            if block_key is None
+            else [turn if turn < latest_turn else None for turn in unit_turns]
+        )
+        causes = (  # pinned unit -> why
+            {k: "system" for k in units if roles[k] == SYSTEM}
+            if keep_system and SYSTEM in roles
+            else {}
+        )
+        for k, why in pins.items():
+            if k not in causes and k not in problems:
+                causes[k] = why
         pinned_tokens = {"system": 0, "latest_user": 0, "last": 0}
-        bad: list[tuple[int, int]] = []
-        blocking = block_key is not None
-        for k, first in enumerate(firsts):
-            group = groups.get(k)
-            if per_message is not None:
-                need = per_message[first] if group is None else sum(per_message[i] for i in group)
-            else:
-                need = count((first,) if group is None else group)
-            if k in problems:
-                bad.append((k, need))
-                continue
-            cause = "system" if keep_system and roles[k] == SYSTEM else pins.get(k)
-            if cause is not None:
-                pinned.append(len(units))
-                pinned_tokens[cause] += need
-            units.append(k)
-            unit_counts.append(need)
-            turn = turns[k]
-            blocks.append(turn if blocking and turn < latest_turn else None)
+        for k, why in causes.items():
+            pinned_tokens[why] += needs[k]
+        pinned = sorted(causes if not problems else [bisect_left(units, k) for k in causes])
         source = _Source(texts, timestamps, table, metadata, block_key, query)
         return cls(
             conversation,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Collection, Sequence
-from typing import cast
 
 from cupel._model import ContextBudget
 from cupel._pipeline import Pipeline
@@ -47,9 +46,10 @@ def tool_free_window(
     ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
     [0, 3]
     """
+    slicer: RecencyWindowSlice = pipeline.slicer  # type: ignore[assignment]  # if plain
     if (
         not plain_pipeline(pipeline, DEFAULT_BLOCK_KEY)
-        or cast(RecencyWindowSlice, pipeline.slicer).low_water is not None
+        or slicer.low_water is not None
         or not _TOOL_FREE.issuperset(roles)
     ):
         return None  # cache-stable windows are replayed from the history: select them
@@ -63,11 +63,10 @@ def tool_free_window(
     )
     if keep_latest_user and latest_user >= 0:
         insort(pinned, latest_user)
-    pinned_tokens = sum(map(tokens.__getitem__, pinned))
+    pinned_tokens = sum([tokens[i] for i in pinned])
     target = _target(budget, pinned_tokens)
     if target is None:
         return None  # select raises, or runs the pipeline
-    slicer = cast(RecencyWindowSlice, pipeline.slicer)
     chosen: list[int] = []
     if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
         by_turn = slicer.block_key is not None and latest_user >= 0
@@ -231,7 +230,7 @@ def split_start(
 def _own_components(pipeline: Pipeline) -> bool:
     """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
     that read no item metadata (a subclass could read anything)."""
-    placers, blind = _blind_classes()
+    placers, blind = _BLIND or _blind_classes()
     if type(pipeline.placer) not in placers:
         return False
     pending: list[object] = [pipeline.scorer]

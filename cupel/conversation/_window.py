@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, cast
+from typing import Any
 
 from cupel._errors import CupelError
 from cupel._model import ContextBudget, ContextItem
@@ -187,9 +187,7 @@ def select_window(
 ) -> HistoryWindow:
     """:meth:`HistoryColumns.select` (see there)."""
     history.check_pinned(budget, options)
-    if pipeline.needs_query:  # an unbound relevance scorer: the latest user message
-        pipeline = pipeline.with_query(history.query)
-    asked = pipeline  # what a rerun selects with
+    asked = pipeline  # what a rerun selects with (binding the query again)
     offered: list[int] | None = None  # positions offered to the pipeline (None: all)
     before_cut: list[int] = []
     stable: StableCut | None = None
@@ -218,6 +216,7 @@ def select_window(
             # the replayed window is kept as it is; the share recalls older units with
             # the tokens it leaves (every unit is offered, those before the cut that are
             # not recalled are reported as before the cut)
+            pipeline = _bound(pipeline, history)
             items = history.items
             given = {p for p in offered if not flags[p]}
             window = GivenWindowShare(
@@ -240,6 +239,7 @@ def select_window(
     plain = positions is not None
     report: SelectionReport | None = None
     if positions is None:
+        pipeline = _bound(pipeline, history)
         full = with_report or on_overflow is not None or reads_unit_metadata(pipeline)
         items = history.items if full else history.bare_items()
         candidates = items if offered is None else [items[p] for p in offered]
@@ -268,7 +268,7 @@ def select_window(
     shared = isinstance(slicer, RecencyWindowSlice) and slicer.scored_share > 0
     recalled = _recalled(history, positions, given) if shared else []
     messages = history.messages_at(positions)
-    recalled_messages = history.messages_at(recalled)
+    recalled_messages = history.messages_at(recalled) if recalled else []
     if given is not None and recalled:
         messages = _before_latest_user(history, messages, recalled_messages)
     prefix = 0
@@ -308,6 +308,12 @@ def select_window(
         plain,
         recalled_messages,
     )
+
+
+def _bound(pipeline: Pipeline, history: HistoryColumns) -> Pipeline:
+    """``pipeline`` with its unbound relevance scorers bound to the history's query (the
+    latest user message), before it scores: the plain window reads no score."""
+    return pipeline.with_query(history.query) if pipeline.needs_query else pipeline
 
 
 def _recallable(history: HistoryColumns, before: list[int], head: int | None) -> list[int]:
@@ -393,7 +399,7 @@ def _plain(
     the walk cannot overflow it."""
     if not plain_pipeline(pipeline, history.block_key):
         return None
-    slicer = cast(RecencyWindowSlice, pipeline.slicer)
+    slicer: RecencyWindowSlice = pipeline.slicer  # type: ignore[assignment]  # plain
     pinned_tokens = sum(history.pinned_tokens.values())
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None
@@ -401,8 +407,11 @@ def _plain(
     flags = history.pinned_flags
     tokens = history.tokens
     blocks = history.blocks
-    walk = [p for p in (range(len(flags)) if offered is None else offered) if not flags[p]]
-    walk.reverse()  # newest first
+    walk = [  # newest first
+        p
+        for p in (range(len(flags) - 1, -1, -1) if offered is None else offered[::-1])
+        if not flags[p]
+    ]
     taken = plain_window(slicer, [tokens[p] for p in walk], [blocks[p] for p in walk], target)
     chosen = [walk[i] for i in taken]
     chosen.extend(history.pinned)

@@ -15,16 +15,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from operator import attrgetter, itemgetter
 from typing import Protocol, TypeVar, runtime_checkable
-
-import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._fastpath import (
     FloatArray,
     TokenArray,
-    columns,
     fast_method,
 )
 from cupel._fastpath import IntArray as IntArray  # re-exported (recency_window reads it here)
@@ -32,7 +28,7 @@ from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel._params import Configurable
 from cupel.diagnostics._outcomes import SliceOutcome
 
-# The package's public names; the helpers below (Candidates, candidates_of, fast_selector,
+# The package's public names; the helpers below (Candidates, fast_selector,
 # floor_times, check_inner, entry_kind, index_by_kind) serve the slicer modules only.
 __all__ = ["BaseSlicer", "Slicer", "slice_detailed"]
 
@@ -166,23 +162,6 @@ class Candidates:
     def item_list(self) -> list[ContextItem]:
         """The candidates' items, in candidate order."""
         return list(map(self.items.__getitem__, self.index.tolist()))
-
-
-_SCORE = itemgetter(1)
-_ITEM = itemgetter(0)
-_TOKENS = attrgetter("tokens")
-
-
-def candidates_of(scored: Sequence[ScoredItem]) -> Candidates | None:
-    """``scored`` as :class:`Candidates`, or ``None`` when the values may not live in
-    arrays (:func:`cupel._fastpath.columns`: a score that is not a ``float`` or is NaN, a
-    negative token count, a huge total): then a slicer runs its per-item definition."""
-    items = list(map(_ITEM, scored))
-    found = columns(list(map(_SCORE, scored)), list(map(_TOKENS, items)))
-    if found is None:
-        return None
-    index = np.arange(len(items), dtype=np.intp)
-    return Candidates(items, index, found.tokens, found.scores)
 
 
 Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]

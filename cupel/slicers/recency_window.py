@@ -392,28 +392,29 @@ def plain_window(
         )
     if not tokens or target <= 0:
         return []
-    key = _NO_BLOCK if slicer.block_key is None else None
-    values = [_NO_BLOCK if key is _NO_BLOCK or b is None else (type(b), b) for b in blocks]
     return _walk_newest(
         range(len(tokens)),
         slicer._target(tokens, target),
         target,
         tokens,
-        _Given(values),
+        _Given(None if slicer.block_key is None else blocks),
         slicer.partial_blocks,
     )[0]
 
 
 class _Given:
-    """Block values given as a column (``_Blocks`` reads them from the items)."""
+    """Block values given as a column, read as the walk reaches them (``_Blocks`` reads
+    them from the items); ``None``: every candidate is a block of its own."""
 
     __slots__ = ("_values",)
 
-    def __init__(self, values: Sequence[object]) -> None:
+    def __init__(self, values: Sequence[int | str | None] | None) -> None:
         self._values = values
 
     def of(self, position: int) -> object:
-        return self._values[position]
+        values = self._values
+        value = None if values is None else values[position]
+        return _NO_BLOCK if value is None else (type(value), value)
 
 
 def _rebuild(
@@ -481,17 +482,21 @@ def _walk(
     remaining = budget
     index = start
     end = len(order)
+    block_of = blocks.of
     while index < end:
         position = order[index]
-        block = blocks.of(position)
+        block = block_of(position)
         members = [position]
         following = index + 1
         if block is not _NO_BLOCK:
-            while following < end and blocks.of(order[following]) == block:
+            while following < end and block_of(order[following]) == block:
                 members.append(order[following])
                 following += 1
-        members = [p for p in members if p not in skip]
-        need = sum(tokens[p] for p in members)
+        if skip:
+            members = [p for p in members if p not in skip]
+        need = 0
+        for p in members:
+            need += tokens[p]
         if need > remaining:
             if partial and len(members) > 1:
                 head = members[-1]  # walk order is newest first: the block's oldest item

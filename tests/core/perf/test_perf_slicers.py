@@ -7,13 +7,14 @@ import random
 from collections.abc import Sequence
 
 import pytest
+from candidates_testkit import candidates_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from perf_testkit import MAX_FLOAT, budgets, context_items, scored_lists, spec_greedy
 
 from cupel import ContextBudget, ContextItem, GreedySlice, QuotaEntry, QuotaSlice, ScoredItem
-from cupel.slicers._base import candidates_of, fast_selector
+from cupel.slicers._base import fast_selector
 
 
 def ids(items: list[ContextItem]) -> list[int]:

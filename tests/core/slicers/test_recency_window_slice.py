@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from candidates_testkit import candidates_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
@@ -24,7 +25,6 @@ from cupel import (
     ScoredItem,
     SlicerConfigError,
 )
-from cupel.slicers._base import candidates_of
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
