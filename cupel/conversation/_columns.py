@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
-from cupel._errors import ConfigurationError, PinnedBudgetError
+from cupel._errors import ConfigurationError, ItemError, PinnedBudgetError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ContextSource, freeze_metadata
+from cupel._text import is_unicode_text
 from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Conversation
 from cupel.counting import MessageParts, fit_unit
 from cupel.diagnostics._reasons import InvalidToolCall
@@ -145,13 +146,15 @@ class HistoryColumns:
     def query(self) -> str:
         """The query a pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to
         when it selects from this history: the one given when it was built, else the text
-        of the latest user message (``""`` when there is none: every relevance is 0)."""
-        if self._source.query is not None:
-            return self._source.query
-        latest = self.conversation.latest_user
-        if latest < 0:
-            return ""
-        return self._source.texts[self.conversation.unit_firsts[latest]]
+        of the latest user message (``""`` when there is none: every relevance is 0), lone
+        surrogates replaced by U+FFFD as in the items."""
+        query = self._source.query
+        if query is None:
+            latest = self.conversation.latest_user
+            if latest < 0:
+                return ""
+            query = self._source.texts[self.conversation.unit_firsts[latest]]
+        return query if is_unicode_text(query) else _replaced(query)
 
     def is_pinned(self, position: int) -> bool:
         """Whether the item at ``position`` is pinned."""
@@ -337,9 +340,21 @@ class _Source:
         self, history: HistoryColumns, *, with_metadata: bool
     ) -> tuple[list[ContextItem], list[ContextItem]]:
         """The items of ``history``'s positions, and (``with_metadata``) of its invalid
-        units."""
+        units. A message text holding a lone surrogate (half of an emoji cut in a stream,
+        say), which no item may hold, is given to its item with U+FFFD in that place; the
+        message itself is untouched."""
+        try:
+            return self._build(history, self.texts, with_metadata=with_metadata)
+        except ItemError:
+            if all(map(is_unicode_text, self.texts)):
+                raise
+        texts = [text if is_unicode_text(text) else _replaced(text) for text in self.texts]
+        return self._build(history, texts, with_metadata=with_metadata)
+
+    def _build(
+        self, history: HistoryColumns, texts: Sequence[str], *, with_metadata: bool
+    ) -> tuple[list[ContextItem], list[ContextItem]]:
         conversation = history.conversation
-        texts = self.texts
         n = conversation.n_messages
         stamps = synthetic_timestamps(n) if self.timestamps is None else _ordered(self.timestamps)
         firsts = conversation.unit_firsts
@@ -429,6 +444,11 @@ class _Source:
                 blocked = block_key is not None and turn < latest_turn
                 bad.append(item(k, need, False, turn if blocked else None))
         return items, bad
+
+
+def _replaced(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD."""
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def identity_positions(position: Mapping[int, int], selected: Sequence[ContextItem]) -> list[int]:

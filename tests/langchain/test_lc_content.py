@@ -540,3 +540,19 @@ def test_read_content_never_raises(blocks: list[tuple[str, dict[str, Any]]]) -> 
     texts, media = read_content(AIMessage(content))
     assert all(isinstance(t, str) for t in texts)
     assert all(isinstance(m, Media) for m in media)
+
+
+@pytest.mark.parametrize("policy", ["chat", "rag", "recall"])
+def test_a_lone_surrogate_in_a_text_is_selected_and_reported(policy: str) -> None:
+    """A message text holding half an emoji (a stream cut inside a surrogate pair) is
+    selected under every policy, with and without the report, and asked about with
+    recall: the messages come back untouched, the report's items carry U+FFFD there."""
+    from cupel_langchain import select_messages, select_messages_with_report
+
+    history = [HumanMessage("hi \ud83d there"), AIMessage("ok"), HumanMessage("next \ud83d")]
+    kept = select_messages(history, max_tokens=100, policy=policy)
+    assert [id(m) for m in kept] == [id(m) for m in history]
+    again, report = select_messages_with_report(history, max_tokens=100, policy=policy)
+    assert again == kept and history[0].content == "hi \ud83d there"
+    contents = {entry.item.content for entry in report.included}
+    assert "hi \ufffd there" in contents and "next \ufffd" in contents

@@ -242,3 +242,24 @@ def test_an_unknown_block_counts_its_json_without_payloads() -> None:
     assert len(texts) == 1 and "wave" in texts[0] and "sticker" in texts[0]
     assert base64.b64encode(PNG).decode()[:20] not in texts[0] and "PNG" not in texts[0]
     assert media == [Media("image", 1024, 768, size=len(PNG))]
+
+
+@pytest.mark.parametrize("policy", ["chat", "recall"])
+def test_a_lone_surrogate_in_a_text_is_selected_and_reported(policy: str) -> None:
+    """A message text holding half an emoji is kept by the memory under every policy and
+    its report reads: the messages come back untouched, the items carry U+FFFD."""
+    from cupel_llamaindex import CupelChatMemory
+
+    memory = CupelChatMemory.from_defaults(token_limit=100, policy=policy)
+    history = [
+        ChatMessage(role="user", content="hi \ud83d there"),
+        ChatMessage(role="assistant", content="ok"),
+        ChatMessage(role="user", content="next \ud83d"),
+    ]
+    for message in history:
+        memory.put(message)
+    window = memory.get()
+    assert [m.content for m in window] == [m.content for m in history]
+    report = memory.last_report
+    assert report is not None
+    assert any("hi \ufffd there" in entry.item.content for entry in report.included)
