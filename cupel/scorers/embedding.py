@@ -173,15 +173,15 @@ class Embedder:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in
         the cache are sent to the model, once each, in one call."""
         cache = self._texts
-        found: dict[str, FloatArray] = {}
         with self._lock:  # what is known now stays usable if another thread evicts it
-            for text in texts:
-                if text not in found:
-                    known = cache.get(text)
-                    if known is not None:
-                        cache.move_to_end(text)
-                        found[text] = known
-        missing = list(dict.fromkeys(t for t in texts if t not in found))
+            rows: list[FloatArray | None] = list(map(cache.get, texts))
+            absent = [i for i, row in enumerate(rows) if row is None]
+            if len(absent) < len(rows):  # the texts found are the most recently used
+                move = cache.move_to_end
+                for text, row in zip(texts, rows, strict=True):
+                    if row is not None:
+                        move(text)
+        missing = list(dict.fromkeys(texts[i] for i in absent))
         new: dict[str, FloatArray] = {}
         if missing:
             try:
@@ -216,10 +216,12 @@ class Embedder:
                 cache.update(new)
                 while len(cache) > self.max_texts:
                     cache.popitem(last=False)
-            found.update(new)
+            for i in absent:
+                rows[i] = new[texts[i]]
         if not texts:
             return np.zeros((0, self._dimension or 0))
-        return np.vstack([found[text] for text in texts])
+        stacked: FloatArray = np.array(rows, dtype=np.float64)
+        return stacked
 
     def query(self, text: str) -> FloatArray:
         """The unit vector of the query ``text`` (cached like the texts)."""
