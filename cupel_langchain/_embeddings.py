@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 
 from cupel import ConfigurationError
-from cupel.scorers.embedding import Embedder, shared_embedder
+from cupel.scorers.embedding import Embedder, model_embedder
 
 __all__ = ["embedder_of"]
 
@@ -15,7 +15,7 @@ def embedder_of(embeddings: object) -> Embedder:
     """The :class:`~cupel.scorers.embedding.Embedder` of a LangChain ``Embeddings``
     (``embed_documents`` for the messages, ``embed_query`` for the latest human
     message), the same one for the same model object on every call, so each text is
-    embedded once (:func:`~cupel.scorers.embedding.shared_embedder`). An ``Embedder``
+    embedded once (:func:`~cupel.scorers.embedding.model_embedder`). An ``Embedder``
     is taken as it is.
 
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -32,12 +32,4 @@ def embedder_of(embeddings: object) -> Embedder:
             field="embeddings",
             value=embeddings,
         )
-    model = embeddings
-    return shared_embedder(
-        model,
-        lambda: Embedder(
-            lambda texts: model.embed_documents(list(texts)),
-            model.embed_query,
-            name=type(model).__name__,
-        ),
-    )
+    return model_embedder(embeddings, embeddings.embed_documents, embeddings.embed_query)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from cupel import ConfigurationError
-from cupel.scorers.embedding import Embedder, shared_embedder
+from cupel.scorers.embedding import Embedder, model_embedder
 
 __all__ = ["embedder_of"]
 
@@ -15,7 +15,7 @@ def embedder_of(embeddings: object, owner: str) -> Embedder:
     """The :class:`~cupel.scorers.embedding.Embedder` of a LlamaIndex ``BaseEmbedding``
     (``get_text_embedding_batch`` for the messages, ``get_query_embedding`` for the
     latest user message), the same one for the same model object on every call, so each
-    text is embedded once (:func:`~cupel.scorers.embedding.shared_embedder`). An
+    text is embedded once (:func:`~cupel.scorers.embedding.model_embedder`). An
     ``Embedder`` is taken as it is.
 
     >>> from llama_index.core.embeddings import MockEmbedding
@@ -33,12 +33,6 @@ def embedder_of(embeddings: object, owner: str) -> Embedder:
             field="embeddings",
             value=embeddings,
         )
-    model = embeddings
-    return shared_embedder(
-        model,
-        lambda: Embedder(
-            lambda texts: model.get_text_embedding_batch(list(texts)),
-            model.get_query_embedding,
-            name=type(model).__name__,
-        ),
+    return model_embedder(
+        embeddings, embeddings.get_text_embedding_batch, embeddings.get_query_embedding
     )

@@ -34,7 +34,7 @@ import numpy as np
 from cupel._errors import ConfigurationError, EmbeddingError
 from cupel.scorers._base import FloatArray
 
-__all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "shared_embedder"]
+__all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "model_embedder", "shared_embedder"]
 
 EmbedTexts = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 """Texts to their vectors, one per text, in order (``Embeddings.embed_documents``)."""
@@ -277,3 +277,24 @@ def shared_embedder(model: object, build: Callable[[], Embedder]) -> Embedder:
         _SHARED.insert(0, (model, built))
         del _SHARED[_MAX_SHARED:]
     return built
+
+
+def model_embedder(
+    model: object, texts: Callable[[list[str]], Sequence[Sequence[float]]], query: EmbedQuery
+) -> Embedder:
+    """The shared :class:`Embedder` (:func:`shared_embedder`) of a framework's embedding
+    ``model``, embedding documents by ``texts`` (given a list) and the query by ``query``,
+    named after the model's class: what both adapters' ``embeddings=`` build.
+
+    >>> class Model:
+    ...     def documents(self, texts): return [[1.0, len(t)] for t in texts]
+    ...     def question(self, text): return [1.0, 0.0]
+    >>> model = Model()
+    >>> embedder = model_embedder(model, model.documents, model.question)
+    >>> embedder.name, model_embedder(model, model.documents, model.question) is embedder
+    ('Model', True)
+    """
+    return shared_embedder(
+        model,
+        lambda: Embedder(lambda batch: texts(list(batch)), query, name=type(model).__name__),
+    )
