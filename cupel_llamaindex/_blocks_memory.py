@@ -392,7 +392,11 @@ class CupelMemory(WindowFields, Memory):
             return  # the pinned messages alone overflow: get() says so, nothing is flushed
         pipeline = self._history_pipeline()
         if self.cache_stable is False:
-            end = self._flush_end(history, len(system), mapping, pipeline, budget)
+            # before the window of the widest room get() can have (the blocks taking
+            # nothing): a message any later window may show is never flushed
+            widest = max(0, self.token_limit - self._reserve())
+            room = ContextBudget(max_tokens=widest, target_tokens=widest)
+            end = self._flush_end(history, len(system), mapping, pipeline, room)
         else:
             end = self._stable_flush_end(history, len(system), mapping, pipeline, counting)
         count = end - len(system)

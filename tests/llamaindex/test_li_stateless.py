@@ -597,3 +597,15 @@ def test_a_function_agent_sends_the_same_requests_from_two_memories_on_one_store
     active = asyncio.run(shared.get_messages("agent"))
     assert len(archived) > len(active)  # the memory flushed along the way
     assert len(alone) == 12 * 2
+
+
+def test_a_batch_put_with_memory_blocks_flushes_only_what_no_window_shows() -> None:
+    """Eight questions put at once (``put_messages``) on a memory with a block flush what
+    eight ``put()`` calls flush: only messages no ``get()`` can show (the blocks may take
+    less than their share, so a window may be wider than the flush budget)."""
+    operations: list[tuple[Op, bool]] = [(("user", 0), False)] * 8
+    one = _memory_world(50, False, blocks=True).play(operations)
+    batched = _memory_world(50, False, blocks=True, batch=True, objects=0).play(operations)
+    assert _windows(batched) == _windows(one)
+    window = _windows(one)[0][0]
+    assert [text for _, text in window[1:]] == [f"u{i} " for i in range(8)]
