@@ -306,13 +306,32 @@ class HistoryColumns:
         raise error
 
 
-_BARE: dict[tuple[Any, ...], ContextItem] = {}
-"""Items without caller metadata, by everything they hold (content, tokens, kind, source,
-timestamp, pinned, block): a history selected again — a conversation re-read on every turn —
-reuses the items of the units it already had instead of validating them anew. Items are
-immutable and equal keys make equal items, so a reused one never changes a result; a
-history's own items stay distinct (their timestamps increase). Emptied when full."""
-_BARE_LIMIT = 1 << 14
+_KEPT: dict[tuple[Any, ...], ContextItem] = {}
+"""Built items by everything they hold (content, tokens, kind, source, timestamp, pinned,
+and their metadata when it is flat: each value a string, number, boolean or ``None``, kept
+with its type): a history selected again — a conversation re-read on every turn — reuses
+the items of the units it already had instead of validating them anew. Items are immutable
+and equal keys make equal items, so a reused one never changes a result; a history's own
+items stay distinct (their timestamps increase). Emptied when full."""
+_KEPT_LIMIT = 1 << 14
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_SEQUENCE_ATOMS = frozenset({str, int, type(None)})
+
+
+def _held(meta: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """``meta`` as part of an item's key (each key, its value's type and the value), or
+    ``None`` when a value is neither an atom nor a list or tuple of strings and ints (the
+    item is then built, not kept)."""
+    held: list[Any] = []
+    for name, value in meta.items():
+        kind = type(value)
+        if kind in _ATOMS:
+            held += (name, kind, value)
+        elif (kind is list or kind is tuple) and all(type(v) in _SEQUENCE_ATOMS for v in value):
+            held += (name, kind, tuple(value))  # (no two of these types compare equal)
+        else:
+            return None
+    return tuple(held)
 
 
 class _Source:
@@ -392,22 +411,24 @@ class _Source:
                 out["source"] = tool_source
             if pinned:
                 out["pinned"] = True
+            held: tuple[Any, ...] | None = ()  # the metadata in the key (None: not kept)
             if metadata is not None:
                 if block_key is None:
-                    out["metadata"] = metadata(k)
+                    meta = metadata(k)
                 elif block is None:
                     meta = dict(metadata(k))
                     meta.pop(block_key, None)
-                    out["metadata"] = meta
                 else:
-                    out["metadata"] = {**metadata(k), block_key: block}
-                return ContextItem(**out)
-            if block is not None:
+                    meta = {**metadata(k), block_key: block}
+                out["metadata"] = meta
+                held = _held(meta)
+            elif block is not None:
                 frozen = shared.get(block)
                 if frozen is None:
                     frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
                 out["metadata"] = frozen
-            if type(need) is not int:  # (not a count: the item refuses it)
+                held = (block_key, type(block), block)
+            if held is None or type(need) is not int:  # (not a count: the item refuses it)
                 return ContextItem(**out)
             source = out.get("source")
             key = (
@@ -417,15 +438,15 @@ class _Source:
                 None if source is None else str(source),
                 out["timestamp"],
                 pinned,
-                None if block is None else (block_key, type(block), block),
+                held,
             )
-            known = _BARE.get(key)
+            known = _KEPT.get(key)
             if known is not None:
                 return known
             made = ContextItem(**out)
-            if len(_BARE) >= _BARE_LIMIT:
-                _BARE.clear()
-            _BARE[key] = made
+            if len(_KEPT) >= _KEPT_LIMIT:
+                _KEPT.clear()
+            _KEPT[key] = made
             return made
 
         flags = history.pinned_flags
