@@ -307,31 +307,35 @@ class HistoryColumns:
 
 
 _KEPT: dict[tuple[Any, ...], ContextItem] = {}
-"""Built items by everything they hold (content, tokens, kind, source, timestamp, pinned,
-and their metadata when it is flat: each value a string, number, boolean or ``None``, kept
-with its type): a history selected again — a conversation re-read on every turn — reuses
-the items of the units it already had instead of validating them anew. Items are immutable
-and equal keys make equal items, so a reused one never changes a result; a history's own
-items stay distinct (their timestamps increase). Emptied when full."""
+"""Built items by everything they hold (content, tokens, kind as spelt, source, timestamp,
+pinned, block key and block, and the caller's metadata when it is flat: strings, numbers,
+booleans, ``None``, lists and tuples of strings and ints, kept with their types): a history
+selected again — a conversation re-read on every turn — reuses the items of the units it
+already had instead of validating them anew. Items are immutable and equal keys make equal
+items, so a reused one never changes a result; a history's own items stay distinct (their
+timestamps increase). Emptied when full."""
 _KEPT_LIMIT = 1 << 14
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 _SEQUENCE_ATOMS = frozenset({str, int, type(None)})
 
 
 def _held(meta: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """``meta`` as part of an item's key (each key, its value's type and the value), or
+    """``meta`` as part of an item's key (its keys, its values' types and its values), or
     ``None`` when a value is neither an atom nor a list or tuple of strings and ints (the
     item is then built, not kept)."""
+    values = tuple(meta.values())
+    types = tuple(map(type, values))
+    if _ATOMS.issuperset(types):
+        return (tuple(meta), types, values)
     held: list[Any] = []
-    for name, value in meta.items():
-        kind = type(value)
+    for value, kind in zip(values, types, strict=True):
         if kind in _ATOMS:
-            held += (name, kind, value)
-        elif (kind is list or kind is tuple) and all(type(v) in _SEQUENCE_ATOMS for v in value):
-            held += (name, kind, tuple(value))  # (no two of these types compare equal)
+            held.append(value)
+        elif (kind is list or kind is tuple) and _SEQUENCE_ATOMS.issuperset(map(type, value)):
+            held.append(tuple(value))  # (no two of these types compare equal)
         else:
             return None
-    return tuple(held)
+    return (tuple(meta), types, tuple(held))
 
 
 class _Source:
@@ -381,10 +385,12 @@ class _Source:
         roles = conversation.unit_roles
         turns = conversation.unit_turns
         table = self.kinds
-        # Per unit type: its kind and whether its source is Tool; other roles are "other".
-        kind_of = {role: table[role] for role in (SYSTEM, USER, ASSISTANT, TOOL)}
-        exchange_kind = table["exchange"]
-        other_kind = table["other"]
+        # Per role: its kind and the kind as spelt (the key's: kinds compare without case).
+        kind_of = {
+            role: (table[role], str(table[role])) for role in (SYSTEM, USER, ASSISTANT, TOOL)
+        }
+        exchange_kind = (table["exchange"], str(table["exchange"]))
+        other_kind = (table["other"], str(table["other"]))
         tool_source = ContextSource.TOOL
         block_key = self.block_key
         metadata = self.metadata if with_metadata else None
@@ -395,58 +401,45 @@ class _Source:
             role = roles[k]
             first = firsts[k]
             group = groups.get(k)
-            out: dict[str, Any] = {"tokens": need, "timestamp": stamps[first]}
+            source = None
             if group is None:
-                out["content"] = texts[first] or f"[{role} message]"
-                kind = kind_of.get(role)
-                if kind is None:
-                    out["kind"] = other_kind
-                else:
-                    out["kind"] = kind
-                    if role == TOOL:
-                        out["source"] = tool_source
+                content = texts[first] or f"[{role} message]"
+                kind, spelt = kind_of.get(role, other_kind)
+                if role == TOOL:
+                    source = tool_source
             else:
-                out["content"] = "\n".join(texts[i] or f"[{role} message]" for i in group)
-                out["kind"] = exchange_kind
-                out["source"] = tool_source
-            if pinned:
-                out["pinned"] = True
-            held: tuple[Any, ...] | None = ()  # the metadata in the key (None: not kept)
-            if metadata is not None:
-                if block_key is None:
-                    meta = metadata(k)
-                elif block is None:
-                    meta = dict(metadata(k))
-                    meta.pop(block_key, None)
-                else:
-                    meta = {**metadata(k), block_key: block}
-                out["metadata"] = meta
-                held = _held(meta)
-            elif block is not None:
-                frozen = shared.get(block)
-                if frozen is None:
-                    frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
-                out["metadata"] = frozen
-                held = (block_key, type(block), block)
-            if held is None or type(need) is not int:  # (not a count: the item refuses it)
-                return ContextItem(**out)
-            source = out.get("source")
-            key = (
-                out["content"],
-                need,
-                str(out["kind"]),  # as spelt: kinds compare without case
-                None if source is None else str(source),
-                out["timestamp"],
-                pinned,
-                held,
-            )
-            known = _KEPT.get(key)
+                content = "\n".join(texts[i] or f"[{role} message]" for i in group)
+                kind, spelt = exchange_kind
+                source = tool_source
+            raw = None if metadata is None else metadata(k)
+            held = () if raw is None else _held(raw)  # the metadata in the key (None: not kept)
+            stamp = stamps[first]
+            key = (content, need, spelt, source, stamp, pinned, held, block_key, block)
+            known = None if held is None or type(need) is not int else _KEPT.get(key)
             if known is not None:
                 return known
+            out: dict[str, Any] = {"content": content, "tokens": need, "kind": kind}
+            out["timestamp"] = stamp
+            if source is not None:
+                out["source"] = source
+            if pinned:
+                out["pinned"] = True
+            meta: Mapping[str, Any] | None = raw
+            if raw is not None and block_key is not None:
+                meta = {**raw, block_key: block}
+                if block is None:
+                    del meta[block_key]
+            elif raw is None and block is not None:
+                meta = shared.get(block)
+                if meta is None:
+                    meta = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
+            if meta is not None:
+                out["metadata"] = meta
             made = ContextItem(**out)
-            if len(_KEPT) >= _KEPT_LIMIT:
-                _KEPT.clear()
-            _KEPT[key] = made
+            if held is not None and type(need) is int:  # (not a count: the item refuses it)
+                if len(_KEPT) >= _KEPT_LIMIT:
+                    _KEPT.clear()
+                _KEPT[key] = made
             return made
 
         flags = history.pinned_flags
