@@ -30,9 +30,7 @@ from pydantic import (
 
 from cupel import (
     ConfigurationError,
-    ContextItem,
     CupelError,
-    Filtered,
     Pipeline,
     SelectionReport,
 )
@@ -60,7 +58,6 @@ __all__ = [
     "request_reserve",
     "stable_fields",
     "tokenizer_field",
-    "with_filtered",
 ]
 
 PolicyLike = str | Policy
@@ -430,23 +427,6 @@ def check_callable(owner: str, field: str, value: _T | None, *, optional: bool) 
             value=value,
         )
     return value
-
-
-def with_filtered(
-    report: SelectionReport,
-    removed: Sequence[ContextItem],
-    removed_name: str,
-    unmapped: Sequence[ContextItem] = (),
-    unmapped_name: str = "",
-) -> SelectionReport:
-    """``report`` with adapter-level filters applied: ``removed`` items move from
-    ``included`` to ``excluded`` and ``unmapped`` items (which never reached the
-    pipeline) join ``excluded`` and the totals, each as ``Filtered(<name>)``.
-    ``excluded`` stays sorted by score, descending (stable)."""
-    return report.with_excluded(
-        moved=[(item, Filtered(removed_name)) for item in removed],
-        added=[(item, Filtered(unmapped_name)) for item in unmapped],
-    )
 
 
 def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]) -> dict[str, Any]:

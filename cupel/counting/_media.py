@@ -95,8 +95,6 @@ ImageTokens: TypeAlias = (
 """How :func:`media_pricer` prices an image: ``"max"``, ``"openai"``, ``"anthropic"``, a
 flat ``int`` per image, or a callable ``(width, height, detail) -> int``."""
 
-MEDIA_KINDS = ("image", "audio", "video", "document", "file")
-
 # OpenAI (GPT-4o class)
 _OPENAI_LOW = 85
 _OPENAI_BASE = 85

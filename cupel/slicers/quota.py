@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
@@ -20,8 +19,6 @@ from cupel.slicers._base import (
     index_by_kind,
     slice_detailed,
 )
-
-_KIND_KEY = attrgetter("kind.key")
 
 __all__ = ["QuotaEntry", "QuotaSlice"]
 
