@@ -187,11 +187,16 @@ class RecencyWindowSlice(BaseSlicer):
         if not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]
+        return [items[p] for p in self._choose_scored(items, scored, budget)[0]]
+
+    def _choose_scored(
+        self, items: list[ContextItem], scored: Sequence[ScoredItem], budget: ContextBudget
+    ) -> tuple[list[int], list[list[int]]]:
+        """:meth:`_choose` over the spec's list interface (``items``: ``scored``'s items)."""
         tokens = [item.tokens for item in items]
         order = _walk_order(items, range(len(items)))
         scores = [entry.score for entry in scored]
-        chosen = self._choose(items, tokens, order, budget.target_tokens, scores)[0]
-        return [items[p] for p in chosen]
+        return self._choose(items, tokens, order, budget.target_tokens, scores)
 
     def recalled(
         self, scored: Sequence[ScoredItem], budget: ContextBudget
@@ -205,11 +210,8 @@ class RecencyWindowSlice(BaseSlicer):
         if not self.scored_share or not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]
-        tokens = [item.tokens for item in items]
-        order = _walk_order(items, range(len(items)))
-        scores = [entry.score for entry in scored]
-        picked = self._choose(items, tokens, order, budget.target_tokens, scores)[1]
-        return [([items[p] for p in unit], max(scores[p] for p in unit)) for unit in picked]
+        picked = self._choose_scored(items, scored, budget)[1]
+        return [([items[p] for p in unit], max(scored[p].score for p in unit)) for unit in picked]
 
     def exclusion_reasons(
         self,
@@ -234,17 +236,8 @@ class RecencyWindowSlice(BaseSlicer):
         else:
             return {}
         # the unit at the cut: its block's members that were not taken
-        block = blocks.of(cut)
-        needed = 0
-        if block is _NO_BLOCK:
-            needed = items[cut].tokens
-        else:
-            start = order.index(cut)
-            for position in order[start:]:
-                if blocks.of(position) != block:
-                    break
-                if id(items[position]) not in taken:
-                    needed += items[position].tokens
+        members = _block_at(order, order.index(cut), blocks)[0]
+        needed = sum(items[p].tokens for p in members if id(items[p]) not in taken)
         reason = OutsideWindow(cut_tokens=needed, available_tokens=available)
         return {id(item): reason for item in items if id(item) not in taken}
 
@@ -482,16 +475,8 @@ def _walk(
     remaining = budget
     index = start
     end = len(order)
-    block_of = blocks.of
     while index < end:
-        position = order[index]
-        block = block_of(position)
-        members = [position]
-        following = index + 1
-        if block is not _NO_BLOCK:
-            while following < end and block_of(order[following]) == block:
-                members.append(order[following])
-                following += 1
+        members, following = _block_at(order, index, blocks)
         if skip:
             members = [p for p in members if p not in skip]
         need = 0
@@ -535,26 +520,25 @@ def _walk_newest(
     taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)
     if taken or budget >= full or not order:
         return taken, cut, used
-    newest, end, need = _walk_block(order, tokens, blocks)
+    newest, end = _block_at(order, 0, blocks)
+    need = sum(tokens[p] for p in newest)
     if partial and len(newest) > 2:
         newest = [newest[0], newest[-1]]
         need = tokens[newest[0]] + tokens[newest[1]]
     return (newest, end, need) if need <= full else (taken, cut, used)
 
 
-def _walk_block(
-    order: Sequence[int], tokens: Sequence[int], blocks: _Blocks | _Given
-) -> tuple[list[int], int, int]:
-    """The first block of the walk: its positions, the walk index after it, its tokens."""
-    position = order[0]
-    block = blocks.of(position)
-    members = [position]
-    following = 1
+def _block_at(order: Sequence[int], index: int, blocks: _Blocks | _Given) -> tuple[list[int], int]:
+    """The block starting at walk index ``index``: its positions and the walk index after it."""
+    block_of = blocks.of
+    block = block_of(order[index])
+    members = [order[index]]
+    following = index + 1
     if block is not _NO_BLOCK:
-        while following < len(order) and blocks.of(order[following]) == block:
+        while following < len(order) and block_of(order[following]) == block:
             members.append(order[following])
             following += 1
-    return members, following, sum(tokens[p] for p in members)
+    return members, following
 
 
 def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:
