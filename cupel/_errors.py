@@ -285,3 +285,19 @@ class VectorError(CupelError):
 for _name in __all__:  # the public path (every error is importable from cupel)
     globals()[_name].__module__ = "cupel"
 del _name
+
+
+def refusal(
+    owner: str,
+    field: str,
+    rule: str,
+    value: Any,
+    error: type[ConfigurationError] = ConfigurationError,
+) -> ConfigurationError:
+    """The usual construction-time error, naming the field and the value:
+    ``error("<owner>: <field> <rule>, got <value!r>")``.
+
+    >>> refusal("Pipeline", "deduplication", "must be a bool", 1)
+    ConfigurationError('Pipeline: deduplication must be a bool, got 1')
+    """
+    return error(f"{owner}: {field} {rule}, got {value!r}", field=field, value=value)

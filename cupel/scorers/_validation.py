@@ -7,7 +7,7 @@ import numbers
 from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
-from cupel._errors import CycleError, ScorerConfigError
+from cupel._errors import ConfigurationError, CycleError, ScorerConfigError, refusal
 from cupel._model import ContextItem
 
 __all__ = [
@@ -23,9 +23,9 @@ __all__ = [
 ]
 
 
-def fail(owner: str, field: str, rule: str, value: Any) -> ScorerConfigError:
-    """Build the standard error: ``"<owner>: <field> <rule>, got <value!r>"``."""
-    return ScorerConfigError(f"{owner}: {field} {rule}, got {value!r}", field=field, value=value)
+def fail(owner: str, field: str, rule: str, value: Any) -> ConfigurationError:
+    """The usual scorer refusal (:func:`~cupel._errors.refusal`), a ScorerConfigError."""
+    return refusal(owner, field, rule, value, ScorerConfigError)
 
 
 def is_real(value: object) -> bool:

@@ -15,6 +15,7 @@ from cupel.slicers._base import (
     Slicer,
     check_inner,
     entry_kind,
+    fail,
     floor_times,
     index_by_kind,
     slice_detailed,
@@ -181,9 +182,5 @@ def _percent(name: str, value: object) -> float:
         or not math.isfinite(value)
         or not 0.0 <= value <= 100.0
     ):
-        raise SlicerConfigError(
-            f"QuotaEntry: {name} must be a finite percentage between 0 and 100, got {value!r}",
-            field=name,
-            value=value,
-        )
+        raise fail("QuotaEntry", name, "must be a finite percentage between 0 and 100", value)
     return float(value)

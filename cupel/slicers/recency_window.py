@@ -78,7 +78,7 @@ import numpy as np
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates, IntArray
+from cupel.slicers._base import BaseSlicer, Candidates, IntArray, fail
 from cupel.slicers.greedy import greedy_positions
 
 __all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
@@ -117,40 +117,33 @@ class RecencyWindowSlice(BaseSlicer):
         partial_blocks: bool = False,
     ) -> None:
         if block_key is not None and (not isinstance(block_key, str) or not block_key):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: block_key must be a non-empty string or None, "
-                f"got {block_key!r}",
-                field="block_key",
-                value=block_key,
+            raise fail(
+                "RecencyWindowSlice", "block_key", "must be a non-empty string or None", block_key
             )
         if (
             isinstance(scored_share, bool)
             or not isinstance(scored_share, (int, float))
             or not 0.0 <= scored_share < 1.0
         ):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: scored_share must be a number with "
-                f"0 <= scored_share < 1, got {scored_share!r}",
-                field="scored_share",
-                value=scored_share,
+            raise fail(
+                "RecencyWindowSlice",
+                "scored_share",
+                "must be a number with 0 <= scored_share < 1",
+                scored_share,
             )
         if low_water is not None and (
             isinstance(low_water, bool)
             or not isinstance(low_water, (int, float))
             or not 0.0 < low_water <= 1.0
         ):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: low_water must be None or a number with "
-                f"0 < low_water <= 1, got {low_water!r}",
-                field="low_water",
-                value=low_water,
+            raise fail(
+                "RecencyWindowSlice",
+                "low_water",
+                "must be None or a number with 0 < low_water <= 1",
+                low_water,
             )
         if not isinstance(partial_blocks, bool):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: partial_blocks must be a bool, got {partial_blocks!r}",
-                field="partial_blocks",
-                value=partial_blocks,
-            )
+            raise fail("RecencyWindowSlice", "partial_blocks", "must be a bool", partial_blocks)
         self.block_key = block_key
         self.scored_share = float(scored_share)
         self.low_water = None if low_water is None else float(low_water)
