@@ -293,11 +293,14 @@ def refusal(
     rule: str,
     value: Any,
     error: type[ConfigurationError] = ConfigurationError,
+    *,
+    typed: bool = False,
 ) -> ConfigurationError:
     """The usual construction-time error, naming the field and the value:
-    ``error("<owner>: <field> <rule>, got <value!r>")``.
+    ``error("<owner>: <field> <rule>, got <value!r>")`` (``typed``: ``got <type> <value!r>``).
 
     >>> refusal("Pipeline", "deduplication", "must be a bool", 1)
     ConfigurationError('Pipeline: deduplication must be a bool, got 1')
     """
-    return error(f"{owner}: {field} {rule}, got {value!r}", field=field, value=value)
+    shown = f"{type(value).__name__} {value!r}" if typed else repr(value)
+    return error(f"{owner}: {field} {rule}, got {shown}", field=field, value=value)

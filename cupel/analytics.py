@@ -254,11 +254,7 @@ def quota_utilization(
 # ---------------------------------------------------------------------------------------
 def _check_int(owner: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(
-            f"{owner}: {name} must be an integer, got {type(value).__name__} {value!r}",
-            field=name,
-            value=value,
-        )
+        raise refusal(owner, name, "must be an integer", value, typed=True)
     return value
 
 
