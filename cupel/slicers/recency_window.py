@@ -71,6 +71,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from itertools import pairwise
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -546,12 +547,8 @@ def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[
         else:
             dated.append((stamp, position))
     # A reverse sort is stable too: equal timestamps keep their (score) order.
-    dated.sort(key=_stamp, reverse=True)
+    dated.sort(key=itemgetter(0), reverse=True)
     return [position for _, position in dated] + undated
-
-
-def _stamp(entry: tuple[datetime, int]) -> datetime:
-    return entry[0]
 
 
 def _fast_walk_order(candidates: Candidates) -> list[int] | None:
