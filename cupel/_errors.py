@@ -285,3 +285,22 @@ class VectorError(CupelError):
 for _name in __all__:  # the public path (every error is importable from cupel)
     globals()[_name].__module__ = "cupel"
 del _name
+
+
+def refusal(
+    owner: str,
+    field: str,
+    rule: str,
+    value: Any,
+    error: type[ConfigurationError] = ConfigurationError,
+    *,
+    typed: bool = False,
+) -> ConfigurationError:
+    """The usual construction-time error, naming the field and the value:
+    ``error("<owner>: <field> <rule>, got <value!r>")`` (``typed``: ``got <type> <value!r>``).
+
+    >>> refusal("Pipeline", "deduplication", "must be a bool", 1)
+    ConfigurationError('Pipeline: deduplication must be a bool, got 1')
+    """
+    shown = f"{type(value).__name__} {value!r}" if typed else repr(value)
+    return error(f"{owner}: {field} {rule}, got {shown}", field=field, value=value)

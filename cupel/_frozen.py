@@ -165,21 +165,16 @@ def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> Fro
     elif type(value) is FrozenDict:
         return value
     elif not isinstance(value, Mapping):
-        raise ItemError(
-            f"{where}: must be a mapping of string keys to values, "
-            f"got {type(value).__name__} {value!r}",
-            field=where.split(".", 1)[-1],
-            value=value,
+        _refuse(
+            [where],
+            f"must be a mapping of string keys to values, got {type(value).__name__} {value!r}",
+            value,
         )
     if not value:
         return EMPTY
     for key in value:
         if not isinstance(key, str):
-            raise ItemError(
-                f"{where}: keys must be strings, got {type(key).__name__} {key!r}",
-                field=where.split(".", 1)[-1],
-                value=key,
-            )
+            _refuse([where], f"keys must be strings, got {type(key).__name__} {key!r}", key)
     frozen: FrozenDict[str, Any] = _freeze(value, [where], 1)
     return frozen
 

@@ -45,7 +45,6 @@ __all__ = [
     "BucketSize",
     "Configurable",
     "Count",
-    "LowWater",
     "Named",
     "NonNegative",
     "Param",
@@ -80,7 +79,6 @@ UnitInterval = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)
 Percent = Annotated[float, Strict(), Field(ge=0, le=100, allow_inf_nan=False)]
 Share = Annotated[float, Strict(), Field(ge=0, lt=1, allow_inf_nan=False)]
 """A share of a budget that leaves some of it: ``0 <= share < 1``."""
-LowWater = Annotated[float, Strict(), Field(gt=0, le=1, allow_inf_nan=False)]
 Count = Annotated[int, Strict(), Field(ge=0)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 

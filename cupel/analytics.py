@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from cupel._errors import ConfigurationError, InvalidOperationError
+from cupel._errors import ConfigurationError, InvalidOperationError, refusal
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
 from cupel._pipeline.probe import BudgetProbe
@@ -254,11 +254,7 @@ def quota_utilization(
 # ---------------------------------------------------------------------------------------
 def _check_int(owner: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(
-            f"{owner}: {name} must be an integer, got {type(value).__name__} {value!r}",
-            field=name,
-            value=value,
-        )
+        raise refusal(owner, name, "must be an integer", value, typed=True)
     return value
 
 
@@ -374,11 +370,8 @@ def find_min_budget_for(
     ):
         raise InvalidOperationError(FIND_MIN_BUDGET_GUARD_MESSAGE)
     if not any(item is target_item for item in items):
-        raise ConfigurationError(
-            f"{owner}: target_item must be an element of items (compared by identity), "
-            f"got {target_item!r}",
-            field="target_item",
-            value=target_item,
+        raise refusal(
+            owner, "target_item", "must be an element of items (compared by identity)", target_item
         )
     ceiling = _check_int(owner, "search_ceiling", search_ceiling)
     if ceiling < target_item.tokens:

@@ -63,7 +63,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from cupel import __version__
-from cupel._errors import ConfigurationError, InvalidOperationError
+from cupel._errors import InvalidOperationError, refusal
 from cupel._model import ContextBudget, ContextItem, ascii_fold
 from cupel._pipeline import ContextResult, Pipeline
 from cupel.diagnostics import (
@@ -115,10 +115,8 @@ class CupelVerbosity(str, Enum):
             return cls(value)
         except ValueError:
             allowed = ", ".join(m.value for m in cls)
-            raise ConfigurationError(
-                f"OpenTelemetryTraceCollector: verbosity must be one of {allowed}, got {value!r}",
-                field="verbosity",
-                value=value,
+            raise refusal(
+                "OpenTelemetryTraceCollector", "verbosity", f"must be one of {allowed}", value
             ) from None
 
 
@@ -161,11 +159,11 @@ class OpenTelemetryTraceCollector(TraceCollector):
         if tracer_provider is not None and not callable(
             getattr(tracer_provider, "get_tracer", None)
         ):
-            raise ConfigurationError(
-                f"OpenTelemetryTraceCollector: tracer_provider must be an OpenTelemetry "
-                f"TracerProvider (or None for the global one), got {tracer_provider!r}",
-                field="tracer_provider",
-                value=tracer_provider,
+            raise refusal(
+                "OpenTelemetryTraceCollector",
+                "tracer_provider",
+                "must be an OpenTelemetry TracerProvider (or None for the global one)",
+                tracer_provider,
             )
         self._tracer = trace.get_tracer(TRACER_NAME, __version__, tracer_provider=tracer_provider)
         self._exclusions = self.verbosity is not CupelVerbosity.STAGE_ONLY

@@ -42,7 +42,6 @@ from langchain_core.runnables import Runnable
 from pydantic import (
     ConfigDict,
     Strict,
-    ValidationError,
     model_validator,
 )
 
@@ -60,7 +59,7 @@ from cupel import (
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
 from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens
-from cupel_langchain._pydantic import LiveComponent, configuration_error, serialized
+from cupel_langchain._pydantic import LiveComponent, serialized
 from cupel_langchain._reports import (
     ReportEventData,
     adispatch_report,
@@ -378,12 +377,6 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor, Serializ
         arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
     )
 
-    def __init__(self, **kwargs: Any) -> None:
-        try:
-            super().__init__(**kwargs)
-        except ValidationError as exc:
-            raise configuration_error(exc, type(self)) from None
-
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
@@ -447,10 +440,7 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
                 field="retriever",
                 value=kwargs["retriever"],
             )
-        try:
-            super().__init__(**kwargs)
-        except ValidationError as exc:
-            raise configuration_error(exc, type(self)) from None
+        super().__init__(**kwargs)
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
         """The ``langchain_core.load`` form (the policy as its dict form); the "not

@@ -94,6 +94,12 @@ class LiveComponent(BaseModel):
     def _check_policy(cls, value: Any) -> Any:
         return check_policy(value, cls.__name__)
 
+    def __init__(self, **kwargs: Any) -> None:
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise configuration_error(exc, type(self)) from None
+
     def _selection(self) -> object:
         """The selection built from the current fields (checks them all)."""
         raise NotImplementedError

@@ -57,7 +57,7 @@ from langchain_core.callbacks import (
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Strict, ValidationError, field_validator
+from pydantic import ConfigDict, Strict, field_validator
 from typing_extensions import Unpack
 
 from cupel import CupelError, Pipeline, SelectionReport
@@ -71,7 +71,7 @@ from cupel_langchain._options import (
     check_start_on,
     option_names,
 )
-from cupel_langchain._pydantic import LiveComponent, configuration_error, serialized
+from cupel_langchain._pydantic import LiveComponent, serialized
 from cupel_langchain._reports import (
     Explainable,
     ReportEventData,
@@ -275,10 +275,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     )
 
     def __init__(self, **kwargs: Any) -> None:
-        try:
-            super().__init__(**kwargs)
-        except ValidationError as exc:
-            raise configuration_error(exc, type(self)) from None
+        super().__init__(**kwargs)
         if self.max_conversations is not None:
             warn_stateless(f"{type(self).__name__}: max_conversations is ignored")
         self._selection()  # every setting checked now, not at the first run

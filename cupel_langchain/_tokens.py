@@ -312,7 +312,7 @@ def resolve_message_counter(
     model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
     if callable(model_count) and mode in ("auto", "messages"):
         _check_model_counter(token_counter, model_count)
-        return UnitCounter(None, _model_unit(model_count))
+        return UnitCounter(None, _per_list(model_count))
     if not callable(token_counter):
         raise ConfigurationError(
             f"token_counter must be 'approximate', a tokenizer, a chat model (with "
@@ -332,11 +332,7 @@ def resolve_message_counter(
             return _checked(counter(message), f"a {message.type} message")
 
         return UnitCounter(per_message)
-
-    def per_list(unit: Sequence[BaseMessage]) -> int:
-        return _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
-
-    return UnitCounter(None, per_list)
+    return UnitCounter(None, _per_list(counter))
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
@@ -384,9 +380,11 @@ def _unknown_name(name: str, alternatives: str) -> NoReturn:
     )
 
 
-def _model_unit(model_count: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:
+def _per_list(counter: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:
+    """A unit's count by ``counter`` on the list of its messages, checked."""
+
     def count(unit: Sequence[BaseMessage]) -> int:
-        return _checked(model_count(list(unit)), f"a unit of {len(unit)} message(s)")
+        return _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
 
     return count
 

@@ -16,11 +16,10 @@ from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from llama_index.core.utils import get_tokenizer
-from pydantic import ConfigDict, PrivateAttr, ValidationError, model_validator
+from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from cupel import (
     ChronologicalPlacer,
-    ConfigurationError,
     ContextBudget,
     ContextItem,
     GreedySlice,
@@ -144,27 +143,13 @@ class CupelMemory(WindowFields, Memory):
     _last_window: HistoryWindow | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
+        super().__init__(**data)
         self._history_pipeline()  # a bad policy fails here, not at the first get()
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Fields are validated at assignment; a bad value leaves the field unchanged."""
-        previous = self.__dict__.get(name)
-        try:
-            super().__setattr__(name, value)
-            if name in ("policy", "pipeline", "cache_stable", "embeddings"):
-                self._history_pipeline()
-        except (ValidationError, ConfigurationError) as exc:
-            if name in type(self).model_fields:
-                self.__dict__[name] = previous
-            if isinstance(exc, ValidationError):
-                raise ConfigurationError.from_validation(
-                    exc, _OWNER, type(self).model_fields
-                ) from None
-            raise
+        rebuilds = name in ("policy", "pipeline", "cache_stable", "embeddings")
+        self._assign(name, value, self._history_pipeline if rebuilds else None)
 
     @classmethod
     def class_name(cls) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import pickle
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -22,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     InstanceOf,
+    ValidationError,
     ValidationInfo,
     field_serializer,
     field_validator,
@@ -30,9 +31,7 @@ from pydantic import (
 
 from cupel import (
     ConfigurationError,
-    ContextItem,
     CupelError,
-    Filtered,
     Pipeline,
     SelectionReport,
 )
@@ -60,7 +59,6 @@ __all__ = [
     "request_reserve",
     "stable_fields",
     "tokenizer_field",
-    "with_filtered",
 ]
 
 PolicyLike = str | Policy
@@ -186,6 +184,34 @@ class CupelFields(BaseModel):
     """The field checks the LlamaIndex components share (each applies to the fields a
     component has): a bad value raises :class:`~cupel.ConfigurationError` naming the
     component, the field, the value and what is allowed."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self._refusal(exc) from None
+
+    @classmethod
+    def _refusal(cls, exc: ValidationError) -> ConfigurationError:
+        """``exc`` as the ConfigurationError naming the component (its ``class_name()``)."""
+        owner: str = getattr(cls, "class_name")()  # noqa: B009  (every component has one)
+        return ConfigurationError.from_validation(exc, owner, cls.model_fields)
+
+    def _assign(self, name: str, value: Any, check: Callable[[], object] | None = None) -> None:
+        """``__setattr__`` of a component validating assignments: a bad value (or one
+        ``check()`` then refuses) raises here, not at query time, and leaves the field
+        unchanged."""
+        previous = self.__dict__.get(name)
+        try:
+            super().__setattr__(name, value)
+            if check is not None:
+                check()
+        except (ValidationError, ConfigurationError) as exc:
+            if name in type(self).model_fields:  # a whole-model check ran after the write
+                self.__dict__[name] = previous
+            if isinstance(exc, ValidationError):
+                raise self._refusal(exc) from None
+            raise
 
     @field_validator("tokenizer_fn", mode="before", check_fields=False)
     @classmethod
@@ -430,23 +456,6 @@ def check_callable(owner: str, field: str, value: _T | None, *, optional: bool) 
             value=value,
         )
     return value
-
-
-def with_filtered(
-    report: SelectionReport,
-    removed: Sequence[ContextItem],
-    removed_name: str,
-    unmapped: Sequence[ContextItem] = (),
-    unmapped_name: str = "",
-) -> SelectionReport:
-    """``report`` with adapter-level filters applied: ``removed`` items move from
-    ``included`` to ``excluded`` and ``unmapped`` items (which never reached the
-    pipeline) join ``excluded`` and the totals, each as ``Filtered(<name>)``.
-    ``excluded`` stays sorted by score, descending (stable)."""
-    return report.with_excluded(
-        moved=[(item, Filtered(removed_name)) for item in removed],
-        added=[(item, Filtered(unmapped_name)) for item in unmapped],
-    )
 
 
 def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]) -> dict[str, Any]:

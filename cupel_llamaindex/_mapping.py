@@ -21,8 +21,6 @@ from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock  # noqa:
 from cupel import (
     ConfigurationError,
     ContextItem,
-    ContextKind,
-    ContextSource,
     InvalidToolCall,
 )
 from cupel.conversation import Conversation, HistoryItems
@@ -37,12 +35,6 @@ from cupel_llamaindex._reading import (
 )
 
 __all__ = ["MessageMapping", "MessageUnit", "map_read", "messages_to_items"]
-
-_MESSAGE = ContextKind.MESSAGE
-_SYSTEM_PROMPT = ContextKind.SYSTEM_PROMPT
-_TOOL_OUTPUT = ContextKind.TOOL_OUTPUT
-_CHAT = ContextSource.CHAT
-_TOOL = ContextSource.TOOL
 
 
 @dataclass(frozen=True, slots=True)

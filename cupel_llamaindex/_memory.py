@@ -16,7 +16,6 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
@@ -153,10 +152,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     """The latest ``get()``'s selection (one attribute: one write per call)."""
 
     def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
+        super().__init__(**data)
         self._built: Built | None = None
 
     def __getstate__(self) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     Strict,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -119,22 +118,10 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     _built_from: tuple[object, object, object] = PrivateAttr()
     _last_report: SelectionReport | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
-
     def __setattr__(self, name: str, value: Any) -> None:
         """Fields are validated at assignment: a bad value raises here (not at query time)
         and leaves the field unchanged."""
-        previous = self.__dict__.get(name)
-        try:
-            super().__setattr__(name, value)
-        except ValidationError as exc:
-            if name in type(self).model_fields:  # a whole-model check ran after the write
-                self.__dict__[name] = previous
-            raise ConfigurationError.from_validation(exc, _OWNER, type(self).model_fields) from None
+        self._assign(name, value)
 
     def __getstate__(self) -> dict[str, Any]:
         return state_without_caches(self, CupelNodePostprocessor, ("_pipeline", "_built_from"))

@@ -225,8 +225,7 @@ def conversation_role(message: ChatMessage) -> str:
     >>> conversation_role(ChatMessage(role="developer", content="Be brief."))
     'system'
     """
-    role = str.__str__(message.role)
-    return ROLE_NAMES.get(role, role)
+    return _role_of(message.role)
 
 
 class Counting:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cupel._errors import ConfigurationError, InvalidOperationError
+from cupel._errors import ConfigurationError, InvalidOperationError, refusal
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
 from cupel._pipeline.deduplicate import CONTENT_FIELD
 from cupel._pipeline.place import OverflowCallback
@@ -58,11 +58,11 @@ def set_policy_resolver(resolver: PolicyResolver) -> None:
 
 def _require(obj: object, method: str, param: str, kind: str) -> None:
     if obj is None or not callable(getattr(obj, method, None)):
-        raise ConfigurationError(
-            f"Pipeline: {param} must be a {kind} (an object with a callable "
-            f"'{method}' method), got {obj!r}",
-            field=param,
-            value=obj,
+        raise refusal(
+            "Pipeline",
+            param,
+            f"must be a {kind} (an object with a callable '{method}' method)",
+            obj,
         )
 
 
@@ -98,17 +98,9 @@ class Pipeline:
         _require(slicer, "slice", "slicer", "slicer")
         _require(placer, "place", "placer", "placer")
         if not isinstance(deduplication, bool):
-            raise ConfigurationError(
-                f"Pipeline: deduplication must be a bool, got {deduplication!r}",
-                field="deduplication",
-                value=deduplication,
-            )
+            raise refusal("Pipeline", "deduplication", "must be a bool", deduplication)
         if on_overflow is not None and not callable(on_overflow):
-            raise ConfigurationError(
-                f"Pipeline: on_overflow must be callable, got {on_overflow!r}",
-                field="on_overflow",
-                value=on_overflow,
-            )
+            raise refusal("Pipeline", "on_overflow", "must be callable", on_overflow)
         self.scorer = scorer
         self.slicer = slicer
         self.placer = placer

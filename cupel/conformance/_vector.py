@@ -37,18 +37,16 @@ def test_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return test
 
 
-def config_of(data: Mapping[str, Any]) -> Table:
-    config = data.get("config", {})
-    if not isinstance(config, Mapping):
-        raise VectorError("[config] must be a table")
-    return config
+def config_of(data: Mapping[str, Any], key: str = "config") -> Table:
+    """The vector's ``[config]`` table (or its ``[key]`` one); absent: empty."""
+    table = data.get(key, {})
+    if not isinstance(table, Mapping):
+        raise VectorError(f"[{key}] must be a table")
+    return table
 
 
 def expected_of(data: Mapping[str, Any]) -> Table:
-    expected = data.get("expected", {})
-    if not isinstance(expected, Mapping):
-        raise VectorError("[expected] must be a table")
-    return expected
+    return config_of(data, "expected")
 
 
 def tables(data: Mapping[str, Any], key: str) -> list[Table]:

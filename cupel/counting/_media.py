@@ -95,8 +95,6 @@ ImageTokens: TypeAlias = (
 """How :func:`media_pricer` prices an image: ``"max"``, ``"openai"``, ``"anthropic"``, a
 flat ``int`` per image, or a callable ``(width, height, detail) -> int``."""
 
-MEDIA_KINDS = ("image", "audio", "video", "document", "file")
-
 # OpenAI (GPT-4o class)
 _OPENAI_LOW = 85
 _OPENAI_BASE = 85
@@ -548,7 +546,7 @@ def openai_image_tokens(width: int, height: int, detail: str | None = None) -> i
     85
     """
     _check_size(width, height)
-    if isinstance(detail, str) and detail.strip().lower() == "low":
+    if _is_low(detail):
         return _OPENAI_LOW
     longest = max(width, height)
     if longest > _OPENAI_FIT:  # exact integer scaling, rounded up
@@ -600,30 +598,26 @@ _NAMED_RULES: dict[str, Callable[[int, int, str | None], int]] = {
 
 def _image_rule(image_tokens: object) -> Callable[[Media], int]:
     """The image pricer for ``image_tokens``, validated."""
-    allowed = "'max', 'openai', 'anthropic', an int >= 0 or a callable (width, height, detail)"
-    if isinstance(image_tokens, bool):
-        raise ConfigurationError(
-            f"image_tokens must be {allowed}, got the bool {image_tokens!r}",
+
+    def refused(what: str) -> ConfigurationError:
+        return ConfigurationError(
+            "image_tokens must be 'max', 'openai', 'anthropic', an int >= 0 or a callable "
+            f"(width, height, detail), got {what} {image_tokens!r}",
             field="image_tokens",
             value=image_tokens,
         )
+
+    if isinstance(image_tokens, bool):
+        raise refused("the bool")
     if isinstance(image_tokens, numbers.Integral):
         if image_tokens < 0:
-            raise ConfigurationError(
-                f"image_tokens must be {allowed}, got the negative int {image_tokens!r}",
-                field="image_tokens",
-                value=image_tokens,
-            )
+            raise refused("the negative int")
         flat = int(image_tokens)
         return lambda media: flat
     if isinstance(image_tokens, str):
         rule = _NAMED_RULES.get(image_tokens)
         if rule is None:
-            raise ConfigurationError(
-                f"image_tokens must be {allowed}, got the unknown rule {image_tokens!r}",
-                field="image_tokens",
-                value=image_tokens,
-            )
+            raise refused("the unknown rule")
         low_openai = image_tokens == "openai"
         named = rule
 
@@ -654,11 +648,7 @@ def _image_rule(image_tokens: object) -> Callable[[Media], int]:
             return result
 
         return by_callable
-    raise ConfigurationError(
-        f"image_tokens must be {allowed}, got {type(image_tokens).__name__} {image_tokens!r}",
-        field="image_tokens",
-        value=image_tokens,
-    )
+    raise refused(type(image_tokens).__name__)
 
 
 def _pixels(media: Media) -> tuple[int, int] | None:

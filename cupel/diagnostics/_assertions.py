@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import NoReturn, TypeAlias
 
-from cupel._errors import ConfigurationError, SelectionReportAssertionError
+from cupel._errors import ConfigurationError, SelectionReportAssertionError, refusal
 from cupel._model import ContextBudget, ContextItem, ContextKind, ascii_fold
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem
 from cupel.diagnostics._reasons import (
@@ -257,17 +257,9 @@ class SelectionReportAssertionChain:
             or not isinstance(threshold, (int, float))
             or math.isnan(threshold)
         ):
-            raise ConfigurationError(
-                f"{method}: threshold must be a number, got {threshold!r}",
-                field="threshold",
-                value=threshold,
-            )
+            raise refusal(method, "threshold", "must be a number", threshold)
         if not isinstance(budget, ContextBudget):
-            raise ConfigurationError(
-                f"{method}: budget must be a ContextBudget, got {budget!r}",
-                field="budget",
-                value=budget,
-            )
+            raise refusal(method, "budget", "must be a ContextBudget", budget)
         included_tokens = sum(e.item.tokens for e in self.report.included)
         # A zero max_tokens (allowed here, unlike in the spec) selects nothing: 0.0, as
         # cupel.analytics.budget_utilization reports it.
@@ -367,34 +359,22 @@ def _fail(assertion: str, message: str) -> NoReturn:
 def _kind(method: str, kind: object) -> ContextKind:
     if isinstance(kind, str) and kind.strip():
         return ContextKind(kind)
-    raise ConfigurationError(
-        f"{method}: kind must be a non-empty ContextKind or string, got {kind!r}",
-        field="kind",
-        value=kind,
-    )
+    raise refusal(method, "kind", "must be a non-empty ContextKind or string", kind)
 
 
 def _count(method: str, n: object) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ConfigurationError(
-            f"{method}: n must be a non-negative integer, got {n!r}", field="n", value=n
-        )
+        raise refusal(method, "n", "must be a non-negative integer", n)
 
 
 def _integer(method: str, name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigurationError(
-            f"{method}: {name} must be an integer, got {value!r}", field=name, value=value
-        )
+        raise refusal(method, name, "must be an integer", value)
 
 
 def _callable(method: str, predicate: object) -> None:
     if not callable(predicate):
-        raise ConfigurationError(
-            f"{method}: predicate must be callable, got {predicate!r}",
-            field="predicate",
-            value=predicate,
-        )
+        raise refusal(method, "predicate", "must be callable", predicate)
 
 
 _NAMES = {ascii_fold(name): name for name in _VARIANTS}
@@ -413,11 +393,8 @@ def _reason_arg(method: str, reason: object) -> str:
         if name is not None:
             return name
     allowed = ", ".join(_VARIANTS)
-    raise ConfigurationError(
-        f"{method}: reason must be an exclusion reason class, instance or name ({allowed}), "
-        f"got {reason!r}",
-        field="reason",
-        value=reason,
+    raise refusal(
+        method, "reason", f"must be an exclusion reason class, instance or name ({allowed})", reason
     )
 
 

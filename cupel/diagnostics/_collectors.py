@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from cupel._errors import ConfigurationError, InvalidOperationError
+from cupel._errors import InvalidOperationError, refusal
 from cupel._model import ContextBudget, ascii_fold
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, by_score
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceDetailLevel, TraceEvent
@@ -217,18 +217,18 @@ class DiagnosticTraceCollector(TraceCollector):
             self.detail_level = _detail_level(detail_level)
         except ValueError:
             allowed = ", ".join(f"{m.name} ({m.value})" for m in TraceDetailLevel)
-            raise ConfigurationError(
-                f"DiagnosticTraceCollector: detail_level must be one of {allowed}, "
-                f"got {detail_level!r}",
-                field="detail_level",
-                value=detail_level,
+            raise refusal(
+                "DiagnosticTraceCollector",
+                "detail_level",
+                f"must be one of {allowed}",
+                detail_level,
             ) from None
         if observer is not None and not callable(observer):
-            raise ConfigurationError(
-                f"DiagnosticTraceCollector: observer must be callable (it receives each "
-                f"TraceEvent) or None, got {observer!r}",
-                field="observer",
-                value=observer,
+            raise refusal(
+                "DiagnosticTraceCollector",
+                "observer",
+                "must be callable (it receives each TraceEvent) or None",
+                observer,
             )
         self.observer = observer
         self.events: list[TraceEvent] = []
@@ -422,11 +422,11 @@ class MultiTraceCollector(TraceCollector):
     def __init__(self, *collectors: TraceCollector) -> None:
         for index, collector in enumerate(collectors):
             if not isinstance(collector, TraceCollector):
-                raise ConfigurationError(
-                    f"MultiTraceCollector: collectors[{index}] must be a TraceCollector, "
-                    f"got {collector!r}",
-                    field=f"collectors[{index}]",
-                    value=collector,
+                raise refusal(
+                    "MultiTraceCollector",
+                    f"collectors[{index}]",
+                    "must be a TraceCollector",
+                    collector,
                 )
         self.collectors: tuple[TraceCollector, ...] = collectors
         self._enabled = tuple(c for c in collectors if c.is_enabled)

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, Strict
 
-from cupel._errors import ConfigurationError
+from cupel._errors import ConfigurationError, refusal
 from cupel.policy._base import Spec, fail
 from cupel.scorers._base import Scorer
 
@@ -39,16 +39,10 @@ def register_scorer(name: str, factory: ScorerFactory, *, replace: bool = False)
     >>> unregister_scorer("doc-first")
     """
     if not isinstance(name, str) or not name.strip():
-        raise ConfigurationError(
-            f"register_scorer: name must be a non-empty string, got {name!r}",
-            field="name",
-            value=name,
-        )
+        raise refusal("register_scorer", "name", "must be a non-empty string", name)
     if not callable(factory):
-        raise ConfigurationError(
-            f"register_scorer: factory must be callable (returning a scorer), got {factory!r}",
-            field="factory",
-            value=factory,
+        raise refusal(
+            "register_scorer", "factory", "must be callable (returning a scorer)", factory
         )
     if name in _REGISTRY and not replace:
         raise ConfigurationError(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
-from cupel._errors import ConfigurationError
+from cupel._errors import ConfigurationError, refusal
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline import ContextResult, Pipeline
 from cupel.diagnostics._events import TraceDetailLevel
@@ -147,18 +147,16 @@ def policy_sensitivity(
     seen: set[str] = set()
     for index, variant in enumerate(variants):
         if not isinstance(variant, tuple) or len(variant) != 2:
-            raise ConfigurationError(
-                f"policy_sensitivity: variants[{index}] must be a (label, policy) pair, "
-                f"got {variant!r}",
-                field=f"variants[{index}]",
-                value=variant,
+            raise refusal(
+                "policy_sensitivity",
+                f"variants[{index}]",
+                "must be a (label, policy) pair",
+                variant,
             )
         label, policy = variant
         if not isinstance(label, str):
-            raise ConfigurationError(
-                f"policy_sensitivity: variants[{index}] label must be a string, got {label!r}",
-                field=f"variants[{index}]",
-                value=label,
+            raise refusal(
+                "policy_sensitivity", f"variants[{index}]", "label must be a string", label
             )
         if label in seen:
             raise ConfigurationError(

@@ -7,7 +7,7 @@ import numbers
 from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
-from cupel._errors import CycleError, ScorerConfigError
+from cupel._errors import ConfigurationError, CycleError, ScorerConfigError, refusal
 from cupel._model import ContextItem
 
 __all__ = [
@@ -23,9 +23,11 @@ __all__ = [
 ]
 
 
-def fail(owner: str, field: str, rule: str, value: Any) -> ScorerConfigError:
-    """Build the standard error: ``"<owner>: <field> <rule>, got <value!r>"``."""
-    return ScorerConfigError(f"{owner}: {field} {rule}, got {value!r}", field=field, value=value)
+def fail(
+    owner: str, field: str, rule: str, value: Any, *, typed: bool = False
+) -> ConfigurationError:
+    """The usual scorer refusal (:func:`~cupel._errors.refusal`), a ScorerConfigError."""
+    return refusal(owner, field, rule, value, ScorerConfigError, typed=typed)
 
 
 def is_real(value: object) -> bool:
@@ -36,11 +38,7 @@ def is_real(value: object) -> bool:
 def number(owner: str, field: str, value: Any) -> float:
     """``value`` as a float; ``bool`` and non-real values are rejected."""
     if not is_real(value):
-        raise ScorerConfigError(
-            f"{owner}: {field} must be a number, got {type(value).__name__} {value!r}",
-            field=field,
-            value=value,
-        )
+        raise fail(owner, field, "must be a number", value, typed=True)
     try:
         return float(value)
     except OverflowError:  # an int (or Fraction) beyond the float range
@@ -78,11 +76,8 @@ def require_scorer(owner: str, field: str, scorer: Any) -> None:
     if scorer is None:
         raise ScorerConfigError(f"{owner}: {field} must not be None", field=field, value=None)
     if not callable(getattr(scorer, "score", None)):
-        raise ScorerConfigError(
-            f"{owner}: {field} must have a callable score(item, all_items) method, "
-            f"got {type(scorer).__name__} {scorer!r}",
-            field=field,
-            value=scorer,
+        raise fail(
+            owner, field, "must have a callable score(item, all_items) method", scorer, typed=True
         )
 
 

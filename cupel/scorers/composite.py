@@ -50,11 +50,12 @@ class CompositeScorer(ArrayScorer):
         self, entries: Annotated[Sequence[tuple[Scorer, Positive]], Field(min_length=1)]
     ) -> None:
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
-            raise ScorerConfigError(
-                f"CompositeScorer: entries must be a sequence of (scorer, weight) pairs, "
-                f"got {type(entries).__name__} {entries!r}",
-                field="entries",
-                value=entries,
+            raise fail(
+                "CompositeScorer",
+                "entries",
+                "must be a sequence of (scorer, weight) pairs",
+                entries,
+                typed=True,
             )
         if len(entries) == 0:
             raise fail("CompositeScorer", "entries", "must hold at least one scorer entry", entries)

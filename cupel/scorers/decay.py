@@ -87,12 +87,7 @@ class FixedTimeProvider:
 
     def __init__(self, instant: datetime) -> None:
         if not isinstance(instant, datetime):
-            raise ScorerConfigError(
-                f"FixedTimeProvider: instant must be a datetime, "
-                f"got {type(instant).__name__} {instant!r}",
-                field="instant",
-                value=instant,
-            )
+            raise fail("FixedTimeProvider", "instant", "must be a datetime", instant, typed=True)
         self._instant = _as_utc(instant)
 
     @property
@@ -144,11 +139,7 @@ of seconds > 0 and <= 86400000000000.0 (datetime.timedelta.max), got 1e+300
 
 def _positive_duration(owner: str, field: str, value: Any) -> timedelta:
     if not isinstance(value, timedelta):
-        raise ScorerConfigError(
-            f"{owner}: {field} must be a datetime.timedelta, got {type(value).__name__} {value!r}",
-            field=field,
-            value=value,
-        )
+        raise fail(owner, field, "must be a datetime.timedelta", value, typed=True)
     if value <= _ZERO:
         raise fail(owner, field, "must be > 0", value)
     return value
@@ -321,11 +312,12 @@ class DecayScorer(ArrayScorer):
     ) -> None:
         self._clock = _clock(time_provider)
         if not isinstance(curve, DecayCurve):
-            raise ScorerConfigError(
-                f"DecayScorer: curve must be a DecayCurve (ExponentialDecay, StepDecay or "
-                f"WindowDecay), got {type(curve).__name__} {curve!r}",
-                field="curve",
-                value=curve,
+            raise fail(
+                "DecayScorer",
+                "curve",
+                "must be a DecayCurve (ExponentialDecay, StepDecay or WindowDecay)",
+                curve,
+                typed=True,
             )
         self._provider = time_provider
         self._curve = curve

@@ -48,11 +48,8 @@ class KindScorer(ArrayScorer):
     def __init__(self, weights: Mapping[str | ContextKind, NonNegative] | None = None) -> None:
         source: Any = self.DEFAULT_WEIGHTS if weights is None else weights
         if not isinstance(source, Mapping):
-            raise ScorerConfigError(
-                f"KindScorer: weights must be a mapping of kind to weight, "
-                f"got {type(weights).__name__} {weights!r}",
-                field="weights",
-                value=weights,
+            raise fail(
+                "KindScorer", "weights", "must be a mapping of kind to weight", weights, typed=True
             )
         checked: dict[ContextKind, float] = {}
         for raw_kind, raw_weight in source.items():

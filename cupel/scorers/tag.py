@@ -40,11 +40,12 @@ class TagScorer(ArrayScorer):
         self, tag_weights: Mapping[str, NonNegative], *, case_insensitive: bool = False
     ) -> None:
         if not isinstance(tag_weights, Mapping):
-            raise ScorerConfigError(
-                f"TagScorer: tag_weights must be a mapping of tag to weight, "
-                f"got {type(tag_weights).__name__} {tag_weights!r}",
-                field="tag_weights",
-                value=tag_weights,
+            raise fail(
+                "TagScorer",
+                "tag_weights",
+                "must be a mapping of tag to weight",
+                tag_weights,
+                typed=True,
             )
         if not isinstance(case_insensitive, bool):
             raise fail("TagScorer", "case_insensitive", "must be a bool", case_insensitive)

@@ -15,9 +15,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from cupel._errors import ItemError, SlicerConfigError
+from cupel._errors import ConfigurationError, ItemError, SlicerConfigError, refusal
 from cupel._fastpath import (
     FloatArray,
     TokenArray,
@@ -60,6 +60,11 @@ class BaseSlicer(Configurable, ABC):
         return False
 
 
+def fail(owner: str, field: str, rule: str, value: Any) -> ConfigurationError:
+    """The usual slicer refusal (:func:`~cupel._errors.refusal`), a SlicerConfigError."""
+    return refusal(owner, field, rule, value, SlicerConfigError)
+
+
 def floor_times(tokens: int, factor: float) -> int:
     """``floor(tokens * factor)`` as the spec computes it (a float product), for any token
     count: exactly that wherever ``tokens`` converts to a float, and the exact product
@@ -87,11 +92,7 @@ def slice_detailed(
 def check_inner(owner: str, inner: object) -> None:
     """A wrapping slicer's ``inner`` is a slicer (an object with a ``slice`` method)."""
     if not callable(getattr(inner, "slice", None)):
-        raise SlicerConfigError(
-            f"{owner}: inner must be a slicer (an object with a slice method), got {inner!r}",
-            field="inner",
-            value=inner,
-        )
+        raise fail(owner, "inner", "must be a slicer (an object with a slice method)", inner)
 
 
 def entry_kind(owner: str, kind: str) -> ContextKind:
@@ -99,9 +100,7 @@ def entry_kind(owner: str, kind: str) -> ContextKind:
     try:
         return ContextKind(kind)
     except ItemError:
-        raise SlicerConfigError(
-            f"{owner}: kind must be a non-empty string, got {kind!r}", field="kind", value=kind
-        ) from None
+        raise fail(owner, "kind", "must be a non-empty string", kind) from None
 
 
 _E = TypeVar("_E")
@@ -114,11 +113,7 @@ def index_by_kind(
     by_key: dict[str, _E] = {}
     for entry in entries:
         if not isinstance(entry, entry_type):
-            raise SlicerConfigError(
-                f"{owner}: {param} must be {entry_type.__name__} values, got {entry!r}",
-                field=param,
-                value=entry,
-            )
+            raise fail(owner, param, f"must be {entry_type.__name__} values", entry)
         kind: ContextKind = entry.kind  # type: ignore[attr-defined]
         previous = by_key.get(kind.key)
         if previous is not None:

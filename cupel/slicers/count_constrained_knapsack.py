@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ScoredItem
 from cupel.diagnostics._outcomes import SliceOutcome
+from cupel.slicers._base import fail
 from cupel.slicers.count_quota import CountQuotaEntry, ScarcityBehavior, _CountQuotaSlicer
 from cupel.slicers.knapsack import KnapsackSlice
 
@@ -45,11 +45,8 @@ class CountConstrainedKnapsackSlice(_CountQuotaSlicer):
         if knapsack is None:
             knapsack = KnapsackSlice()
         elif not isinstance(knapsack, KnapsackSlice):
-            raise SlicerConfigError(
-                f"CountConstrainedKnapsackSlice: knapsack must be a KnapsackSlice, "
-                f"got {knapsack!r}",
-                field="knapsack",
-                value=knapsack,
+            raise fail(
+                "CountConstrainedKnapsackSlice", "knapsack", "must be a KnapsackSlice", knapsack
             )
         super().__init__(entries, scarcity)
         self._knapsack = knapsack

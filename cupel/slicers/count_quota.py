@@ -21,6 +21,7 @@ from cupel.slicers._base import (
     Slicer,
     check_inner,
     entry_kind,
+    fail,
     index_by_kind,
     slice_detailed,
 )
@@ -92,11 +93,7 @@ class CountQuotaEntry(Configurable):
 
 def _count(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SlicerConfigError(
-            f"CountQuotaEntry: {name} must be a non-negative integer, got {value!r}",
-            field=name,
-            value=value,
-        )
+        raise fail("CountQuotaEntry", name, "must be a non-negative integer", value)
     return value
 
 

@@ -15,7 +15,7 @@ from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._params import BucketSize, PositiveInt
 from cupel.diagnostics._outcomes import BucketRounding
 from cupel.diagnostics._reasons import ExclusionReason, PackingChoice
-from cupel.slicers._base import BaseSlicer
+from cupel.slicers._base import BaseSlicer, fail
 
 __all__ = ["AUTO_BUCKETS", "DEFAULT_MAX_CELLS", "MAX_CELLS_LIMIT", "KnapsackSlice"]
 
@@ -314,9 +314,5 @@ def _scaled_value(score: float) -> int:
 
 def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise SlicerConfigError(
-            f"KnapsackSlice: {name} must be a positive integer, got {value!r}",
-            field=name,
-            value=value,
-        )
+        raise fail("KnapsackSlice", name, "must be a positive integer", value)
     return value

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
@@ -16,12 +15,11 @@ from cupel.slicers._base import (
     Slicer,
     check_inner,
     entry_kind,
+    fail,
     floor_times,
     index_by_kind,
     slice_detailed,
 )
-
-_KIND_KEY = attrgetter("kind.key")
 
 __all__ = ["QuotaEntry", "QuotaSlice"]
 
@@ -184,9 +182,5 @@ def _percent(name: str, value: object) -> float:
         or not math.isfinite(value)
         or not 0.0 <= value <= 100.0
     ):
-        raise SlicerConfigError(
-            f"QuotaEntry: {name} must be a finite percentage between 0 and 100, got {value!r}",
-            field=name,
-            value=value,
-        )
+        raise fail("QuotaEntry", name, "must be a finite percentage between 0 and 100", value)
     return float(value)

@@ -71,6 +71,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 from itertools import pairwise
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,7 @@ import numpy as np
 from cupel._errors import ItemError, SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates, IntArray
+from cupel.slicers._base import BaseSlicer, Candidates, IntArray, fail
 from cupel.slicers.greedy import greedy_positions
 
 __all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
@@ -117,40 +118,33 @@ class RecencyWindowSlice(BaseSlicer):
         partial_blocks: bool = False,
     ) -> None:
         if block_key is not None and (not isinstance(block_key, str) or not block_key):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: block_key must be a non-empty string or None, "
-                f"got {block_key!r}",
-                field="block_key",
-                value=block_key,
+            raise fail(
+                "RecencyWindowSlice", "block_key", "must be a non-empty string or None", block_key
             )
         if (
             isinstance(scored_share, bool)
             or not isinstance(scored_share, (int, float))
             or not 0.0 <= scored_share < 1.0
         ):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: scored_share must be a number with "
-                f"0 <= scored_share < 1, got {scored_share!r}",
-                field="scored_share",
-                value=scored_share,
+            raise fail(
+                "RecencyWindowSlice",
+                "scored_share",
+                "must be a number with 0 <= scored_share < 1",
+                scored_share,
             )
         if low_water is not None and (
             isinstance(low_water, bool)
             or not isinstance(low_water, (int, float))
             or not 0.0 < low_water <= 1.0
         ):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: low_water must be None or a number with "
-                f"0 < low_water <= 1, got {low_water!r}",
-                field="low_water",
-                value=low_water,
+            raise fail(
+                "RecencyWindowSlice",
+                "low_water",
+                "must be None or a number with 0 < low_water <= 1",
+                low_water,
             )
         if not isinstance(partial_blocks, bool):
-            raise SlicerConfigError(
-                f"RecencyWindowSlice: partial_blocks must be a bool, got {partial_blocks!r}",
-                field="partial_blocks",
-                value=partial_blocks,
-            )
+            raise fail("RecencyWindowSlice", "partial_blocks", "must be a bool", partial_blocks)
         self.block_key = block_key
         self.scored_share = float(scored_share)
         self.low_water = None if low_water is None else float(low_water)
@@ -187,11 +181,16 @@ class RecencyWindowSlice(BaseSlicer):
         if not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]
+        return [items[p] for p in self._choose_scored(items, scored, budget)[0]]
+
+    def _choose_scored(
+        self, items: list[ContextItem], scored: Sequence[ScoredItem], budget: ContextBudget
+    ) -> tuple[list[int], list[list[int]]]:
+        """:meth:`_choose` over the spec's list interface (``items``: ``scored``'s items)."""
         tokens = [item.tokens for item in items]
         order = _walk_order(items, range(len(items)))
         scores = [entry.score for entry in scored]
-        chosen = self._choose(items, tokens, order, budget.target_tokens, scores)[0]
-        return [items[p] for p in chosen]
+        return self._choose(items, tokens, order, budget.target_tokens, scores)
 
     def recalled(
         self, scored: Sequence[ScoredItem], budget: ContextBudget
@@ -205,11 +204,8 @@ class RecencyWindowSlice(BaseSlicer):
         if not self.scored_share or not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]
-        tokens = [item.tokens for item in items]
-        order = _walk_order(items, range(len(items)))
-        scores = [entry.score for entry in scored]
-        picked = self._choose(items, tokens, order, budget.target_tokens, scores)[1]
-        return [([items[p] for p in unit], max(scores[p] for p in unit)) for unit in picked]
+        picked = self._choose_scored(items, scored, budget)[1]
+        return [([items[p] for p in unit], max(scored[p].score for p in unit)) for unit in picked]
 
     def exclusion_reasons(
         self,
@@ -234,17 +230,8 @@ class RecencyWindowSlice(BaseSlicer):
         else:
             return {}
         # the unit at the cut: its block's members that were not taken
-        block = blocks.of(cut)
-        needed = 0
-        if block is _NO_BLOCK:
-            needed = items[cut].tokens
-        else:
-            start = order.index(cut)
-            for position in order[start:]:
-                if blocks.of(position) != block:
-                    break
-                if id(items[position]) not in taken:
-                    needed += items[position].tokens
+        members = _block_at(order, order.index(cut), blocks)[0]
+        needed = sum(items[p].tokens for p in members if id(items[p]) not in taken)
         reason = OutsideWindow(cut_tokens=needed, available_tokens=available)
         return {id(item): reason for item in items if id(item) not in taken}
 
@@ -482,16 +469,8 @@ def _walk(
     remaining = budget
     index = start
     end = len(order)
-    block_of = blocks.of
     while index < end:
-        position = order[index]
-        block = block_of(position)
-        members = [position]
-        following = index + 1
-        if block is not _NO_BLOCK:
-            while following < end and block_of(order[following]) == block:
-                members.append(order[following])
-                following += 1
+        members, following = _block_at(order, index, blocks)
         if skip:
             members = [p for p in members if p not in skip]
         need = 0
@@ -535,26 +514,25 @@ def _walk_newest(
     taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)
     if taken or budget >= full or not order:
         return taken, cut, used
-    newest, end, need = _walk_block(order, tokens, blocks)
+    newest, end = _block_at(order, 0, blocks)
+    need = sum(tokens[p] for p in newest)
     if partial and len(newest) > 2:
         newest = [newest[0], newest[-1]]
         need = tokens[newest[0]] + tokens[newest[1]]
     return (newest, end, need) if need <= full else (taken, cut, used)
 
 
-def _walk_block(
-    order: Sequence[int], tokens: Sequence[int], blocks: _Blocks | _Given
-) -> tuple[list[int], int, int]:
-    """The first block of the walk: its positions, the walk index after it, its tokens."""
-    position = order[0]
-    block = blocks.of(position)
-    members = [position]
-    following = 1
+def _block_at(order: Sequence[int], index: int, blocks: _Blocks | _Given) -> tuple[list[int], int]:
+    """The block starting at walk index ``index``: its positions and the walk index after it."""
+    block_of = blocks.of
+    block = block_of(order[index])
+    members = [order[index]]
+    following = index + 1
     if block is not _NO_BLOCK:
-        while following < len(order) and blocks.of(order[following]) == block:
+        while following < len(order) and block_of(order[following]) == block:
             members.append(order[following])
             following += 1
-    return members, following, sum(tokens[p] for p in members)
+    return members, following
 
 
 def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:
@@ -569,12 +547,8 @@ def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[
         else:
             dated.append((stamp, position))
     # A reverse sort is stable too: equal timestamps keep their (score) order.
-    dated.sort(key=_stamp, reverse=True)
+    dated.sort(key=itemgetter(0), reverse=True)
     return [position for _, position in dated] + undated
-
-
-def _stamp(entry: tuple[datetime, int]) -> datetime:
-    return entry[0]
 
 
 def _fast_walk_order(candidates: Candidates) -> list[int] | None:
