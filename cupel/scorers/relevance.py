@@ -473,8 +473,9 @@ class RelevanceScorer(ArrayScorer):
                 f"{len(query)} and the texts vectors of dimension {vectors.shape[1]}",
                 model=embedder.name,
             )
-        # a row-wise sum: each item's cosine is summed in the same order whatever the pass
-        semantic = np.maximum((vectors * query).sum(axis=1), 0.0)
+        # einsum's own loop (no BLAS): each item's cosine is summed in the same order
+        # whatever the pass
+        semantic = np.maximum(np.einsum("ij,j->i", vectors, query), 0.0)
         weight = self._weight
         mixed: FloatArray = np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
         return mixed
