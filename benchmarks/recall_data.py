@@ -1040,7 +1040,7 @@ def _locomo_dialogue(number: int, sample: dict[str, Any]) -> Dialogue:
     system = f"You are {friend}, chatting with your friend {user} across many sessions."
     messages = [Message("system", system)]
     sessions: list[int] = []
-    at: dict[str, int] = {}  # dia_id -> message index
+    at: dict[tuple[int, int], int] = {}  # (session, turn) of a dia_id -> message index
     seen: set[str] = {system}
     found = (int(key.split("_")[1]) for key in talk if re.fullmatch(r"session_\d+", key))
     for session in sorted(found):
@@ -1055,7 +1055,8 @@ def _locomo_dialogue(number: int, sample: dict[str, Any]) -> Dialogue:
             if text in seen:
                 text += f" [{turn['dia_id']}]"
             seen.add(text)
-            at[str(turn["dia_id"])] = len(messages)
+            for ids in _TURN_ID.findall(str(turn["dia_id"])):
+                at[int(ids[0]), int(ids[1])] = len(messages)
             role = "user" if turn["speaker"] == user else "assistant"
             messages.append(Message(role, text))
     questions: list[Question] = []
@@ -1063,7 +1064,7 @@ def _locomo_dialogue(number: int, sample: dict[str, Any]) -> Dialogue:
         if qa.get("category") == ADVERSARIAL:
             continue
         ids = _TURN_ID.findall(" ".join(map(str, qa.get("evidence") or [])))
-        evidence = sorted({at[key] for s, t in ids if (key := f"D{s}:{t}") in at})
+        evidence = sorted({at[key] for s, t in ids if (key := (int(s), int(t))) in at})
         if evidence:
             statements = tuple(messages[i].text for i in evidence)
             kind = f"category {qa.get('category')}"

@@ -78,7 +78,7 @@ def sample() -> dict[str, Any]:
             {
                 "question": "Where does Ada's sister live?",
                 "answer": "Lisbon",
-                "evidence": ["D1:1; D9:99"],
+                "evidence": ["(D1:01; D9:99)"],  # as some ids are written
                 "category": 1,
             },
             {
@@ -126,7 +126,12 @@ def test_the_turns_become_messages_and_the_questions_that_count_are_kept(locomo:
         "When did Bo start pottery?",
         "Where does Ada's sister live?",
     ]
-    assert [q.evidence for q in questions] == [(1,), (3,), (305,), (1,)]  # D9:99 names no turn
+    assert [q.evidence for q in questions] == [
+        (1,),
+        (3,),
+        (305,),
+        (1,),
+    ]  # D1:01 is D1:1; D9:99 names no turn
     assert [q.kind for q in questions] == ["category 1", "category 4", "category 2", "category 1"]
     assert messages[305].role == "assistant" and "pottery" in messages[305].text
 
