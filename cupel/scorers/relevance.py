@@ -452,7 +452,16 @@ class RelevanceScorer(ArrayScorer):
 
     def similarity(self, items: Sequence[ContextItem]) -> float | None:
         """The best cosine of ``items``' embeddings with the query's, as scored (``None``
-        without an embedding, a query or items)."""
+        without an embedding, a query or items).
+
+        >>> from cupel import ContextItem
+        >>> scorer = RelevanceScorer("red box", embed=hashed_terms)
+        >>> unit = [ContextItem(content=c, tokens=1) for c in ("a red cat", "tea")]
+        >>> round(scorer.similarity(unit), 4)
+        0.5
+        >>> print(RelevanceScorer("red box").similarity([]))
+        None
+        """
         if self._embed is None or self._query is None or not items:
             return None
         return float(self._cosines(self._embed, [item.content for item in items]).max())
