@@ -4,6 +4,7 @@
     python -m benchmarks.recall --conversations 4 --budgets 1000,3000 --json out.json
     python -m benchmarks.recall --quick                  # 2 dialogues (tests)
     python -m benchmarks.recall --docs docs/recall.md    # refresh the doc's table
+    python -m benchmarks.recall --locomo locomo10.json   # the public LoCoMo file instead
 
 Long generated conversations (:mod:`benchmarks.recall_data`: hundreds of turns over many
 sessions, facts planted early, questions worded differently from them, each annotated with
@@ -63,7 +64,7 @@ if __package__ in (None, ""):  # run as a script: python benchmarks/recall.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.harness import replace_block
-from benchmarks.recall_data import Dialogue, Question, generate_dialogues
+from benchmarks.recall_data import Dialogue, Question, generate_dialogues, load_locomo
 from benchmarks.window_cases import Case, Message, to_langchain, to_llamaindex
 from cupel.conversation import SYSTEM, Conversation
 
@@ -754,6 +755,10 @@ EMBEDDING_SELECTORS: tuple[Selector, ...] = (
 )
 """The optional rows of ``--embeddings``: the recall policy with an embedding."""
 
+NOT_ON_LOCOMO = ("ChatMemoryBuffer", "Memory + VectorMemoryBlock")
+"""The rows ``--locomo`` leaves out: the incumbents' LlamaIndex memories (the slow ones;
+``trim_messages`` stands for the incumbents)."""
+
 
 # -- examining a window --------------------------------------------------------------------------
 def _text(message: Any) -> str:
@@ -820,14 +825,15 @@ statements (stop words aside) or none; the fact was updated; the evidence is two
 
 
 def groups(question: Question) -> tuple[str, ...]:
-    """The groups of ``question`` (see :data:`GROUPS`)."""
+    """The groups of ``question`` (see :data:`GROUPS`), then its kind (a LoCoMo question's
+    category)."""
     stated = {t for statement in question.statements for t in terms(statement)}
     out = ["shares a word" if set(terms(question.text)) & stated else "paraphrase only"]
     if question.updated:
         out.append("updated fact")
     if len(question.evidence) > 1:
         out.append("two parts")
-    return tuple(out)
+    return (*out, question.kind)
 
 
 def examine(
@@ -994,13 +1000,17 @@ def table(summaries: Sequence[Summary], timings: bool = True) -> str:
     return "\n".join(lines)
 
 
-def breakdown(outcomes: Sequence[Outcome], selectors: Sequence[Selector] = SELECTORS) -> str:
-    """Evidence recall by question group (:data:`GROUPS`), one row per component and
-    budget, as a Markdown table; each header says how many questions the group holds."""
+def breakdown(
+    outcomes: Sequence[Outcome],
+    selectors: Sequence[Selector] = SELECTORS,
+    names: Sequence[str] = GROUPS,
+) -> str:
+    """Evidence recall by question group (``names``, :func:`groups`), one row per component
+    and budget, as a Markdown table; each header says how many questions the group holds."""
     budgets = sorted({o.budget for o in outcomes})
     first = [o for o in outcomes if o.selector == outcomes[0].selector and o.budget == budgets[0]]
-    sizes = {g: sum(g in o.groups for o in first) for g in GROUPS}
-    head = ["component", "budget", *(f"{g} ({sizes[g]})" for g in GROUPS)]
+    sizes = {g: sum(g in o.groups for o in first) for g in names}
+    head = ["component", "budget", *(f"{g} ({sizes[g]})" for g in names)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for selector in selectors:
         for budget in budgets:
@@ -1008,7 +1018,7 @@ def breakdown(outcomes: Sequence[Outcome], selectors: Sequence[Selector] = SELEC
             if not mine:
                 continue
             cells = [selector.name, f"{budget:,}"]
-            for g in GROUPS:
+            for g in names:
                 rows = [o for o in mine if g in o.groups]
                 evidence = sum(o.evidence for o in rows)
                 cells.append(f"{sum(o.found for o in rows) / evidence:.1%}" if evidence else "–")
@@ -1169,8 +1179,8 @@ def describe(dialogues: Sequence[Dialogue]) -> str:
         f"{len(dialogues)} dialogues of {min(messages)}-{max(messages)} messages "
         f"({min(tokens):,}-{max(tokens):,} tokens at 4 characters per token) over "
         f"{min(len(d.sessions) for d in dialogues)}-{max(len(d.sessions) for d in dialogues)} "
-        f"sessions; {questions} questions, {evidence} evidence turns, {updated} questions on "
-        f"updated facts"
+        f"sessions; {questions} questions, {evidence} evidence turns"
+        + (f", {updated} questions on updated facts" if updated else "")
     )
 
 
@@ -1228,6 +1238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "against the chat default at 1,000 and 10,000 messages",
     )
     parser.add_argument(
+        "--locomo",
+        type=Path,
+        help="the public LoCoMo file (locomo10.json) instead of the generated dialogues: the "
+        "recall policy, the chat default, trim_messages and the BM25 references",
+    )
+    parser.add_argument(
         "--embeddings",
         action="store_true",
         help="add the recall policy with an embedding (hashed words: not a semantic model)",
@@ -1244,15 +1260,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if count < 1:
         parser.error(f"--conversations must be >= 1, got {count}")
+    if args.locomo is not None and args.docs is not None:
+        parser.error("--docs rewrites the generated dialogues' table: not with --locomo")
     started = time.perf_counter()
-    dialogues = generate_dialogues(count, seed=args.seed)
+    names: Sequence[str] = GROUPS
+    if args.locomo is not None:
+        try:
+            dialogues = load_locomo(args.locomo)
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
+        selectors = tuple(s for s in selectors if s.name not in NOT_ON_LOCOMO)
+        kinds = {q.kind for d in dialogues for q in d.questions}
+        names = ("shares a word", "paraphrase only", *sorted(kinds))
+        reproduce = f"python -m benchmarks.recall --locomo {args.locomo}"
+        if tuple(args.budgets) != BUDGETS:
+            reproduce += " --budgets " + ",".join(map(str, args.budgets))
+    else:
+        dialogues = generate_dialogues(count, seed=args.seed)
+        reproduce = command(count, args.seed, args.budgets)
     outcomes = run(dialogues, args.budgets, selectors)
     summaries = summarize(outcomes, selectors)
     print(f"Recall: {describe(dialogues)}")
-    print(f"reproduce: {command(count, args.seed, args.budgets)}\n")
+    print(f"reproduce: {reproduce}\n")
     print(table(summaries))
     print("\nEvidence recall by question group (questions in each group):\n")
-    print(breakdown(outcomes, selectors))
+    print(breakdown(outcomes, selectors, names))
     if args.embeddings:
         print(f"\nthe embedding embedded {EMBEDDINGS.texts:,} texts in {EMBEDDINGS.calls:,} calls")
     elapsed = time.perf_counter() - started

@@ -59,10 +59,14 @@ True
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
 
 from benchmarks.window_cases import Call, Case, Message, approximate_tokens
 
@@ -74,6 +78,7 @@ __all__ = [
     "generate_dialogue",
     "generate_dialogues",
     "kind",
+    "load_locomo",
 ]
 
 
@@ -995,3 +1000,75 @@ def generate_dialogues(count: int, *, seed: int) -> list[Dialogue]:
 def kind(name: str) -> Kind:
     """The kind of fact called ``name``."""
     return _BY_NAME[name]
+
+
+# -- public data: LoCoMo -------------------------------------------------------------------------
+ADVERSARIAL = 5
+"""LoCoMo's adversarial category: questions about what was never said (their evidence is
+a near miss, not an answer), skipped."""
+_TURN_ID = re.compile(r"D(\d+):(\d+)")
+
+
+def load_locomo(path: Path) -> list[Dialogue]:
+    """The conversations of a LoCoMo file (``locomo10.json`` of snap-research/locomo: a list
+    of samples, each with ``conversation`` — ``speaker_a``, ``speaker_b``, ``session_<n>``
+    lists of turns ``{speaker, dia_id, text[, blip_caption]}`` and ``session_<n>_date_time``
+    — and ``qa``: ``{question, evidence: ["D<session>:<turn>", ...], category}``) as
+    :class:`Dialogue` s: a system prompt, then every turn in session order as one message,
+    ``speaker_a``'s as the user's and ``speaker_b``'s as the assistant's, the first of each
+    session opening with its date (``[Session 2 · 1:14 pm on 25 May, 2023]``), a shared
+    image as LoCoMo's own prompts give it (`` [shares <caption>]``). A text said twice gets
+    its turn id appended (windows are mapped back by text). Questions of the adversarial
+    category, and questions none of whose evidence ids names a turn, are left out; ids
+    naming no turn are dropped from a question's evidence.
+    """
+    try:
+        samples = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(samples, list):
+            raise TypeError("the top level is not a list of samples")
+        return [_locomo_dialogue(number, sample) for number, sample in enumerate(samples)]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(
+            f"{path} is not a LoCoMo file (a list of samples with 'conversation' and 'qa'): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _locomo_dialogue(number: int, sample: dict[str, Any]) -> Dialogue:
+    talk = sample["conversation"]
+    user, friend = talk["speaker_a"], talk["speaker_b"]
+    system = f"You are {friend}, chatting with your friend {user} across many sessions."
+    messages = [Message("system", system)]
+    sessions: list[int] = []
+    at: dict[tuple[int, int], int] = {}  # (session, turn) of a dia_id -> message index
+    seen: set[str] = {system}
+    found = (int(key.split("_")[1]) for key in talk if re.fullmatch(r"session_\d+", key))
+    for session in sorted(found):
+        sessions.append(len(messages))
+        when = talk.get(f"session_{session}_date_time", "")
+        for position, turn in enumerate(talk[f"session_{session}"]):
+            text = str(turn["text"])
+            if turn.get("blip_caption"):
+                text += f" [shares {turn['blip_caption']}]"
+            if position == 0:
+                text = f"[Session {session} · {when}] {text}"
+            if text in seen:
+                text += f" [{turn['dia_id']}]"
+            seen.add(text)
+            for ids in _TURN_ID.findall(str(turn["dia_id"])):
+                at[int(ids[0]), int(ids[1])] = len(messages)
+            role = "user" if turn["speaker"] == user else "assistant"
+            messages.append(Message(role, text))
+    questions: list[Question] = []
+    for qa in sample["qa"]:
+        if qa.get("category") == ADVERSARIAL:
+            continue
+        ids = _TURN_ID.findall(" ".join(map(str, qa.get("evidence") or [])))
+        evidence = sorted({at[key] for s, t in ids if (key := (int(s), int(t))) in at})
+        if evidence:
+            statements = tuple(messages[i].text for i in evidence)
+            kind = f"category {qa.get('category')}"
+            questions.append(
+                Question(str(qa["question"]), tuple(evidence), kind, "", False, statements)
+            )
+    return Dialogue(number, tuple(messages), tuple(sessions), tuple(questions))

@@ -258,8 +258,10 @@ def _recalled(
 ) -> tuple[Recalled, ...]:
     """The report's :class:`~cupel.Recalled` units: each with the query terms its items
     hold, by every scorer of the tree that tells them (``matches``: a bound
-    :class:`~cupel.RelevanceScorer`), in the order it gives them."""
+    :class:`~cupel.RelevanceScorer`), in the order it gives them, and the best of their
+    ``similarity`` (``None`` from a scorer without an embedding)."""
     matchers: list[Callable[[ContextItem], Sequence[str]]] = []
+    similar: list[Callable[[Sequence[ContextItem]], float | None]] = []
     stack: list[Any] = [] if scorer is None else [scorer]
     seen: set[int] = set()
     while stack:
@@ -270,6 +272,9 @@ def _recalled(
         matches = getattr(node, "matches", None)
         if callable(matches) and getattr(node, "query", None) is not None:
             matchers.append(matches)
+            similarity = getattr(node, "similarity", None)
+            if callable(similarity):
+                similar.append(similarity)
         children = getattr(node, "children", None)
         if callable(children):
             stack.extend(reversed(tuple(children())))
@@ -279,7 +284,8 @@ def _recalled(
         for matches in matchers:
             for item in reversed(items):  # oldest first: the question's terms first
                 terms.update(dict.fromkeys(matches(item)))
-        out.append(Recalled(tuple(items), float(score_), tuple(terms)))
+        found = [s for s in (similarity(items) for similarity in similar) if s is not None]
+        out.append(Recalled(tuple(items), float(score_), tuple(terms), max(found, default=None)))
     return tuple(out)
 
 

@@ -445,7 +445,6 @@ def pinned_message(exc: PinnedBudgetError, args: argparse.Namespace | None) -> s
 
 
 def _recalled_why(unit: Recalled) -> str:
-    """Why an item of a recalled unit is in the window: the unit's score and the query
-    terms it matched."""
-    matched = f", matched: {', '.join(unit.terms)}" if unit.terms else ""
-    return f"Recalled: unit score {unit.score:.3f}{matched}"
+    """Why an item of a recalled unit is in the window: the unit's score, the query's
+    words it matched and its similarity to the query (with an embedding)."""
+    return f"Recalled: unit score {unit.score:.3f}{unit.why(3)}"

@@ -73,15 +73,16 @@ class Recalled:
     """A unit a :class:`~cupel.RecencyWindowSlice` brought back from before its window
     (its ``scored_share``): the unit's ``items`` (a block whole: a question with its
     answer; newest first), its ``score`` (the best of its members' scores, what the share
-    ranked it by, per token) and ``terms``: the query terms found in its items by the
-    pipeline's :class:`~cupel.RelevanceScorer` s (in the order of the query; empty
-    without one).
+    ranked it by, per token), ``terms``: the query's words (as written, casefolded) whose
+    terms its items hold, by the pipeline's :class:`~cupel.RelevanceScorer` s (in the
+    order of the query; empty without one), and ``similarity``: the best cosine of its
+    items' embeddings with the query's (``None`` without an embedding).
 
     >>> from cupel import ContextItem
     >>> unit = Recalled((ContextItem(content="My sister moved to Lisbon", tokens=7),),
-    ...                 0.82, ("sister", "lisbon"))
+    ...                 0.82, ("sister", "lisbon"), 0.71)
     >>> print(unit.describe())
-    recalled (score 0.82, matched: sister, lisbon): 'My sister moved to Lisbon'
+    recalled (score 0.82, matched: sister, lisbon, similarity 0.71): 'My sister moved to Lisbon'
     >>> Recalled.from_dict(unit.to_dict()) == unit
     True
     """
@@ -89,13 +90,16 @@ class Recalled:
     items: tuple[ContextItem, ...]
     score: float
     terms: tuple[str, ...] = ()
+    similarity: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Wire form: ``{"items": [item, ...], "score": s, "terms": [...]}``."""
+        """Wire form: ``{"items": [item, ...], "score": s, "terms": [...],
+        "similarity": c}`` (``c`` null without an embedding)."""
         return {
             "items": [item.to_dict() for item in self.items],
             "score": self.score,
             "terms": list(self.terms),
+            "similarity": self.similarity,
         }
 
     @classmethod
@@ -105,14 +109,25 @@ class Recalled:
             tuple(ContextItem.from_dict(item) for item in data.get("items", [])),
             float(data.get("score", 0.0)),
             tuple(str(term) for term in data.get("terms", [])),
+            None if data.get("similarity") is None else float(data["similarity"]),
         )
 
-    def describe(self) -> str:
-        """In words: the score, the matched terms and the first item's content."""
+    def why(self, digits: int = 2) -> str:
+        """The matched words and the similarity, in words (each part only when present).
+
+        >>> Recalled((), 1.0, ("cat",), 0.5).why()
+        ', matched: cat, similarity 0.50'
+        """
         matched = f", matched: {', '.join(self.terms)}" if self.terms else ""
+        similar = "" if self.similarity is None else f", similarity {self.similarity:.{digits}f}"
+        return matched + similar
+
+    def describe(self) -> str:
+        """In words: the score, the matched words, the similarity and the first item's
+        content."""
         first = self.items[-1].content if self.items else ""
         shown = first if len(first) <= 60 else first[:57] + "..."
-        return f"recalled (score {self.score:.2f}{matched}): {shown!r}"
+        return f"recalled (score {self.score:.2f}{self.why()}): {shown!r}"
 
 
 @dataclass(frozen=True, slots=True)

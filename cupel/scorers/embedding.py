@@ -26,6 +26,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from itertools import compress, repeat
 from numbers import Real
 from typing import Any
 
@@ -101,7 +102,9 @@ class Embedder:
 
     def _start(self) -> None:
         self._lock = threading.Lock()
-        self._texts: OrderedDict[str, FloatArray] = OrderedDict()
+        self._texts: OrderedDict[str, int] = OrderedDict()  # text -> its row of _matrix
+        self._matrix: FloatArray = np.zeros((0, 0))
+        self._free: list[int] = []  # rows of _matrix not in use
         self._queries: OrderedDict[str, FloatArray] = OrderedDict()
         self._dimension: int | None = None
 
@@ -171,57 +174,75 @@ class Embedder:
 
     def vectors(self, texts: Sequence[str]) -> FloatArray:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in
-        the cache are sent to the model, once each, in one call."""
+        the cache are sent to the model, once each, in one call. The cache is one matrix
+        (a row per text) and a dict from text to row: the known rows are read by one
+        look-up per text and one indexing of the matrix."""
         cache = self._texts
-        with self._lock:  # what is known now stays usable if another thread evicts it
-            rows: list[FloatArray | None] = list(map(cache.get, texts))
-            absent = [i for i, row in enumerate(rows) if row is None]
-            if len(absent) < len(rows):  # the texts found are the most recently used
+        with self._lock:  # the known rows are copied out: another thread may evict them
+            rows = np.fromiter(map(cache.get, texts, repeat(-1)), np.intp, len(texts))
+            absent: list[int] = np.flatnonzero(rows < 0).tolist()
+            out = self._matrix[rows] if len(absent) < len(rows) else None
+            if out is not None:  # the texts found are the most recently used
                 move = cache.move_to_end
-                for text, row in zip(texts, rows, strict=True):
-                    if row is not None:
-                        move(text)
+                for text in compress(texts, rows >= 0):
+                    move(text)
+        if not absent:
+            return out if out is not None else np.zeros((0, self._dimension or 0))
         missing = list(dict.fromkeys(texts[i] for i in absent))
-        new: dict[str, FloatArray] = {}
-        if missing:
-            try:
-                raw = self._embed(missing)
-            except EmbeddingError:
-                raise
-            except Exception as exc:
-                raise EmbeddingError(
-                    f"embedding model {self.name} failed on {len(missing)} texts: "
-                    f"{type(exc).__name__}: {exc}",
-                    model=self.name,
-                ) from exc
-            if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
-                raise EmbeddingError(
-                    f"embedding model {self.name} returned {type(raw).__name__}, not a "
-                    f"sequence of vectors",
-                    model=self.name,
-                )
-            listed = list(raw)
-            if len(listed) != len(missing):
-                raise EmbeddingError(
-                    f"embedding model {self.name} returned {len(listed)} vectors for "
-                    f"{len(missing)} texts",
-                    model=self.name,
-                )
-            first = {t: i for i, t in reversed(list(enumerate(texts)))}
-            with self._lock:
-                self.calls += 1
-                self.embedded += len(missing)
-                for text, raw_vector in zip(missing, listed, strict=True):
-                    new[text] = self._unit(raw_vector, first[text], text)
-                cache.update(new)
-                while len(cache) > self.max_texts:
-                    cache.popitem(last=False)
-            for i in absent:
-                rows[i] = new[texts[i]]
-        if not texts:
-            return np.zeros((0, self._dimension or 0))
-        stacked: FloatArray = np.array(rows, dtype=np.float64)
-        return stacked
+        try:
+            raw = self._embed(missing)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(
+                f"embedding model {self.name} failed on {len(missing)} texts: "
+                f"{type(exc).__name__}: {exc}",
+                model=self.name,
+            ) from exc
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
+            raise EmbeddingError(
+                f"embedding model {self.name} returned {type(raw).__name__}, not a "
+                f"sequence of vectors",
+                model=self.name,
+            )
+        listed = list(raw)
+        if len(listed) != len(missing):
+            raise EmbeddingError(
+                f"embedding model {self.name} returned {len(listed)} vectors for "
+                f"{len(missing)} texts",
+                model=self.name,
+            )
+        first = {t: i for i, t in reversed(list(enumerate(texts)))}
+        with self._lock:
+            self.calls += 1
+            self.embedded += len(missing)
+            new = {t: self._unit(v, first[t], t) for t, v in zip(missing, listed, strict=True)}
+            self._store(new)
+        if out is None:
+            out = np.empty((len(texts), self._dimension or 0))
+        out[absent] = [new[texts[i]] for i in absent]
+        return out
+
+    def _store(self, new: dict[str, FloatArray]) -> None:
+        """Keep ``new``'s vectors (under the lock), the least recently used evicted first
+        to make room: the matrix grows past ``max_texts`` rows only for a larger batch."""
+        cache, free = self._texts, self._free
+        while cache and len(cache) + len(new) > self.max_texts:
+            free.append(cache.popitem(last=False)[1])
+        if len(free) < len(new):
+            old = self._matrix
+            size = max(len(old) + len(new) - len(free), min(2 * len(old), self.max_texts))
+            self._matrix = np.zeros((size, self._dimension or 0))
+            if len(old):
+                self._matrix[: len(old)] = old
+            free.extend(range(size - 1, len(old) - 1, -1))
+        for text, vector in new.items():
+            row = cache.get(text)  # another thread may have stored it meanwhile
+            cache[text] = row = free.pop() if row is None else row
+            cache.move_to_end(text)
+            self._matrix[row] = vector
+        while len(cache) > self.max_texts:  # a batch larger than the bound
+            free.append(cache.popitem(last=False)[1])
 
     def query(self, text: str) -> FloatArray:
         """The unit vector of the query ``text`` (cached like the texts)."""

@@ -259,9 +259,19 @@ def terms(text: str) -> list[str]:
     return found
 
 
-def _query_terms(query: str) -> tuple[str, ...]:
-    """The query's distinct terms in first-occurrence order."""
-    return tuple(dict.fromkeys(terms(query)))
+def _query_words(query: str) -> dict[str, str]:
+    """The query's distinct terms in first-occurrence order, each with the query's word
+    it first came from as written (after step 1; a CJK bigram is itself).
+
+    >>> _query_words("Names? My name, 東京")
+    {'nam': 'names', '東京': '東京'}
+    """
+    words: dict[str, str] = {}
+    for token in _tokens(query):
+        for cjk, other in _CJK_RUNS.findall(token):
+            for term in _token_terms(cjk or other):
+                words.setdefault(term, term if cjk else other)
+    return words
 
 
 def hashed_terms(texts: Sequence[str], dimension: int = 256) -> list[list[float]]:
@@ -317,7 +327,7 @@ class RelevanceScorer(ArrayScorer):
     >>> [round(s, 4) for s in scorer.score_all(items)]
     [0.324, 0.0, 1.0]
     >>> scorer.matches(items[2])
-    ('invoic', 'du')
+    ('invoice', 'due')
     >>> RelevanceScorer().bound, RelevanceScorer().with_query("cats").query
     (False, 'cats')
     """
@@ -374,7 +384,8 @@ class RelevanceScorer(ArrayScorer):
         self._b = b_value
         self._weight = weight
         self._embed: Embedder | None = embed
-        self._terms: tuple[str, ...] = () if query is None else _query_terms(query)
+        self._words = {} if query is None else _query_words(query)
+        self._terms: tuple[str, ...] = tuple(self._words)
 
     @property
     def query(self) -> str | None:
@@ -427,16 +438,48 @@ class RelevanceScorer(ArrayScorer):
         )
 
     def matches(self, item: ContextItem) -> tuple[str, ...]:
-        """The distinct query terms ``item``'s content holds, in query order.
+        """The query's words whose terms ``item``'s content holds, as the query wrote them
+        (casefolded; the first word of each term), in query order.
 
         >>> from cupel import ContextItem
-        >>> RelevanceScorer("red boxes, blue box").matches(ContextItem(content="A box", tokens=1))
-        ('box',)
+        >>> RelevanceScorer("red Boxes, blue box").matches(ContextItem(content="A box", tokens=1))
+        ('boxes',)
         """
         if not self._terms:
             return ()
         own = set(terms(item.content))
-        return tuple(term for term in self._terms if term in own)
+        return tuple(word for term, word in self._words.items() if term in own)
+
+    def similarity(self, items: Sequence[ContextItem]) -> float | None:
+        """The best cosine of ``items``' embeddings with the query's, as scored (``None``
+        without an embedding, a query or items).
+
+        >>> from cupel import ContextItem
+        >>> scorer = RelevanceScorer("red box", embed=hashed_terms)
+        >>> unit = [ContextItem(content=c, tokens=1) for c in ("a red cat", "tea")]
+        >>> round(scorer.similarity(unit), 4)
+        0.5
+        >>> print(RelevanceScorer("red box").similarity([]))
+        None
+        """
+        if self._embed is None or self._query is None or not items:
+            return None
+        return float(self._cosines(self._embed, [item.content for item in items]).max())
+
+    def _cosines(self, embedder: Embedder, texts: Sequence[str]) -> FloatArray:
+        """The cosine of each text's embedding with the query's."""
+        query = embedder.query(self._query or "")
+        vectors = embedder.vectors(texts)
+        if vectors.shape[1] != len(query):
+            raise EmbeddingError(
+                f"embedding model {embedder.name} gave the query a vector of dimension "
+                f"{len(query)} and the texts vectors of dimension {vectors.shape[1]}",
+                model=embedder.name,
+            )
+        # einsum's own loop (no BLAS): each text's cosine is summed in the same order
+        # whatever the pass
+        cosines: FloatArray = np.einsum("ij,j->i", vectors, query)
+        return cosines
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         scores = self._scores(all_items)
@@ -462,19 +505,9 @@ class RelevanceScorer(ArrayScorer):
         self._require_bound()
         texts = batches.column("content")
         lexical = self._lexical(texts)
-        embedder = self._embed
-        if embedder is None or not len(texts):
+        if self._embed is None or not len(texts):
             return lexical
-        query = embedder.query(self._query or "")
-        vectors = embedder.vectors(texts)
-        if vectors.shape[1] != len(query):
-            raise EmbeddingError(
-                f"embedding model {embedder.name} gave the query a vector of dimension "
-                f"{len(query)} and the texts vectors of dimension {vectors.shape[1]}",
-                model=embedder.name,
-            )
-        # a row-wise sum: each item's cosine is summed in the same order whatever the pass
-        semantic = np.maximum((vectors * query).sum(axis=1), 0.0)
+        semantic = np.maximum(self._cosines(self._embed, texts), 0.0)
         weight = self._weight
         mixed: FloatArray = np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
         return mixed

@@ -6,8 +6,10 @@ calls over a growing history; errors at construction; serialization and copies."
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 
+import numpy as np
 import pytest
 from embedding_testkit import concept_vectors
 from langchain.agents import create_agent
@@ -18,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from test_lc_middleware import Recorder, river_length, scripted_model
 from test_lc_recall import BUDGET, conversation, tokens
 
-from cupel import ConfigurationError
+from cupel import ConfigurationError, SelectionReport
 from cupel.scorers.embedding import Embedder
 from cupel.scorers.relevance import hashed_terms
 from cupel_langchain import (
@@ -131,6 +133,51 @@ def test_langchains_fake_embeddings_give_valid_windows(fake: Embeddings) -> None
     kept = select_messages(history, max_tokens=BUDGET, policy="recall", embeddings=fake)
     assert kept[-1].id == "question" and tool_call_problems(kept) == []
     assert tokens(kept) <= BUDGET
+
+
+def cosine(left: list[float], right: list[float]) -> float:
+    return float(np.dot(left, right) / np.linalg.norm(left) / np.linalg.norm(right))
+
+
+def test_the_report_gives_the_words_as_asked_and_the_similarity() -> None:
+    """A unit recalled with an embedding: the question's words it matched as the question
+    wrote them (``sisters``, not the term ``sister``), and its best cosine with the
+    question by the model's own vectors, in the report, its wire form and the selector's
+    event (through JSON)."""
+    fake = DeterministicFakeEmbedding(size=32)
+    history = asking("Which city do my SISTERS live in now?")
+    kept, report = select_messages_with_report(
+        history, max_tokens=BUDGET, policy="recall", embeddings=fake
+    )
+    assert [m.id for m in kept][1] == "fact"
+    unit = next(unit for unit in report.recalled if unit.items[-1].content == history[1].content)
+    assert unit.terms == ("sisters",)
+    question = fake.embed_query(history[-1].text)
+    best = max(cosine(question, v) for v in fake.embed_documents([i.content for i in unit.items]))
+    assert unit.similarity == pytest.approx(best, abs=1e-12)
+    assert SelectionReport.from_dict(report.to_dict()).recalled == report.recalled
+    recorder = Recorder()
+    CupelMessageSelector(max_tokens=BUDGET, policy="recall", embeddings=fake).invoke(
+        history, config={"callbacks": [recorder]}
+    )
+    data = json.loads(json.dumps(recorder.events[-1][1]))
+    why = [(u.terms, u.similarity) for u in report.recalled]
+    sent = data["report"]["recalled"]
+    assert [(tuple(u["terms"]), u["similarity"]) for u in sent] == why
+    assert [(u.terms, u.similarity) for u in report_from_event(data).recalled] == why
+
+
+@pytest.mark.parametrize("fake", [DeterministicFakeEmbedding(size=32), FakeEmbeddings(size=32)])
+def test_the_similarity_is_a_cosine_and_none_without_an_embedding(fake: Embeddings) -> None:
+    history = conversation(rounds=20)
+    with_model = select_messages_with_report(
+        history, max_tokens=BUDGET, policy="recall", embeddings=fake
+    )[1]
+    assert with_model.recalled
+    assert all(-1.0 <= (u.similarity or 2.0) <= 1.0 for u in with_model.recalled)
+    lexical = select_messages_with_report(history, max_tokens=BUDGET, policy="recall")[1]
+    assert lexical.recalled and all(u.similarity is None for u in lexical.recalled)
+    assert lexical.to_dict()["recalled"][0]["similarity"] is None
 
 
 def test_deterministic_fake_embeddings_give_the_same_window_every_time() -> None:

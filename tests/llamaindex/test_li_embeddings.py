@@ -72,6 +72,27 @@ def test_chat_memory_recalls_by_meaning() -> None:
     assert unit.terms == () and FACT in unit.items[-1].content
 
 
+def test_the_report_gives_the_words_as_asked_and_the_similarity() -> None:
+    """``MockEmbedding`` gives every text the same vector: each recalled unit's similarity
+    is 1.0 (None without an embedding), and its words are the question's as written."""
+    history = conversation()
+    history[-1] = ChatMessage(role=MessageRole.USER, content="Which city do my SISTERS live in?")
+    reports = []
+    for embeddings in (MockEmbedding(embed_dim=8), None):
+        memory = CupelChatMemory.from_defaults(
+            chat_history=list(history), token_limit=LIMIT, policy="recall", embeddings=embeddings
+        )
+        assert history[1] in memory.get()
+        assert memory.last_report is not None
+        reports.append(memory.last_report)
+    mocked, lexical = reports
+    unit = next(unit for unit in mocked.recalled if FACT in unit.items[-1].content)
+    assert unit.terms == ("sisters",) and unit.similarity == pytest.approx(1.0, abs=1e-12)
+    assert mocked.to_dict()["recalled"][0]["similarity"] == pytest.approx(1.0, abs=1e-12)
+    assert [u.terms for u in lexical.recalled] == [("sisters",)]
+    assert lexical.recalled[0].similarity is None
+
+
 def test_cupel_memory_recalls_by_meaning() -> None:
     memory = CupelMemory.from_defaults(
         token_limit=LIMIT, policy="recall", embeddings=ConceptEmbedding()

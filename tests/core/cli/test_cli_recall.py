@@ -4,11 +4,17 @@ turn comes back whole, and the text report says why."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from cli_testkit import run, write_jsonl
+
+from cupel import ContextBudget, ContextItem, Pipeline
+from cupel.cli._format import format_report
+from cupel.scorers.relevance import hashed_terms
 
 CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "You are helpful."},
@@ -37,3 +43,29 @@ def test_a_transcript_recalls_the_old_turn_whole(
     assert len(recalled) == 2 and "matched: cat" in recalled[0]
     status, out, err = run(capsys, "select", str(path), "--max-tokens", "70", "--policy", "chat")
     assert CHAT[1]["content"] not in [message["content"] for message in json.loads(out)]
+
+
+def test_the_text_report_gives_the_words_as_asked_and_the_similarity() -> None:
+    """The ``select`` text report of a pipeline with an embedding (the CLI takes none:
+    a live model) says which of the question's words a recalled unit matched, as the
+    question wrote them, and its similarity to the question."""
+    start = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    texts = [message["content"] for message in CHAT[1:-1]] + ["So what are my CATS called?"]
+    items = [
+        ContextItem(content=text, tokens=8, timestamp=start + timedelta(minutes=i))
+        for i, text in enumerate(texts)
+    ]
+    pipeline = Pipeline.from_policy("recall").with_query(texts[-1]).with_embedder(hashed_terms)
+    budget = ContextBudget(max_tokens=48, target_tokens=48)
+    result = pipeline.dry_run(items, budget)
+    assert result.report is not None
+    (unit,) = result.report.recalled
+    assert unit.terms == ("cats", "called") and unit.similarity is not None
+    (question,), (fact,) = hashed_terms([texts[-1]]), hashed_terms([texts[0]])
+    cosine = float(np.dot(question, fact) / np.linalg.norm(question) / np.linalg.norm(fact))
+    assert unit.similarity == pytest.approx(cosine, abs=1e-12)
+    text = format_report(result.report, result, budget)
+    line = next(line for line in text.splitlines() if texts[0][:40] in line)
+    assert line.endswith(
+        f"(Recalled: unit score {unit.score:.3f}, matched: cats, called, similarity {cosine:.3f})"
+    )

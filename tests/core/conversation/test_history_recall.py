@@ -12,6 +12,7 @@ from cupel import (
     OverflowBudgetError,
     PinnedBudgetError,
     Pipeline,
+    Recalled,
     RecencyWindowSlice,
 )
 from cupel._pipeline.slice import effective_limits
@@ -248,7 +249,10 @@ def test_the_query_is_the_latest_user_message() -> None:
     assert [item.content for item in unit.items] == ["Lovely city!", texts[1]]
     assert unit.terms == ("sister",)
     assert unit.score == 1.0
-    assert window.report.to_dict()["recalled"][0]["terms"] == ["sister"]
+    wire = window.report.to_dict()["recalled"][0]
+    assert wire["terms"] == ["sister"] and wire["similarity"] is None  # no embedding
+    del wire["similarity"]  # a wire form from before the field
+    assert Recalled.from_dict(wire) == unit
 
 
 def test_without_a_user_message_recall_is_the_plain_window() -> None:

@@ -134,6 +134,32 @@ def test_the_cache_is_bounded_and_keyed_by_text() -> None:
     assert model.asked[-1] == ["red"]
 
 
+@settings(max_examples=examples(200))
+@given(
+    calls=st.lists(st.lists(st.sampled_from(WORDS), max_size=6), max_size=12),
+    bound=st.integers(1, 5),
+)
+def test_the_cache_matrix_acts_as_a_least_recently_used_dict(
+    calls: list[list[str]], bound: int
+) -> None:
+    """The row matrix and its free rows against an ordered dict of vectors: the same
+    texts sent to the model, the same vectors returned, whatever the evictions."""
+    model = Counting()
+    embedder = Embedder(model, max_texts=bound)
+    kept: dict[str, None] = {}  # the oracle's texts, least recently used first
+    for texts in calls:
+        missing = list(dict.fromkeys(t for t in texts if t not in kept))
+        asked = len(model.asked)
+        got = embedder.vectors(texts)
+        assert model.asked[asked:] == ([missing] if missing else [])
+        for text in [t for t in texts if t in kept] + missing:  # the known, then the new
+            kept.pop(text, None)
+            kept[text] = None
+        while len(kept) > bound:
+            del kept[next(iter(kept))]
+        assert got.tolist() == Embedder(Counting()).vectors(texts).tolist()
+
+
 def test_a_shared_embedder_is_found_again_for_the_same_model_object() -> None:
     one, two = Counting(), Counting()
     first = shared_embedder(one, lambda: Embedder(one))
