@@ -306,36 +306,16 @@ class HistoryColumns:
         raise error
 
 
-_KEPT: dict[tuple[Any, ...], ContextItem] = {}
-"""Built items by everything they hold (content, tokens, kind as spelt, source, timestamp,
-pinned, block key and block, and the caller's metadata when it is flat: strings, numbers,
-booleans, ``None``, lists and tuples of strings and ints, kept with their types): a history
-selected again — a conversation re-read on every turn — reuses the items of the units it
-already had instead of validating them anew. Items are immutable and equal keys make equal
-items, so a reused one never changes a result; a history's own items stay distinct (their
-timestamps increase). Emptied when full."""
-_KEPT_LIMIT = 1 << 14
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-_SEQUENCE_ATOMS = frozenset({str, int, type(None)})
-
-
-def _held(meta: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """``meta`` as part of an item's key (its keys, its values' types and its values), or
-    ``None`` when a value is neither an atom nor a list or tuple of strings and ints (the
-    item is then built, not kept)."""
-    values = tuple(meta.values())
-    types = tuple(map(type, values))
-    if _ATOMS.issuperset(types):
-        return (tuple(meta), types, values)
-    held: list[Any] = []
-    for value, kind in zip(values, types, strict=True):
-        if kind in _ATOMS:
-            held.append(value)
-        elif (kind is list or kind is tuple) and _SEQUENCE_ATOMS.issuperset(map(type, value)):
-            held.append(tuple(value))  # (no two of these types compare equal)
-        else:
-            return None
-    return (tuple(meta), types, tuple(held))
+_BARE: dict[tuple[Any, ...], ContextItem] = {}
+"""Items without caller metadata, by everything they hold (content, tokens, kind as spelt,
+source, timestamp, pinned, block key and block): a history selected again — a conversation
+re-read on every turn — reuses the items of the units it already had instead of validating
+them anew. Items are immutable and equal keys make equal items, so a reused one never
+changes a result; a history's own items stay distinct (their timestamps increase). Emptied
+when full. Items with the caller's metadata (the report's) are not kept: their metadata names
+each conversation's messages (indices, ids), so keeping them would keep every conversation's
+items until the map fills."""
+_BARE_LIMIT = 1 << 14
 
 
 class _Source:
@@ -411,11 +391,10 @@ class _Source:
                 content = "\n".join(texts[i] or f"[{role} message]" for i in group)
                 kind, spelt = exchange_kind
                 source = tool_source
-            raw = None if metadata is None else metadata(k)
-            held = () if raw is None else _held(raw)  # the metadata in the key (None: not kept)
             stamp = stamps[first]
-            key = (content, need, spelt, source, stamp, pinned, held, block_key, block)
-            known = None if held is None or type(need) is not int else _KEPT.get(key)
+            key = (content, need, spelt, source, stamp, pinned, block_key, block)
+            kept = metadata is None and type(need) is int  # (not a count: the item refuses it)
+            known = _BARE.get(key) if kept else None
             if known is not None:
                 return known
             out: dict[str, Any] = {"content": content, "tokens": need, "kind": kind}
@@ -424,22 +403,23 @@ class _Source:
                 out["source"] = source
             if pinned:
                 out["pinned"] = True
-            meta: Mapping[str, Any] | None = raw
-            if raw is not None and block_key is not None:
-                meta = {**raw, block_key: block}
-                if block is None:
-                    del meta[block_key]
-            elif raw is None and block is not None:
-                meta = shared.get(block)
-                if meta is None:
-                    meta = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
-            if meta is not None:
+            if metadata is not None:
+                meta = metadata(k)
+                if block_key is not None:
+                    meta = {**meta, block_key: block}
+                    if block is None:
+                        del meta[block_key]
                 out["metadata"] = meta
+            elif block is not None:
+                frozen = shared.get(block)
+                if frozen is None:
+                    frozen = shared[block] = freeze_metadata({block_key: block})  # type: ignore[dict-item]
+                out["metadata"] = frozen
             made = ContextItem(**out)
-            if held is not None and type(need) is int:  # (not a count: the item refuses it)
-                if len(_KEPT) >= _KEPT_LIMIT:
-                    _KEPT.clear()
-                _KEPT[key] = made
+            if kept:
+                if len(_BARE) >= _BARE_LIMIT:
+                    _BARE.clear()
+                _BARE[key] = made
             return made
 
         flags = history.pinned_flags

@@ -215,18 +215,9 @@ def test_tool_messages_pair_with_calls_the_way_providers_check_them(
 
 def test_foreign_items_are_refused_when_mapping_back() -> None:
     mapped = messages_to_items(history())
-    other = messages_to_items([SystemMessage("You are verbose.", id="s"), *history()[1:]])
+    other = messages_to_items(history())
     with pytest.raises(ConfigurationError, match="was not built from this history"):
         mapped.messages_for(other.items[:1])
-
-
-def test_an_equal_history_maps_to_equal_items() -> None:
-    """Items hold everything they are built from (content, tokens, kind, source,
-    timestamp, metadata), so an equal history — a conversation read again on the next
-    turn — gets the same immutable items back, which map to its own messages."""
-    first, again = messages_to_items(history()), messages_to_items(history())
-    assert again.items == first.items
-    assert [m.id for m in again.messages_for(first.items)] == [m.id for m in history()]
 
 
 def test_orphan_tool_messages_and_unanswered_calls_are_set_aside_with_a_reason() -> None:

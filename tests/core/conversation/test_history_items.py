@@ -392,9 +392,9 @@ def test_the_reused_items_are_bounded() -> None:
     than it holds empties it on the way, and its items are still right."""
     from cupel.conversation import _columns
 
-    n = _columns._KEPT_LIMIT + 10
+    n = _columns._BARE_LIMIT + 10
     conversation = Conversation(["user", "assistant"] * (n // 2))
     texts = [f"m{i}" for i in range(n)]
     items = HistoryItems.from_conversation(conversation, texts, [1] * n).items
-    assert len(_columns._KEPT) <= _columns._KEPT_LIMIT
+    assert len(_columns._BARE) <= _columns._BARE_LIMIT
     assert [item.content for item in items] == texts
