@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Literal, NoReturn
 
 from langchain_core.messages import (
@@ -117,11 +117,16 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
         texts.append(message.tool_call_id)
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""``json.dumps(value, ensure_ascii=False, default=str)``, without building an encoder
+per call."""
+
+
 def _arguments_json(call: Any) -> str:
     """A tool call's arguments as the provider gets them (JSON), or a one-line
     ConfigurationError when they nest too deep for any JSON encoder."""
     try:
-        return json.dumps(call["args"], ensure_ascii=False, default=str)
+        return _JSON(call["args"])
     except RecursionError:
         raise ConfigurationError(
             f"tool call {call.get('name')!r} (id {call.get('id')!r}): args nest too deep to "
@@ -188,14 +193,100 @@ class UnitCounter:
         return self._unit(unit)
 
 
+class _Unkeyed(Exception):
+    """A value with no exact key (see :func:`_exact`)."""
+
+
+def _exact(value: object) -> Hashable:
+    """``value`` as a key equal only for values read and encoded alike: strings, ints,
+    bools and ``None`` by type and value, floats by their ``repr`` (``-0.0`` is not
+    ``0.0`` in JSON), dicts by their items *in order* (JSON keeps it), lists and tuples by
+    their items; anything else (a subclass, a datetime, a model) raises :class:`_Unkeyed`."""
+    cls = type(value)
+    if cls is str:
+        return value
+    if cls is dict:  # strings inline: most keys and values are
+        return (
+            dict,
+            *[
+                (k if type(k) is str else _exact(k), v if type(v) is str else _exact(v))
+                for k, v in value.items()  # type: ignore[attr-defined]
+            ],
+        )
+    if cls is list or cls is tuple:
+        return (cls, *[v if type(v) is str else _exact(v) for v in value])  # type: ignore[attr-defined]
+    if cls is int or cls is bool or value is None:
+        return (cls, value)
+    if cls is float:
+        return (float, repr(value))
+    raise _Unkeyed
+
+
+def _message_key(message: BaseMessage) -> Hashable:
+    """Everything :func:`message_parts` reads of ``message``, as an exact key."""
+    head = (type(message), _exact(message.content), _exact(message.name))
+    if isinstance(message, AIMessage):
+        return (
+            *head,
+            _exact(message.tool_calls),
+            _exact(message.invalid_tool_calls),
+            _exact(message.additional_kwargs.get("function_call")),
+        )
+    if isinstance(message, ToolMessage):
+        return (*head, _exact(message.tool_call_id))
+    return head
+
+
+def _characters(key: object) -> int:
+    """The characters of the strings a key holds."""
+    if type(key) is str:
+        return len(key)
+    if type(key) is tuple:
+        return sum(map(_characters, key))
+    return 1
+
+
+_KEPT = 1 << 23
+"""How many characters the message keys of one counter's kept prices hold (8 Mi) before
+they start afresh."""
+
+
+class _Prices(dict[Hashable, int]):
+    """Prices of messages read before, by everything priced (:func:`_message_key`):
+    a history is read again on every call, and a message whose price is not just its
+    text's count (tool calls, content blocks) is priced once. Bounded like
+    :func:`~cupel.counting.remembered`: emptied once the keys hold :data:`_KEPT`
+    characters. A key holds every value the price is computed from, so a price kept
+    never differs from a fresh one; a message changed in place gets a new key."""
+
+    __slots__ = ("cost", "held")
+
+    def __init__(self, cost: MessageCost) -> None:
+        super().__init__()
+        self.cost = cost
+        self.held = 0
+
+    def __call__(self, message: BaseMessage) -> int:
+        try:
+            key = _message_key(message)
+        except (_Unkeyed, RecursionError):
+            return self.cost(*message_parts(message))
+        price = self.get(key)
+        if price is None:
+            price = self.cost(*message_parts(message))
+            size = _characters(key)
+            self.held += size
+            if self.held > _KEPT:
+                self.clear()
+                self.held = size
+            self[key] = price
+        return price
+
+
 def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
     """The one way a message is priced in the text-counter modes: ``cost`` of its
-    :func:`message_parts`."""
-
-    def price(message: BaseMessage) -> int:
-        return cost(*message_parts(message))
-
-    return price
+    :func:`message_parts`, kept by the message's content (:class:`_Prices`)."""
+    return _Prices(cost)
 
 
 def approximate_message_tokens(message: BaseMessage) -> int:

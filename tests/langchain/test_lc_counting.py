@@ -34,6 +34,7 @@ from langchain_core.messages import (
     ToolMessageChunk,
 )
 from llama_index.core.utils import get_tokenizer
+from test_lc_properties import histories
 
 from cupel import ConfigurationError
 from cupel.counting import MessageCost, estimate_tokens
@@ -404,3 +405,129 @@ def test_the_read_pass_prices_every_message_as_its_parts(
     for _ in range(2):
         assert read_messages(messages, count.message, count.plain).tokens == expected
     assert [count([message]) for message in messages] == expected
+
+
+def _order_sensitive(text: str) -> int:
+    """A text counter any change of the text shows in (order, signs, types of values)."""
+    return sum((i + 1) * ord(ch) for i, ch in enumerate(text)) % 9973
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from([0.0, -0.0, 1.0, 0.5, math.inf, math.nan])
+    | st.sampled_from(["", "a", "1", "true", "null"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), inner), max_size=3).map(dict)
+    ),
+    max_leaves=8,
+)
+
+
+_EQUAL_WRITTEN_OTHERWISE = [
+    {"v": 0.0},
+    {"v": -0.0},
+    {"v": 1},
+    {"v": 1.0},
+    {"v": True},
+    {"a": 1, "b": 2},
+    {"b": 2, "a": 1},
+    {"v": [{"a": 1, "b": 2}]},
+    {"v": [{"b": 2, "a": 1}]},
+]
+"""Arguments equal (``==``) to another in the list that JSON writes otherwise."""
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    history=histories(),
+    args=st.lists(_JSON_VALUES, min_size=1, max_size=3),
+    counter=st.sampled_from(["approximate", "ordered"]),
+)
+def test_a_history_read_again_is_priced_as_afresh(
+    history: list[BaseMessage], args: list[Any], counter: str
+) -> None:
+    """Prices are kept by everything a message is priced from: read again, a history with
+    tool calls — among them arguments equal but written otherwise (order, ``1`` / ``1.0``
+    / ``True``, ``0.0`` / ``-0.0``) — costs what a fresh pricing of every message says."""
+    calls = [
+        AIMessage("", tool_calls=[{"name": "f", "args": value, "id": "k"}])
+        for value in [*({"v": value} for value in args), *_EQUAL_WRITTEN_OTHERWISE]
+    ]
+    messages = [*history, *calls]
+    text: Any = "approximate" if counter == "approximate" else _order_sensitive
+    count = resolve_message_counter(text, "auto" if counter == "approximate" else "text")
+    expected = [MessageCost(text)(*message_parts(message)) for message in messages]
+    for _ in range(2):
+        assert read_messages(messages, count.message, count.plain).tokens == expected
+        assert [count([message]) for message in messages] == expected
+
+
+def test_a_message_changed_in_place_is_priced_anew() -> None:
+    """The same object read again after its content, tool calls or name changed (a
+    streamed chunk, an image list, invalid calls) costs what it costs now."""
+    count = resolve_message_counter(_order_sensitive, "text")
+
+    def fresh(message: BaseMessage) -> int:
+        return MessageCost(_order_sensitive)(*message_parts(message))
+
+    ai = AIMessage("Looking.", tool_calls=[{"name": "f", "args": {"q": "a"}, "id": "c1"}])
+    chunk = AIMessageChunk("Look", tool_call_chunks=[{"name": "f", "args": '{"q": 1}', "id": "c2"}])
+    pictured = HumanMessage([{"type": "text", "text": "What is it?"}])
+    tool = ToolMessage("Sunny", tool_call_id="c1")
+    edits = [
+        (ai, lambda: ai.tool_calls[0]["args"].update(q="a longer query")),
+        (ai, lambda: ai.tool_calls[0]["args"].update(q=1.0)),
+        (ai, lambda: ai.tool_calls.append({"name": "g", "args": {}, "id": "c3"})),
+        (
+            ai,
+            lambda: ai.invalid_tool_calls.append(
+                {
+                    "name": "h",
+                    "args": "{oops",
+                    "id": "c4",
+                    "error": None,
+                    "type": "invalid_tool_call",
+                }
+            ),
+        ),
+        (ai, lambda: setattr(ai, "content", "Looking it up.")),
+        (ai, lambda: setattr(ai, "name", "helper")),
+        (chunk, lambda: chunk.tool_calls[0]["args"].update(q=2)),
+        (
+            pictured,
+            lambda: pictured.content.append(  # type: ignore[union-attr]
+                {"type": "image_url", "image_url": {"url": png(900, 40)}}
+            ),
+        ),
+        (
+            pictured,
+            lambda: pictured.content[1]["image_url"].update(  # type: ignore[index,union-attr]
+                url=png(2000, 2000)
+            ),
+        ),
+        (tool, lambda: setattr(tool, "tool_call_id", "c1-long-id")),
+    ]
+    for message, edit in edits:
+        before = count([message])
+        assert before == fresh(message)
+        edit()
+        assert count([message]) == fresh(message) != before, message
+        assert read_messages([message], count.message, count.plain).tokens == [fresh(message)]
+
+
+def test_a_counter_of_messages_is_called_on_every_read() -> None:
+    """Counting by the caller's callable or chat model stays the caller's: nothing kept."""
+    seen: list[int] = []
+
+    def per_message(message: BaseMessage) -> int:
+        seen.append(1)
+        return 5
+
+    count = resolve_message_counter(per_message, "message")
+    history = [AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])] * 3
+    for _ in range(2):
+        assert read_messages(history, count.message, count.plain).tokens == [5, 5, 5]
+    assert len(seen) == 6
