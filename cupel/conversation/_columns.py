@@ -306,16 +306,38 @@ class HistoryColumns:
         raise error
 
 
-_BARE: dict[tuple[Any, ...], ContextItem] = {}
+_BARE_LIMIT = 1 << 14
+_BARE_CHARACTERS = 1 << 23
+
+
+class _Kept(dict[tuple[Any, ...], ContextItem]):
+    """The kept items, with the characters of their contents (``held``)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = 0
+
+    def keep(self, key: tuple[Any, ...], item: ContextItem) -> None:
+        """Keep ``item`` under ``key``, first emptying the map when it is full."""
+        size = len(item.content)
+        if len(self) >= _BARE_LIMIT or self.held + size > _BARE_CHARACTERS:
+            self.clear()
+            self.held = 0
+        self.held += size
+        self[key] = item
+
+
+_BARE = _Kept()
 """Items without caller metadata, by everything they hold (content, tokens, kind as spelt,
 source, timestamp, pinned, block key and block): a history selected again — a conversation
 re-read on every turn — reuses the items of the units it already had instead of validating
 them anew. Items are immutable and equal keys make equal items, so a reused one never
 changes a result; a history's own items stay distinct (their timestamps increase). Emptied
-when full. Items with the caller's metadata (the report's) are not kept: their metadata names
-each conversation's messages (indices, ids), so keeping them would keep every conversation's
-items until the map fills."""
-_BARE_LIMIT = 1 << 14
+once it holds 16,384 items or their contents 8 Mi characters (a few tens of MB at most).
+Items with the caller's metadata (the report's) are not kept: their metadata names each
+conversation's messages (indices, ids), so every conversation's items would stay."""
 
 
 class _Source:
@@ -417,9 +439,7 @@ class _Source:
                 out["metadata"] = frozen
             made = ContextItem(**out)
             if kept:
-                if len(_BARE) >= _BARE_LIMIT:
-                    _BARE.clear()
-                _BARE[key] = made
+                _BARE.keep(key, made)
             return made
 
         flags = history.pinned_flags

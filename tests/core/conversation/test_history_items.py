@@ -387,6 +387,21 @@ def test_bare_items_are_reused_by_content_and_never_change() -> None:
     assert unpinned[3] is not first[3] and not unpinned[3].pinned and first[3].pinned
 
 
+def test_the_reused_items_are_bounded_by_their_characters_too() -> None:
+    """Long contents (tool results, documents) fill the map by their characters: it never
+    keeps more than its character bound, and its items are still right."""
+    from cupel.conversation import _columns
+
+    size = _columns._BARE_CHARACTERS // 3 + 1
+    texts = [f"{i}" + "x" * size for i in range(4)]
+    conversation = Conversation(["user", "assistant"] * 2)
+    items = HistoryItems.from_conversation(conversation, texts, [1] * 4).items
+    assert _columns._BARE.held <= _columns._BARE_CHARACTERS
+    assert sum(len(item.content) for item in _columns._BARE.values()) == _columns._BARE.held
+    assert len(_columns._BARE) < 4
+    assert [item.content for item in items] == texts
+
+
 def test_the_reused_items_are_bounded() -> None:
     """The map of reused items never holds more than its bound: a history with more units
     than it holds empties it on the way, and its items are still right."""
