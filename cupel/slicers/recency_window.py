@@ -26,8 +26,10 @@ Older important items (opt-in): with ``scored_share`` = *s* > 0 the walk first f
 (as :class:`~cupel.GreedySlice` picks items) get up to ``floor(s * target)`` tokens; then
 the walk continues where it stopped with whatever budget is left (with ``partial_blocks``
 only this last walk may keep a block in part). When the first walk takes nothing (the
-newest block needs more than its part), there is no share: the window is the plain one
-(the newest block is kept whenever it fits). A unit is a block,
+newest block needs more than its part), the window starts with the newest block alone when
+it fits the target, and the share gets what that leaves (at most ``floor(s * target)``);
+when it does not fit whole, there is no share: the window is the plain one (the newest
+block is kept, or kept in part, whenever it fits). A unit is a block,
 taken whole (a recalled turn keeps its question with its answer), or an item without a
 block; its score is the best of its members' scores, and a unit scoring 0 is never taken
 (its tokens go back to the walk). Those older units are the only holes
@@ -274,8 +276,13 @@ class RecencyWindowSlice(BaseSlicer):
         # whole blocks only before the share: a block kept in part would leave a hole
         # inside its turn once the walk continues behind it
         window, cut, used = _walk(order, 0, target - reserve, tokens, blocks, frozenset())
-        if not window:  # the newest block needs more: the newest first, no share
-            return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+        if not window and order:  # the newest block needs more than the window's part:
+            newest, end = _block_at(order, 0, blocks)  # it alone, the share gets the rest
+            need = sum(tokens[p] for p in newest)
+            if need > target:  # it does not fit whole: the plain window, no share
+                return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+            window, cut, used = newest, end, need
+            reserve = min(reserve, target - need)
         units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
         picked = [p for unit in units for p in unit]
         spent = used + sum(tokens[p] for p in picked)

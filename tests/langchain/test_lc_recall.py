@@ -77,6 +77,24 @@ def test_the_early_turn_comes_back_whole_as_the_same_objects() -> None:
     assert SelectionReport.from_dict(report.to_dict()).recalled == report.recalled
 
 
+def test_a_long_latest_answer_leaves_the_share_what_it_does_not_use() -> None:
+    """The previous answer is long (more than half the budget, less than all of it): it is
+    the recent window, and the share still recalls the fact with what it leaves — the
+    chat default, and recall before this rule, spent those tokens on the small talk just
+    before it."""
+    history = conversation(rounds=2)
+    history.insert(-1, HumanMessage("Tell me about volcanoes.", id="vq"))
+    history.insert(-1, AIMessage("Volcanoes erupt when magma rises. " * 12, id="va"))
+    fact_turn = tokens(history[1:5])
+    latest = tokens(history[-3:-1])
+    budget = tokens([history[0], history[-1]]) + 3 + latest + fact_turn + 2  # (+3: the reply)
+    assert latest > (budget - tokens([history[0], history[-1]]) - 3) / 2
+    chat = [m.id for m in select_messages(history, max_tokens=budget)]
+    assert "fact" not in chat and "a1" in chat  # recency: the small talk
+    kept = [m.id for m in select_messages(history, max_tokens=budget, policy="recall")]
+    assert kept == ["s", "fact", "call", "result", "answer", "vq", "va", "question"]
+
+
 def test_the_selector_emits_the_recalled_units_in_its_event() -> None:
     selector = CupelMessageSelector(max_tokens=BUDGET, policy="recall")
     recorder = Recorder()

@@ -107,9 +107,16 @@ def reference(
         return [scored[i].item for i in window]
     reserve = math.floor(scored_share * target)
     window, cut = walk(0, target - reserve, set(), partial_blocks=False)
-    if not window:  # the newest block needs more than the window's part: no share
-        window, _ = newest_first(target)
-        return [scored[i].item for i in window]
+    if not window:  # the newest block needs more than the window's part
+        members = [order[0]]
+        while len(members) < len(order) and block(order[len(members)]) == block(order[0]):
+            members.append(order[len(members)])
+        need = sum(scored[m].item.tokens for m in members)
+        if need > target:  # it does not fit whole: no share, the plain window
+            window, _ = newest_first(target)
+            return [scored[i].item for i in window]
+        window, cut = members, len(members)  # it alone; the share gets what it leaves
+        reserve = min(reserve, target - need)
     # the units behind the cut: blocks (consecutive in the walk, same value) or lone items,
     # each scored by its best member, ranked by GreedySlice as proxies of their sums
     units: list[list[int]] = []
