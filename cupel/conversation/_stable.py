@@ -292,16 +292,20 @@ def window_budget(budget: ContextBudget, share: float) -> ContextBudget:
 
 
 def _head(cut: int, k: int, latest: int, pins: set[int], columns: _Columns) -> int:
-    """With partial blocks, the first unit of the earlier turn a cut at ``cut`` falls inside
-    after step ``k`` (the turn's question or task, kept before the stretch when an unpinned
-    unit of that turn is kept), or ``-1``."""
+    """With partial blocks, the first unpinned unit of the earlier turn a cut at ``cut``
+    falls inside after step ``k`` (the turn's question or task — or, when that is pinned,
+    the turn's first unit that is not: the head of the block the recency window sees), kept
+    before the stretch when an unpinned unit of that turn is kept; or ``-1``."""
     if cut > k:
         return -1
     turns = columns.turns
     if turns[cut] >= latest:
         return -1
     head = columns.turn_head.get(turns[cut], cut)
-    if head >= cut or head in pins:
+    pinned_system = columns.pinned_system
+    while head < cut and (head in pins or pinned_system[head]):
+        head += 1  # the head is the turn's first unit the window may leave out
+    if head >= cut:
         return -1
     # only with a part of the turn to keep: an unpinned unit from the cut to the turn's end
     stop = min(columns.next_turn[cut], k + 1)

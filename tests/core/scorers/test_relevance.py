@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis_profiles import examples
 from scorers_testkit import assert_same_scores
@@ -125,13 +125,18 @@ def test_ascii_texts_take_the_translate_route_to_the_same_tokens(text: str) -> N
 
 @settings(max_examples=examples(200))
 @given(query=st.text(max_size=20) | unicode_texts, content=unicode_texts)
+@example(query="\u00b4\u3400", content="\u00b4\u3400")
 def test_matches_are_the_query_words_of_the_matched_terms(query: str, content: str) -> None:
     """Matching is by terms; what ``matches`` gives is, for each matched term, the query
     word (casefolded, NFKC) it first came from."""
     scorer = RelevanceScorer(query)
     words = scorer.matches(item(content))
     own = set(terms(content))
-    assert [terms(word)[-1] for word in words] == [t for t in scorer.query_terms if t in own]
+    # (a run of marks split off a CJK token, '´㐀' after NFKC, is a term of its own
+    # there but has no letter to be a token alone: the word is then its term)
+    assert [(terms(word) or [word])[-1] for word in words] == [
+        t for t in scorer.query_terms if t in own
+    ]
     written = unicodedata.normalize("NFKC", query).casefold()
     assert all(word in written for word in words)
 
