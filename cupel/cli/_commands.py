@@ -7,10 +7,11 @@ import gc
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from operator import attrgetter
+from math import isfinite
+from operator import attrgetter, is_
 from typing import Any
 
 from cupel._errors import CliError, CupelError
@@ -40,12 +41,18 @@ from cupel.cli._format import (
     overflow_lines,
 )
 from cupel.cli._html import render_html
-from cupel.cli._io import Lines, parse_input, read_items, terminal_safe, write_json
+from cupel.cli._io import Lines, dump_json, parse_input, read_items, terminal_safe, write_json
 from cupel.cli._progress import Progress, track
 from cupel.cli._transcript import ROLE_KINDS, Transcript
 from cupel.cli._wording import ReasonWording, clip, count
 from cupel.conversation import HistoryItems, PinnedOptions
-from cupel.diagnostics import OverflowEvent, PipelineStage, SelectionReport
+from cupel.diagnostics import (
+    ExcludedItem,
+    IncludedItem,
+    OverflowEvent,
+    PipelineStage,
+    SelectionReport,
+)
 from cupel.policy import ItemStatus, policy_sensitivity, resolve_pipeline
 
 __all__ = ["COMMANDS", "Loaded", "load_input", "load_items", "role_kind_warnings"]
@@ -164,13 +171,32 @@ def _print_json(document: dict[str, Any]) -> None:
     write_json(document)
 
 
-def _streamed(report: SelectionReport) -> dict[str, Any]:
+def _streamed(report: SelectionReport, item_texts: Sequence[str] | None = None) -> dict[str, Any]:
     """``report.to_dict()`` with its entries as :class:`Lines`: each entry's wire form is
-    made as it is written, so a long report is never held whole as dicts or text."""
+    made as it is written, so a long report is never held whole as dicts or text.
+    ``item_texts``: the included items' JSON, already made (the window's)."""
     out = replace(report, included=(), excluded=()).to_dict()
-    out["included"] = Lines(entry.to_dict() for entry in report.included)
-    out["excluded"] = Lines(entry.to_dict() for entry in report.excluded)
+    out["included"] = Lines(_entry_texts(report.included, item_texts), encoded=True)
+    out["excluded"] = Lines(_entry_texts(report.excluded), encoded=True)
     return out
+
+
+def _entry_texts(
+    entries: Sequence[IncludedItem | ExcludedItem], item_texts: Sequence[str] | None = None
+) -> Iterator[str]:
+    """Each entry's compact JSON, as ``dump_json(entry.to_dict(), indent=None)`` gives it:
+    its item's text (``item_texts[k]`` when given), score and reason, the reason's text
+    made once per distinct reason (equal reasons are shared values)."""
+    said: dict[Any, str] = {}
+    for k, entry in enumerate(entries):
+        reason = entry.reason
+        text = said.get(reason)
+        if text is None:
+            text = said[reason] = dump_json(reason.to_dict(), indent=None)
+        item = dump_json(entry.item.to_dict(), indent=None) if item_texts is None else item_texts[k]
+        score = entry.score  # a finite float is its repr in JSON
+        score_text = repr(score) if type(score) is float and isfinite(score) else dump_json(score)
+        yield f'{{"item": {item}, "score": {score_text}, "reason": {text}}}'
 
 
 def _print(text: str, *, err: bool = False) -> None:
@@ -258,7 +284,16 @@ def _cmd_select(args: argparse.Namespace) -> int:
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
     warnings = [*overflow_lines(events), *decay_warnings(pipeline, loaded.items)]
     if args.report == "json":
-        _print_json({"window": Lines(window), "report": _streamed(report)})
+        texts = [dump_json(element, indent=None) for element in window]
+        # items (not a transcript's messages): the included entries hold the window's items
+        same = loaded.transcript is None and len(result.items) == len(report.included)
+        same = same and all(map(is_, result.items, map(attrgetter("item"), report.included)))
+        _print_json(
+            {
+                "window": Lines(texts, encoded=True),
+                "report": _streamed(report, texts if same else None),
+            }
+        )
         for line in warnings:
             _print(line, err=True)
     else:

@@ -315,12 +315,14 @@ class Lines:
     """A JSON array that :func:`write_json` streams: each element is made (by iterating
     ``elements``), written on a line of its own as compact JSON and let go, so neither
     the array nor its text is ever held whole. What a long report's entries are written
-    as; the document parses to the same value as the indented form."""
+    as; the document parses to the same value as the indented form. With ``encoded``,
+    the elements are already compact JSON texts (:func:`dump_json` with ``indent=None``)."""
 
-    __slots__ = ("elements",)
+    __slots__ = ("elements", "encoded")
 
-    def __init__(self, elements: Iterable[Any]) -> None:
+    def __init__(self, elements: Iterable[Any], *, encoded: bool = False) -> None:
         self.elements = elements
+        self.encoded = encoded
 
 
 _BATCH = 1024
@@ -365,9 +367,10 @@ def _write(value: Any, out: IO[str], newline: str) -> None:
     if isinstance(value, Lines):
         batch: list[str] = ["["]
         separator = inner
+        encoded = value.encoded
         for element in value.elements:
             batch.append(separator)
-            batch.append(dump_json(element, indent=None))
+            batch.append(element if encoded else dump_json(element, indent=None))
             separator = "," + inner
             if len(batch) > _BATCH:
                 out.write("".join(batch))

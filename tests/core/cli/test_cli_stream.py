@@ -12,18 +12,25 @@ from typing import Any
 
 import pytest
 from cli_testkit import ITEMS, run, write_items
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from cupel import (
+    BudgetExceeded,
     ContextBudget,
     ContextItem,
+    ExcludedItem,
     GreedySlice,
+    IncludedItem,
+    InclusionReason,
     KnapsackSlice,
     OverflowStrategy,
     Pipeline,
     RecencyScorer,
     UShapedPlacer,
 )
-from cupel.cli._commands import _streamed
+from cupel.cli._commands import _entry_texts, _streamed
 from cupel.cli._io import Lines, dump_json, write_json
 
 
@@ -71,6 +78,35 @@ def test_the_streamed_report_parses_to_the_indented_document(pipeline: Pipeline)
     assert list(json.loads(streamed)["report"]) == list(report.to_dict())
     assert "NaN" not in streamed and streamed.endswith("}\n")
     assert streamed != whole + "\n"  # the entries are one a line, not indented
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    scores=st.lists(st.floats() | st.integers(-3, 3).map(float), min_size=1, max_size=8),
+    reuse=st.booleans(),
+)
+def test_entry_texts_are_the_entries_wire_form_as_json(scores: list[float], reuse: bool) -> None:
+    """Each entry's text is exactly ``dump_json(entry.to_dict(), indent=None)`` — a
+    non-finite score written as ``null``, a shared reason as often as it is shared, the
+    item's text taken from the texts given (the window's) when there are any."""
+    items = _items()[: len(scores)]
+    shared = BudgetExceeded(item_tokens=9, available_tokens=4)
+    excluded = [
+        ExcludedItem(item, score, shared) for item, score in zip(items, scores, strict=False)
+    ]
+    included = [IncludedItem(e.item, e.score, InclusionReason.SCORED) for e in excluded]
+    for entries in (excluded, included):
+        texts = [dump_json(e.item.to_dict(), indent=None) for e in entries] if reuse else None
+        assert list(_entry_texts(entries, texts)) == [
+            dump_json(e.to_dict(), indent=None) for e in entries
+        ]
+
+
+def test_encoded_lines_are_written_as_given() -> None:
+    texts = [dump_json({"a": [1, math.nan]}, indent=None), dump_json("\u2028", indent=None)]
+    assert _streamed_text({"x": Lines(texts, encoded=True)}) == _streamed_text(
+        {"x": Lines([{"a": [1, None]}, "\u2028"])}
+    )
 
 
 def test_a_document_without_streamed_arrays_is_written_as_before() -> None:
