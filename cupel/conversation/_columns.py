@@ -414,8 +414,8 @@ class _Source:
                 kind, spelt = exchange_kind
                 source = tool_source
             stamp = stamps[first]
-            key = (content, need, spelt, source, stamp, pinned, block_key, block)
             kept = metadata is None and type(need) is int  # (not a count: the item refuses it)
+            key = (content, need, spelt, source, stamp, pinned, block_key, block) if kept else ()
             known = _BARE.get(key) if kept else None
             if known is not None:
                 return known
