@@ -297,16 +297,10 @@ def get_marginal_items(
     _check_budget(budget, owner)
     slack = _check_int(owner, "slack_tokens", slack_tokens)
     if slack < 0:
-        raise ConfigurationError(
-            f"{owner}: slack_tokens must be >= 0, got {slack}", field="slack_tokens", value=slack
-        )
+        raise refusal(owner, "slack_tokens", "must be >= 0", slack)
     if slack > budget.target_tokens:
-        raise ConfigurationError(
-            f"{owner}: slack_tokens must be <= budget.target_tokens ({budget.target_tokens}), "
-            f"got {slack}",
-            field="slack_tokens",
-            value=slack,
-        )
+        rule = f"must be <= budget.target_tokens ({budget.target_tokens})"
+        raise refusal(owner, "slack_tokens", rule, slack)
     if budget.max_tokens - slack < budget.output_reserve:
         raise ConfigurationError(
             f"{owner}: slack_tokens must leave max_tokens >= output_reserve "
@@ -375,12 +369,8 @@ def find_min_budget_for(
         )
     ceiling = _check_int(owner, "search_ceiling", search_ceiling)
     if ceiling < target_item.tokens:
-        raise ConfigurationError(
-            f"{owner}: search_ceiling must be >= target_item.tokens ({target_item.tokens}), "
-            f"got {ceiling}",
-            field="search_ceiling",
-            value=ceiling,
-        )
+        rule = f"must be >= target_item.tokens ({target_item.tokens})"
+        raise refusal(owner, "search_ceiling", rule, ceiling)
     if target_item.tokens < 0:
         return None
     pinned = sum(item.tokens for item in items if item.pinned and item.tokens >= 0)

@@ -261,11 +261,12 @@ def _clock(provider: Any) -> Callable[[], Any]:
     elif callable(provider):
         function, what = provider, "time_provider"
     else:
-        raise ScorerConfigError(
-            f"DecayScorer: time_provider must have a now() method or be a zero-argument "
-            f"callable returning a datetime, got {type(provider).__name__} {provider!r}",
-            field="time_provider",
-            value=provider,
+        raise fail(
+            "DecayScorer",
+            "time_provider",
+            "must have a now() method or be a zero-argument callable returning a datetime",
+            provider,
+            typed=True,
         )
     try:
         signature = inspect.signature(function)

@@ -237,13 +237,13 @@ class CountQuotaSlice(_CountQuotaSlicer):
         if isinstance(inner, KnapsackSlice) or (
             isinstance(inner, _CountQuotaSlicer) and inner._uses_knapsack
         ):
-            raise SlicerConfigError(
-                f"CountQuotaSlice: inner must not be a {type(inner).__name__} (its output is "
-                f"not score-ordered, so cap enforcement could drop better items); use "
-                f"GreedySlice, or CountConstrainedKnapsackSlice for knapsack selection with "
-                f"count quotas, got {inner!r}",
-                field="inner",
-                value=inner,
+            raise fail(
+                "CountQuotaSlice",
+                "inner",
+                f"must not be a {type(inner).__name__} (its output is not score-ordered, so "
+                f"cap enforcement could drop better items); use GreedySlice, or "
+                f"CountConstrainedKnapsackSlice for knapsack selection with count quotas",
+                inner,
             )
         super().__init__(entries, scarcity)
         self._inner = inner

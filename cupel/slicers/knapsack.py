@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from cupel._errors import SlicerConfigError, TableTooLargeError
+from cupel._errors import TableTooLargeError
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._params import BucketSize, PositiveInt
 from cupel.diagnostics._outcomes import BucketRounding
@@ -87,11 +87,11 @@ class KnapsackSlice(BaseSlicer):
             DEFAULT_MAX_CELLS if max_cells is None else _positive_int("max_cells", max_cells)
         )
         if self._max_cells > MAX_CELLS_LIMIT:
-            raise SlicerConfigError(
-                f"KnapsackSlice: max_cells must be at most {MAX_CELLS_LIMIT:,} (the DP keep "
-                f"table takes one byte per cell), got {max_cells!r}",
-                field="max_cells",
-                value=max_cells,
+            raise fail(
+                "KnapsackSlice",
+                "max_cells",
+                f"must be at most {MAX_CELLS_LIMIT:,} (the DP keep table takes one byte per cell)",
+                max_cells,
             )
 
     @property
