@@ -62,7 +62,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from typing_extensions import Unpack
 
-from cupel import ConfigurationError, CupelError, SelectionReport
+from cupel import CupelError, SelectionReport
 from cupel.conversation import check_cache_stable
 from cupel.counting import MESSAGE_TOKENS
 from cupel.policy import check_policy
@@ -88,6 +88,7 @@ from cupel_langchain._selection import (
     model_input_tokens,
 )
 from cupel_langchain._stable import (
+    check_flag,
     check_max_conversations,
     mark_cache_breakpoint,
     stable_fields,
@@ -302,12 +303,8 @@ def tool_tokens(tools: Sequence[Any], count_text: Callable[[str], int]) -> int:
 def _checked(name: str, value: Any) -> Any:
     """An option's value as stored: flags must be bools, a budget an int or a fraction,
     a policy a name or a Policy (its dict form is read as a Policy)."""
-    if name in ("persistent", "report", "cache_breakpoint") and not isinstance(value, bool):
-        raise ConfigurationError(
-            f"CupelContextMiddleware: {name} must be a bool, got {value!r}",
-            field=name,
-            value=value,
-        )
+    if name in ("persistent", "report", "cache_breakpoint"):
+        return check_flag("CupelContextMiddleware", name, value)
     if name == "max_tokens":
         return check_max_tokens(value, "CupelContextMiddleware")
     if name == "policy":
