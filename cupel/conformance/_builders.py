@@ -39,6 +39,7 @@ __all__ = [
     "build_scored_item",
     "build_scorer",
     "build_slicer",
+    "number",
     "scorer_entries",
 ]
 
@@ -81,7 +82,7 @@ def _require(table: Table, key: str, where: str) -> Any:
     return table[key]
 
 
-def _number(value: Any, where: str) -> float:
+def number(value: Any, where: str) -> float:
     """Integers and floats as float (TOML ``1`` and ``1.0`` mean the same weight)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise VectorError(f"{where} must be a number, got {value!r}")
@@ -154,7 +155,7 @@ def build_item(table: Table, *, where: str = "item") -> ContextItem:
 
 def build_scored_item(table: Table, *, where: str = "scored_item") -> ScoredItem:
     """A :class:`ScoredItem` from a table holding item keys plus ``score``."""
-    score = _number(_require(table, "score", where), f"{where}.score")
+    score = number(_require(table, "score", where), f"{where}.score")
     if math.isnan(score):  # a vector would pass on it untested: stages rank NaN as 0 or last
         raise VectorError(f"{where}.score must be a number, not NaN")
     return ScoredItem(build_item(table, where=where), score)
@@ -175,12 +176,12 @@ def build_budget(table: Table, *, max_defaults_to_target: bool = False) -> Conte
 def _weight_map(value: Any, key_name: str, where: str) -> dict[str, float]:
     """``[[x]] <key_name>, weight`` entries, or an inline ``{ name = weight }`` table."""
     if isinstance(value, Mapping):
-        return {str(k): _number(v, f"{where}.{k}") for k, v in value.items()}
+        return {str(k): number(v, f"{where}.{k}") for k, v in value.items()}
     out: dict[str, float] = {}
     for i, entry in enumerate(_tables(value, where)):
         here = f"{where}[{i}]"
         name = _require(entry, key_name, here)
-        out[str(name)] = _number(_require(entry, "weight", here), f"{here}.weight")
+        out[str(name)] = number(_require(entry, "weight", here), f"{here}.weight")
     return out
 
 
@@ -192,10 +193,10 @@ def _curve_table(table: Table, where: str) -> dict[str, Any]:
     data = _fields(spec, table, where)
     for key in ("half_life_secs", "max_age_secs"):
         if key in data:
-            _number(data[key], f"{where}.{key}")
+            number(data[key], f"{where}.{key}")
     for i, window in enumerate(data.get("windows", [])):
-        _number(window["max_age_secs"], f"{where}.windows[{i}].max_age_secs")
-        _number(window["score"], f"{where}.windows[{i}].score")
+        number(window["max_age_secs"], f"{where}.windows[{i}].max_age_secs")
+        number(window["score"], f"{where}.windows[{i}].score")
     return {"type": kind, **data}
 
 
@@ -217,7 +218,7 @@ def _scorer_table(table: Any, reference_time: datetime | None, where: str) -> di
         key = "children" if "children" in table else "scorers"
         data["scorers"] = [
             {
-                "weight": _number(_require(child, "weight", here), f"{here}.weight"),
+                "weight": number(_require(child, "weight", here), f"{here}.weight"),
                 "scorer": _scorer_table(child, reference_time, here),
             }
             for i, child in enumerate(_tables(table.get(key), f"{where}.{key}"))

@@ -16,6 +16,7 @@ from cupel.conformance._builders import (
     build_budget,
     build_placer,
     build_slicer,
+    number,
     scorer_entries,
 )
 from cupel.conformance._keys import PAYLOAD_KEYS
@@ -25,7 +26,6 @@ from cupel.conformance._vector import (
     contents,
     count_diff,
     epsilon,
-    expected_number,
     expected_of,
     items_of,
     order_diff,
@@ -211,7 +211,7 @@ def _entries(
         _, score, reason, payload = got[j]
         label = f"{where}[{i}] ({content!r})"
         if "score_approx" in entry:
-            want_score = expected_number(entry["score_approx"], f"{label}.score_approx")
+            want_score = number(entry["score_approx"], f"{label}.score_approx")
             if not close(score, want_score, eps):
                 messages.append(
                     f"{label} score: expected {want_score!r}, got {score!r} (epsilon={eps})"

@@ -18,6 +18,7 @@ from cupel.conformance._builders import (
     build_scored_item,
     build_scorer,
     build_slicer,
+    number,
 )
 from cupel.conformance._history_vectors import History, run_history
 from cupel.conformance._keys import MAX_VECTOR_DEPTH, check_depth, check_keys
@@ -29,7 +30,6 @@ from cupel.conformance._vector import (
     contents,
     count_diff,
     epsilon,
-    expected_number,
     expected_of,
     items_of,
     order_diff,
@@ -185,7 +185,7 @@ def run_scoring(data: Mapping[str, Any]) -> list[str]:
         messages = []
         for i, entry in enumerate(expected):
             content = require_str(entry, "content", f"expected[{i}]")
-            want = expected_number(entry.get("score_approx"), f"expected[{i}].score_approx")
+            want = number(entry.get("score_approx"), f"expected[{i}].score_approx")
             index = next((k for k, it in enumerate(items) if it.content == content), None)
             if index is None:
                 messages.append(f"expected[{i}]: no item with content {content!r}")

@@ -9,7 +9,7 @@ from typing import Any
 
 from cupel._errors import CupelError, VectorError
 from cupel._model import ContextItem
-from cupel.conformance._builders import Table, build_item
+from cupel.conformance._builders import Table, build_item, number
 
 __all__ = [
     "DEFAULT_EPSILON",
@@ -18,7 +18,6 @@ __all__ = [
     "contents",
     "count_diff",
     "epsilon",
-    "expected_number",
     "expected_of",
     "items_of",
     "order_diff",
@@ -61,19 +60,11 @@ def epsilon(data: Mapping[str, Any]) -> float:
     eps = (
         tolerance.get("score_epsilon", DEFAULT_EPSILON) if isinstance(tolerance, Mapping) else None
     )
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise VectorError(f"tolerance.score_epsilon must be a number, got {eps!r}")
-    return float(eps)
+    return number(eps, "tolerance.score_epsilon")
 
 
 def items_of(data: Mapping[str, Any], key: str = "items") -> list[ContextItem]:
     return [build_item(t, where=f"{key}[{i}]") for i, t in enumerate(tables(data, key))]
-
-
-def expected_number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise VectorError(f"{where} must be a number, got {value!r}")
-    return float(value)
 
 
 def close(actual: float, expected: float, eps: float) -> bool:
