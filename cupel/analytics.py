@@ -322,10 +322,6 @@ def get_marginal_items(
     return [entry.item for entry in primary.included if id(entry.item) not in kept]
 
 
-def _probe_budget(tokens: int) -> ContextBudget:
-    return ContextBudget(max_tokens=tokens, target_tokens=tokens)
-
-
 def find_min_budget_for(
     pipeline: Pipeline | Policy | str,
     items: Sequence[ContextItem],
@@ -383,7 +379,7 @@ def find_min_budget_for(
     def included(tokens: int) -> bool:
         if on_probe is not None:
             on_probe(tokens)
-        budget = _probe_budget(tokens)
+        budget = ContextBudget(max_tokens=tokens, target_tokens=tokens)
         if probe is not None:
             return probe.selects(target_item, budget)
         return _included(runner.dry_run(items, budget).report, target_item)

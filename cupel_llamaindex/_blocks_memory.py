@@ -271,16 +271,13 @@ class CupelMemory(WindowFields, Memory):
         self._counting = counting
         return counting
 
-    def _message_tokens(self, message: ChatMessage) -> int:
-        """What a message costs (:class:`~cupel_llamaindex._reading.Counting`): 3 + its
-        text parts (text, tool calls' names, arguments and ids, a result's call id) by
-        ``tokenizer_fn`` + its images and other media by ``image_tokens``."""
-        return self._count().message(message)
-
     def _estimate_token_count(self, message_or_blocks: Any) -> int:
-        """``Memory``'s estimate, the cupel way: a text by ``tokenizer_fn``; a message or
-        a list of messages as :meth:`_message_tokens`; content blocks by their text and
-        media (``Memory``'s flat image, audio, video and document sizes are not used)."""
+        """``Memory``'s estimate, the cupel way: a text by ``tokenizer_fn``; a message
+        (:class:`~cupel_llamaindex._reading.Counting`) 3 + its text parts (text, tool calls'
+        names, arguments and ids, a result's call id) by ``tokenizer_fn`` + its images and
+        other media by ``image_tokens``, a list of messages each so; content blocks by their
+        text and media (``Memory``'s flat image, audio, video and document sizes are not
+        used)."""
         counting = self._count()
         if isinstance(message_or_blocks, str):
             return counting.text_tokens(message_or_blocks)

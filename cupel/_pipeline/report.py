@@ -410,7 +410,7 @@ def _window_entries(
     ids = list(map(id, placed))
     scores = list(map(scores_by_id.__getitem__, ids))
     pinned = set(map(id, classified.pinned))
-    free = _zero_token_ids(classified)
+    free = set(map(id, compress(classified.scoreable, map(not_, classified.tokens))))
     reasons = [
         InclusionReason.PINNED
         if key in pinned
@@ -420,8 +420,3 @@ def _window_entries(
         for key in ids
     ]
     return entries(IncludedItem, placed, scores, reasons)
-
-
-def _zero_token_ids(classified: Classified) -> set[int]:
-    """The ids of the scoreable items with no tokens (the counts the Classify stage read)."""
-    return set(map(id, compress(classified.scoreable, map(not_, classified.tokens))))

@@ -95,7 +95,7 @@ class SelectionReportAssertionChain:
                 "IncludeItemWithKind",
                 f"IncludeItemWithKind({kind}) failed: Included contained 0 items with "
                 f"Kind={kind}. Included had {len(included)} items with kinds: "
-                f"[{_kinds(e.item for e in included)}].",
+                f"[{', '.join(_distinct_kinds(e.item for e in included))}].",
             )
         return self
 
@@ -413,7 +413,3 @@ def _distinct_kinds(items: Iterable[ContextItem]) -> list[str]:
     for item in items:
         seen.setdefault(item.kind.key, str(item.kind))
     return list(seen.values())
-
-
-def _kinds(items: Iterable[ContextItem]) -> str:
-    return ", ".join(_distinct_kinds(items))
