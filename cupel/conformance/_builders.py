@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from cupel._errors import VectorError
 from cupel._model import ContextBudget, ContextItem, ScoredItem, ascii_fold
-from cupel.conformance._keys import ITEM_KEYS, SLICER_SPELLING
+from cupel.conformance._keys import BUDGET_KEYS, ITEM_KEYS, SLICER_SPELLING
 from cupel.placers import Placer
 from cupel.policy._derive import ComponentSpec, spec_of
 from cupel.policy._specs import CURVES, PLACERS, SCORERS, SLICERS, type_name
@@ -44,14 +44,6 @@ __all__ = [
 ]
 
 Table = Mapping[str, Any]
-
-_BUDGET_KEYS = (
-    "max_tokens",
-    "target_tokens",
-    "output_reserve",
-    "reserved_slots",
-    "estimation_safety_margin_percent",
-)
 
 _SCORER_SPECS = {type_name(cls): spec_of(cls) for cls in SCORERS}
 _SLICER_SPECS = {type_name(cls): spec_of(cls) for cls in SLICERS}
@@ -166,7 +158,7 @@ def build_budget(table: Table, *, max_defaults_to_target: bool = False) -> Conte
 
     Slicing vectors may omit ``max_tokens`` (``max_defaults_to_target=True``).
     """
-    data = {k: table[k] for k in _BUDGET_KEYS if k in table}
+    data = {k: v for k, v in table.items() if k in BUDGET_KEYS}
     if max_defaults_to_target and "max_tokens" not in data and "target_tokens" in data:
         data["max_tokens"] = data["target_tokens"]
     return ContextBudget.from_dict(data)

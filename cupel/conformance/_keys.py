@@ -29,6 +29,7 @@ from cupel.policy._specs import CURVES, SCORERS, SLICERS
 from cupel.slicers import CountQuotaEntry, QuotaEntry
 
 __all__ = [
+    "BUDGET_KEYS",
     "ITEM_KEYS",
     "MAX_VECTOR_DEPTH",
     "PAYLOAD_KEYS",
@@ -65,6 +66,17 @@ ITEM_KEYS = frozenset(
 )
 """Vector item keys that map onto :class:`~cupel.ContextItem` fields (others are ignored)."""
 _ITEM = ITEM_KEYS | {"score"}
+
+BUDGET_KEYS = frozenset(
+    {
+        "max_tokens",
+        "target_tokens",
+        "output_reserve",
+        "reserved_slots",
+        "estimation_safety_margin_percent",
+    }
+)
+"""Vector budget keys (the :class:`~cupel.ContextBudget` fields)."""
 
 SLICER_SPELLING = {"inner": "inner_slicer", "scarcity": "scarcity_behavior"}
 """Slicer parameters the vector format spells its own way (the inner slicer by name,
@@ -160,18 +172,7 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
         {},
     ),
     "item": (_ITEM, {"metadata": "*"}),
-    "budget": (
-        frozenset(
-            {
-                "max_tokens",
-                "target_tokens",
-                "output_reserve",
-                "reserved_slots",
-                "estimation_safety_margin_percent",
-            }
-        ),
-        {"reserved_slots": "*"},
-    ),
+    "budget": (BUDGET_KEYS, {"reserved_slots": "*"}),
     "tolerance": (frozenset({"score_epsilon"}), {}),
     "message": (frozenset({"role", "content", "tokens", "calls", "answers"}), {}),
     "history_config": (
