@@ -16,7 +16,7 @@ from cupel._pipeline import ContextResult, Pipeline
 from cupel.cli._config import DEMO_DATA, PROG
 from cupel.cli._explain import CompareRow, Decision, Explanation
 from cupel.cli._io import terminal_safe
-from cupel.cli._wording import ReasonWording, clip, considered, count, undated_note
+from cupel.cli._wording import ReasonWording, clip, considered, count, shortfall_text, undated_note
 from cupel.diagnostics import (
     ExcludedItem,
     InclusionReason,
@@ -84,14 +84,7 @@ def format_explanation(explanation: Explanation, header: Sequence[str], width: i
     by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
     lines.append(f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""))
     shortfalls = explanation.report.count_requirement_shortfalls
-    if shortfalls:
-        for sf in shortfalls:
-            lines.append(
-                f"  shortfall: kind {sf.kind} has {sf.satisfied_count} of "
-                f"{sf.required_count} required items"
-            )
-    else:
-        lines.append("  shortfalls: none")
+    lines += [f"  {shortfall_text(sf)}" for sf in shortfalls] or ["  shortfalls: none"]
     overflow: OverflowEvent | None = explanation.report.overflow
     lines.append(
         f"  overflow: window exceeds target by {overflow.tokens_over_budget:,} tokens"
@@ -285,11 +278,7 @@ def format_report(
             f"        … {len(excluded) - len(listed):,} more excluded ({by_reason}; "
             "--all lists every item) …"
         )
-    for shortfall in report.count_requirement_shortfalls:
-        lines.append(
-            f"shortfall: kind {shortfall.kind} has {shortfall.satisfied_count} of "
-            f"{shortfall.required_count} required items"
-        )
+    lines += map(shortfall_text, report.count_requirement_shortfalls)
     note = undated_note(pipeline, report) if pipeline is not None else None
     if note is not None:
         lines.append(f"note: {note}")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from html import escape
 
 from cupel._model import ContextBudget, ContextItem
-from cupel.cli._wording import considered
+from cupel.cli._wording import considered, count, shortfall_text
 from cupel.diagnostics import (
     ExcludedItem,
     IncludedItem,
@@ -181,10 +181,6 @@ _HEAD_ROW = (
 )
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
-
-
 def _stat(label: str, value: str, note: str = "") -> str:
     small = f" <small>{escape(note)}</small>" if note else ""
     return f'<div class="stat"><dt>{escape(label)}</dt><dd>{escape(value)}{small}</dd></div>'
@@ -254,10 +250,7 @@ def render_html(
         + f"<span>bar width: max tokens ({budget.max_tokens:,})</span></div>"
     )
     for shortfall in report.count_requirement_shortfalls:
-        out.append(
-            f'<p class="notes">shortfall: kind {escape(shortfall.kind)} has '
-            f"{shortfall.satisfied_count} of {shortfall.required_count} required items</p>"
-        )
+        out.append(f'<p class="notes">{escape(shortfall_text(shortfall))}</p>')
     if report.overflow is not None:
         out.append(
             f'<p class="notes">overflow: the window exceeds its target by '
@@ -289,7 +282,7 @@ def render_html(
         note = _REASON_NOTES.get(name, "")
         out.append(
             f'<section class="group" data-reason="{escape(name)}"><header>'
-            f"<h3>{escape(name)} <span class=num>· {_count(len(entries), 'item')} · "
+            f"<h3>{escape(name)} <span class=num>· {count(len(entries), 'item')} · "
             f"{tokens:,} tokens</span></h3>" + (f"<p>{escape(note)}</p>" if note else "")
         )
         out.append('</header><ol class="rows">' + _HEAD_ROW)

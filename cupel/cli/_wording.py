@@ -12,6 +12,7 @@ from cupel._pipeline import Pipeline
 from cupel.cli._io import terminal_safe
 from cupel.diagnostics import (
     BudgetExceeded,
+    CountRequirementShortfall,
     ExcludedItem,
     IncludedItem,
     InclusionReason,
@@ -21,7 +22,15 @@ from cupel.diagnostics import (
 from cupel.placers import ChronologicalPlacer
 from cupel.slicers import KnapsackSlice, QuotaSlice
 
-__all__ = ["ReasonWording", "clip", "considered", "count", "reason_detail", "undated_note"]
+__all__ = [
+    "ReasonWording",
+    "clip",
+    "considered",
+    "count",
+    "reason_detail",
+    "shortfall_text",
+    "undated_note",
+]
 
 _INCLUSION_DETAIL = {
     InclusionReason.PINNED: "Pinned: bypasses scoring and slicing",
@@ -157,10 +166,17 @@ def considered(report: SelectionReport) -> str:
     total = f"{report.total_tokens_considered - sum(negative):,} tokens"
     if not negative:
         return total
-    noun = "item" if len(negative) == 1 else "items"
-    return f"{total}, {len(negative):,} {noun} with a negative token count left out"
+    return f"{total}, {count(len(negative), 'item')} with a negative token count left out"
 
 
 def count(n: int, noun: str) -> str:
     """``1 item``, ``2 items``."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def shortfall_text(shortfall: CountRequirementShortfall) -> str:
+    """``shortfall: kind <kind> has <satisfied> of <required> required items``."""
+    return (
+        f"shortfall: kind {shortfall.kind} has {shortfall.satisfied_count} of "
+        f"{shortfall.required_count} required items"
+    )
