@@ -70,10 +70,7 @@ class ExclusionReason:
 
     def describe(self) -> str:
         """A short human-readable account, e.g. ``BudgetExceeded (400 tokens, 50 available)``."""
-        payload = ", ".join(
-            f"{f.name}={getattr(self, f.name)!r}"
-            for f in fields(self)  # type: ignore[arg-type]
-        )
+        payload = ", ".join(f"{n}={getattr(self, n)!r}" for n in _field_names(type(self)))
         return f"{self.name} ({payload})" if payload else self.name
 
 
@@ -314,7 +311,7 @@ def exclusion_reason_from_dict(data: Mapping[str, Any]) -> ExclusionReason:
     payload = {k: v for k, v in data.items() if k != "reason"}
     if cls is None:
         return UnknownExclusionReason(reason=name, payload=payload)
-    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    names = _field_names(cls)
     return cls(**{k: v for k, v in payload.items() if k in names})
 
 
