@@ -56,6 +56,7 @@ __all__ = [
     "dispatcher",
     "emit_selection",
     "handlers_reached",
+    "refused",
     "request_reserve",
     "stable_fields",
     "tokenizer_field",
@@ -258,11 +259,7 @@ class CupelFields(BaseModel):
     @classmethod
     def _check_flag(cls, value: Any, info: ValidationInfo) -> bool:
         if not isinstance(value, bool):
-            raise ConfigurationError(
-                f"{cls.__name__}.{info.field_name}: must be a bool, got {value!r}",
-                field=info.field_name,
-                value=value,
-            )
+            raise refused(cls.__name__, str(info.field_name), "must be a bool", value)
         return value
 
 
@@ -406,6 +403,16 @@ MAX_TOKEN_LIMIT = 2**53
 (ratios, headroom) is no longer exact."""
 
 
+def refused(
+    owner: str, field: str, rule: str, value: Any, *, typed: bool = False, shown: str = ""
+) -> ConfigurationError:
+    """``<owner>.<field>: <rule>, got <value!r>`` (``typed``: ``got <type> <value!r>``;
+    ``shown``: ``got <shown>``) as a ConfigurationError for ``field``."""
+    if not shown:
+        shown = f"{type(value).__name__} {value!r}" if typed else repr(value)
+    return ConfigurationError(f"{owner}.{field}: {rule}, got {shown}", field=field, value=value)
+
+
 def check_int(
     owner: str, field: str, value: Any, *, minimum: int, maximum: int | None = None
 ) -> int:
@@ -418,22 +425,14 @@ def check_int(
         or (maximum is not None and value > maximum)
     ):
         allowed = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum:,}"
-        raise ConfigurationError(
-            f"{owner}.{field}: must be an int {allowed}, got {_short(value)}",
-            field=field,
-            value=value,
-        )
+        raise refused(owner, field, f"must be an int {allowed}", value, shown=_short(value))
     return value
 
 
 def check_fraction(owner: str, field: str, value: Any) -> float:
     """A real number from 0 to 1 (not ``bool``, not NaN), or a ConfigurationError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ConfigurationError(
-            f"{owner}.{field}: must be a number from 0 to 1, got {_short(value)}",
-            field=field,
-            value=value,
-        )
+        raise refused(owner, field, "must be a number from 0 to 1", value, shown=_short(value))
     return float(value)
 
 
@@ -450,11 +449,7 @@ def check_callable(owner: str, field: str, value: _T | None, *, optional: bool) 
     if value is None and optional:
         return None
     if not callable(value):
-        raise ConfigurationError(
-            f"{owner}.{field}: must be callable, got {type(value).__name__} {value!r}",
-            field=field,
-            value=value,
-        )
+        raise refused(owner, field, "must be callable", value, typed=True)
     return value
 
 
@@ -507,21 +502,13 @@ def checked_message(owner: str, method: str, message: object) -> ChatMessage:
 def checked_messages(owner: str, where: str, messages: object) -> list[ChatMessage]:
     """A new list of the given ChatMessages, or a ConfigurationError naming the culprit."""
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        raise ConfigurationError(
-            f"{owner}.{where}: must be a list of LlamaIndex ChatMessages, "
-            f"got {type(messages).__name__} {messages!r}",
-            field=where,
-            value=messages,
-        )
+        rule = "must be a list of LlamaIndex ChatMessages"
+        raise refused(owner, where, rule, messages, typed=True)
     out = list(messages)
     for index, message in enumerate(out):
         if not isinstance(message, ChatMessage):
-            raise ConfigurationError(
-                f"{owner}.{where}[{index}]: must be a LlamaIndex ChatMessage, "
-                f"got {type(message).__name__} {message!r}",
-                field=f"{where}[{index}]",
-                value=message,
-            )
+            rule = "must be a LlamaIndex ChatMessage"
+            raise refused(owner, f"{where}[{index}]", rule, message, typed=True)
     return out
 
 

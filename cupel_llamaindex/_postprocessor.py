@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from cupel import ConfigurationError, ContextBudget, Pipeline, SelectionReport
+from cupel import ContextBudget, Pipeline, SelectionReport
 from cupel.counting import request_budget
 from cupel.policy import Policy, resolve_pipeline
 from cupel_llamaindex._common import (
@@ -24,6 +24,7 @@ from cupel_llamaindex._common import (
     built_report,
     check_int,
     emit_selection,
+    refused,
     state_without_caches,
     tokenizer_field,
 )
@@ -145,22 +146,14 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     @classmethod
     def _check_dedup_on(cls, value: Any) -> Any:
         if value not in ("text", "content"):
-            raise ConfigurationError(
-                f"{_OWNER}.dedup_on: must be 'text' or 'content', got {value!r}",
-                field="dedup_on",
-                value=value,
-            )
+            raise refused(_OWNER, "dedup_on", "must be 'text' or 'content'", value)
         return value
 
     @field_validator("relevance", mode="before")
     @classmethod
     def _check_relevance(cls, value: Any) -> Any:
         if value not in ("auto", "score", "rank"):
-            raise ConfigurationError(
-                f"{_OWNER}.relevance: must be one of 'auto', 'score', 'rank', got {value!r}",
-                field="relevance",
-                value=value,
-            )
+            raise refused(_OWNER, "relevance", "must be one of 'auto', 'score', 'rank'", value)
         return value
 
     @model_validator(mode="after")
@@ -178,11 +171,8 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     def _budget(self) -> ContextBudget:
         target = self.max_tokens if self.target_tokens is None else self.target_tokens
         if target > self.max_tokens:
-            raise ConfigurationError(
-                f"{_OWNER}.target_tokens: must be <= max_tokens ({self.max_tokens}), got {target}",
-                field="target_tokens",
-                value=target,
-            )
+            rule = f"must be <= max_tokens ({self.max_tokens})"
+            raise refused(_OWNER, "target_tokens", rule, target)
         # Nodes are billed as the text the model receives: nothing is reserved but headroom.
         return request_budget(self.max_tokens, target, headroom=self.headroom, fixed=0)
 
