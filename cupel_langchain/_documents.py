@@ -58,7 +58,7 @@ from cupel import (
 )
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
-from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens
+from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens, refused
 from cupel_langchain._pydantic import LiveComponent, serialized
 from cupel_langchain._reports import (
     ReportEventData,
@@ -181,19 +181,13 @@ def _check_kind(kind: object) -> ContextKind:
     try:
         return ContextKind(kind)  # type: ignore[arg-type]
     except ItemError:
-        raise ConfigurationError(
-            f"kind must be a non-empty kind name, got {kind!r}", field="kind", value=kind
-        ) from None
+        raise refused("kind", "must be a non-empty kind name", kind) from None
 
 
 def _check_relevance_key(key: object) -> str | None:
     if key is None or (isinstance(key, str) and key):
         return key
-    raise ConfigurationError(
-        f"relevance_key must be a non-empty string or None, got {key!r}",
-        field="relevance_key",
-        value=key,
-    )
+    raise refused("relevance_key", "must be a non-empty string or None", key)
 
 
 def documents_to_items(
@@ -271,9 +265,7 @@ def check_k(k: object) -> int | None:
     if k is None:
         return None
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ConfigurationError(
-            f"k must be a non-negative int or None, got {k!r}", field="k", value=k
-        )
+        raise refused("k", "must be a non-negative int or None", k)
     return k
 
 

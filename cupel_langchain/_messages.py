@@ -68,6 +68,7 @@ from cupel_langchain._options import (
     ROLE_BY_TYPE,
     check_keep_last,
     check_kinds,
+    refused,
 )
 from cupel_langchain._tokens import (
     CounterInput,
@@ -436,7 +437,7 @@ def messages_to_items(
     """
     for name, flag in (("keep_system", keep_system), ("keep_last_human", keep_last_human)):
         if not isinstance(flag, bool):
-            raise ConfigurationError(f"{name} must be a bool, got {flag!r}", field=name, value=flag)
+            raise refused(name, "must be a bool", flag)
     return map_messages(
         as_messages(messages),
         resolve_message_counter(token_counter, token_counter_input, image_tokens),

@@ -45,6 +45,7 @@ __all__ = [
     "check_options",
     "check_start_on",
     "option_names",
+    "refused",
     "start_on_roles",
 ]
 
@@ -99,18 +100,20 @@ CHAT_ROLES = {
 }
 
 
+def refused(field: str, rule: str, value: object, *, typed: bool = False) -> ConfigurationError:
+    """``<field> <rule>, got <value!r>`` (``typed``: ``got <type> <value!r>``) as a
+    ConfigurationError for ``field``."""
+    shown = f"{type(value).__name__} {value!r}" if typed else repr(value)
+    return ConfigurationError(f"{field} {rule}, got {shown}", field=field, value=value)
+
+
 def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
     """The kind per conversation-layer unit type, with ``kinds`` (keyed by LangChain unit
     type) overriding :data:`DEFAULT_MESSAGE_KINDS`."""
     table = dict(DEFAULT_MESSAGE_KINDS)
     if kinds is not None:
         if not isinstance(kinds, Mapping):
-            raise ConfigurationError(
-                f"kinds must be a mapping of unit type to kind, got {type(kinds).__name__} "
-                f"{kinds!r}",
-                field="kinds",
-                value=kinds,
-            )
+            raise refused("kinds", "must be a mapping of unit type to kind", kinds, typed=True)
         for key, value in kinds.items():
             if key not in DEFAULT_MESSAGE_KINDS:
                 raise ConfigurationError(
@@ -125,11 +128,7 @@ def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
         try:
             out[_UNIT_TYPES[key]] = ContextKind(value)
         except ItemError:
-            raise ConfigurationError(
-                f"kinds[{key!r}] must be a non-empty kind name, got {value!r}",
-                field=f"kinds[{key!r}]",
-                value=value,
-            ) from None
+            raise refused(f"kinds[{key!r}]", "must be a non-empty kind name", value) from None
     return out
 
 
@@ -171,12 +170,8 @@ def start_on_roles(types: Sequence[str]) -> frozenset[str]:
 def check_keep_last(keep_last: object) -> int:
     """``keep_last`` as a count of trailing units to pin (an int >= 0)."""
     if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-        raise ConfigurationError(
-            f"keep_last must be a non-negative int (the number of latest message units "
-            f"always kept), got {keep_last!r}",
-            field="keep_last",
-            value=keep_last,
-        )
+        rule = "must be a non-negative int (the number of latest message units always kept)"
+        raise refused("keep_last", rule, keep_last)
     return keep_last
 
 

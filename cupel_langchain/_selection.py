@@ -38,6 +38,7 @@ from cupel_langchain._options import (
     check_kinds,
     check_max_tokens,
     check_start_on,
+    refused,
     start_on_roles,
 )
 from cupel_langchain._oversized import PARTS
@@ -349,9 +350,7 @@ class MessageSelection:
         self.count_text = self.count.text
         for name in ("keep_system", "keep_last_human", "truncate_oversized"):
             if not isinstance(get(name), bool):
-                raise ConfigurationError(
-                    f"{name} must be a bool, got {get(name)!r}", field=name, value=get(name)
-                )
+                raise refused(name, "must be a bool", get(name))
         self.keep_system: bool = get("keep_system")
         self.keep_last_human: bool = get("keep_last_human")
         self.truncate_oversized: bool = get("truncate_oversized")
@@ -360,11 +359,7 @@ class MessageSelection:
         self.kinds = check_kinds(get("kinds"))
         timestamp_key = get("timestamp_key")
         if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
-            raise ConfigurationError(
-                f"timestamp_key must be a non-empty string or None, got {timestamp_key!r}",
-                field="timestamp_key",
-                value=timestamp_key,
-            )
+            raise refused("timestamp_key", "must be a non-empty string or None", timestamp_key)
         self.timestamp_key: str | None = timestamp_key
         self.options = replace(options, budget=self.budget_label)
 
