@@ -18,14 +18,20 @@ def _where(owner: str, field: str) -> str:
     return f"{owner}.{field}" if owner else field
 
 
-def _refused(source: object, where: str, field: str, pipelines: bool) -> ConfigurationError:
-    accepted = "a Policy, a Pipeline or a preset name" if pipelines else "a Policy or a preset name"
+def _refused(
+    owner: str, field: str, rule: str, value: object, *, typed: bool = False
+) -> ConfigurationError:
+    """``<owner>.<field>: <rule>, got <value!r>`` (``typed``: ``got <type> <value!r>``)."""
+    shown = f"{type(value).__name__} {value!r}" if typed else repr(value)
     return ConfigurationError(
-        f"{where}: must be {accepted} ({', '.join(PRESET_NAMES)}), got "
-        f"{type(source).__name__} {source!r}",
-        field=field,
-        value=source,
+        f"{_where(owner, field)}: {rule}, got {shown}", field=field, value=value
     )
+
+
+def _not_a_source(owner: str, field: str, value: object, pipelines: bool) -> ConfigurationError:
+    accepted = "a Policy, a Pipeline or a preset name" if pipelines else "a Policy or a preset name"
+    rule = f"must be {accepted} ({', '.join(PRESET_NAMES)})"
+    return _refused(owner, field, rule, value, typed=True)
 
 
 def check_policy(value: object, owner: str = "", field: str = "policy") -> str | Policy:
@@ -45,7 +51,7 @@ def check_policy(value: object, owner: str = "", field: str = "policy") -> str |
         return value
     if isinstance(value, Mapping):
         return Policy.from_dict(value)
-    raise _refused(value, _where(owner, field), field, pipelines=False)
+    raise _not_a_source(owner, field, value, pipelines=False)
 
 
 def resolve_pipeline(
@@ -79,19 +85,10 @@ def resolve_pipeline(
     cupel.PolicyError: policy: unknown preset 'summary'; allowed: a cupel.policy.Policy or one ...
     """
     if not isinstance(deduplicate, (bool, type(None))):
-        raise ConfigurationError(
-            f"{_where(owner, 'deduplicate')}: must be a bool or None, got {deduplicate!r}",
-            field="deduplicate",
-            value=deduplicate,
-        )
+        raise _refused(owner, "deduplicate", "must be a bool or None", deduplicate)
     if pipeline is not None:
         if not isinstance(pipeline, Pipeline):
-            raise ConfigurationError(
-                f"{_where(owner, 'pipeline')}: must be a cupel.Pipeline, got "
-                f"{type(pipeline).__name__} {pipeline!r}",
-                field="pipeline",
-                value=pipeline,
-            )
+            raise _refused(owner, "pipeline", "must be a cupel.Pipeline", pipeline, typed=True)
         built = pipeline
     elif pipelines and isinstance(source, Pipeline):
         built = source
@@ -109,7 +106,7 @@ def resolve_pipeline(
             ) from None
         built = named.build()
     else:
-        raise _refused(source, _where(owner, field), field, pipelines)
+        raise _not_a_source(owner, field, source, pipelines)
     if deduplicate is None or built.deduplication == deduplicate:
         return built
     return Pipeline(
