@@ -84,6 +84,8 @@ __all__ = ["TRACER_NAME", "CupelVerbosity", "OpenTelemetryTraceCollector", "run_
 TRACER_NAME = "cupel"
 """The instrumentation scope (tracer) name of every cupel span."""
 
+_ONE_RUN = "OpenTelemetryTraceCollector already traced a run; use a new collector per run"
+
 
 class CupelVerbosity(str, Enum):
     """How much an :class:`OpenTelemetryTraceCollector` emits per run.
@@ -187,9 +189,7 @@ class OpenTelemetryTraceCollector(TraceCollector):
     # -- context manager -----------------------------------------------------------
     def __enter__(self) -> OpenTelemetryTraceCollector:
         if self._state != "new":
-            raise InvalidOperationError(
-                "OpenTelemetryTraceCollector already traced a run; use a new collector per run"
-            )
+            raise InvalidOperationError(_ONE_RUN)
         self._activate = True
         return self
 
@@ -210,9 +210,7 @@ class OpenTelemetryTraceCollector(TraceCollector):
     # -- pipeline hooks ----------------------------------------------------------------
     def on_run_start(self, item_count: int, budget: ContextBudget) -> None:
         if self._state != "new":
-            raise InvalidOperationError(
-                "OpenTelemetryTraceCollector already traced a run; use a new collector per run"
-            )
+            raise InvalidOperationError(_ONE_RUN)
         self._state = "running"
         self._root = self._tracer.start_span(
             "cupel.pipeline",
