@@ -124,7 +124,7 @@ class Explanation:
             "excluded": len(report.excluded),
             "excluded_by_reason": dict(Counter(e.reason.name for e in report.excluded)),
             "effective_target_tokens": self.effective_target,
-            "target_utilization": _ratio(used, budget.target_tokens),
+            "target_utilization": used / budget.target_tokens if budget.target_tokens else None,
             "budget_utilization": budget_utilization(report, budget),
             "kind_diversity": kind_diversity(report),
             "timestamp_coverage": timestamp_coverage(report),
@@ -140,10 +140,6 @@ class Explanation:
             "summary": self.summary(),
             "report": self.report.to_dict(),
         }
-
-
-def _ratio(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
 
 
 def _included(entry: IncludedItem) -> Decision:
