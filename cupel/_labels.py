@@ -20,6 +20,12 @@ _L = TypeVar("_L", bound="_Label")
 _VT = TypeVar("_VT")
 
 
+def _refused(name: str, rule: str, value: object, *, typed: bool = False) -> ItemError:
+    """``<name> <rule>, got <value!r>`` (``typed``: ``got <type> <value!r>``)."""
+    shown = f"{type(value).__name__} {value!r}" if typed else repr(value)
+    return ItemError(f"{name} {rule}, got {shown}", field=name, value=value)
+
+
 class _Label(str):
     """An extensible string value compared with ASCII case folding.
 
@@ -38,24 +44,12 @@ class _Label(str):
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         if not isinstance(value, str):
-            raise ItemError(
-                f"{cls.__name__} must be a string, got {type(value).__name__} {value!r}",
-                field=cls.__name__,
-                value=value,
-            )
+            raise _refused(cls.__name__, "must be a string", value, typed=True)
         if not value.strip():
-            raise ItemError(
-                f"{cls.__name__} must be a non-empty, non-whitespace string, got {value!r}",
-                field=cls.__name__,
-                value=value,
-            )
+            raise _refused(cls.__name__, "must be a non-empty, non-whitespace string", value)
         if not is_unicode_text(value):
-            raise ItemError(
-                f"{cls.__name__} must be valid Unicode text (it holds a lone surrogate), "
-                f"got {value!r}",
-                field=cls.__name__,
-                value=value,
-            )
+            rule = "must be valid Unicode text (it holds a lone surrogate)"
+            raise _refused(cls.__name__, rule, value)
         obj = super().__new__(cls, value)
         obj.key = ascii_fold(value)
         if len(cls._cache) < cls._CACHE_LIMIT:
