@@ -421,7 +421,7 @@ def recalled_positions(
 _LABEL = re.compile(r"^\[(\d+)\] [a-z_]+: ", re.MULTILINE)
 
 
-def _select_messages_recall(history: History, budget: int) -> Window:
+def _select_messages_recall(history: History, budget: int, **extra: Any) -> Window:
     from cupel_langchain import select_messages, select_messages_with_report
 
     options: dict[str, Any] = {
@@ -429,6 +429,7 @@ def _select_messages_recall(history: History, budget: int) -> Window:
         "token_counter": approximate_tokens,
         "token_counter_input": "messages",
         "policy": RECALL_POLICY,
+        **extra,
     }
 
     window = select_messages(history.messages, **options)
@@ -499,22 +500,7 @@ embedded once (cupel keeps the vectors by text for this object)."""
 
 
 def _select_messages_recall_embeddings(history: History, budget: int) -> Window:
-    from cupel_langchain import select_messages, select_messages_with_report
-
-    options: dict[str, Any] = {
-        "max_tokens": budget,
-        "token_counter": approximate_tokens,
-        "token_counter_input": "messages",
-        "policy": RECALL_POLICY,
-        "embeddings": EMBEDDINGS,
-    }
-    window = select_messages(history.messages, **options)
-
-    def recalled() -> frozenset[int]:
-        report = select_messages_with_report(history.messages, **options)[1]
-        return declared(report, history, window)
-
-    return Window(window, recalled_by=recalled)
+    return _select_messages_recall(history, budget, embeddings=EMBEDDINGS)
 
 
 def _cupel_chat_memory_recall(history: History, budget: int) -> Window:
