@@ -346,8 +346,7 @@ class CupelMemory(WindowFields, Memory):
         (``truncate_oversized``), else itself."""
         if not self.truncate_oversized:
             return mapping
-        config = (counting, self.pin_system, self.pin_last_user)
-        return fitted_mapping(mapping, budget, config)
+        return fitted_mapping(mapping, budget, counting)
 
     async def _manage_queue(self) -> None:
         """The flush, by cupel's window, recomputed from the store on every ``put()``:

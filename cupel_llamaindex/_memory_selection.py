@@ -4,9 +4,9 @@ in one pass (:meth:`~cupel_llamaindex._reading.Counting.counts`) and selects its
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 from llama_index.core.base.llms.types import ChatMessage
 
@@ -29,24 +29,12 @@ from cupel_llamaindex._common import (
 from cupel_llamaindex._embeddings import embedder_of
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._oversized import PARTS
-from cupel_llamaindex._reading import (
-    Counting,
-    MessageCounter,
-    MessageRead,
-    counting_for,
-    read_messages,
-    read_roles,
-)
+from cupel_llamaindex._reading import Counting, counting_for, read_messages, read_roles
 
-__all__ = [
-    "OWNER",
-    "PINNED_OPTIONS",
-    "Chosen",
-    "Explains",
-    "MemorySettings",
-    "choose",
-    "pipeline_of",
-]
+if TYPE_CHECKING:
+    from cupel_llamaindex._memory import CupelChatMemory
+
+__all__ = ["OWNER", "PINNED_OPTIONS", "Chosen", "choose", "pipeline_of"]
 
 OWNER = "CupelChatMemory"
 _START_ON_USER = frozenset({USER})
@@ -61,58 +49,24 @@ PINNED_OPTIONS = PinnedOptions(
 exceed the budget."""
 
 
-class Explains(Protocol):
-    """A selected window whose report is built when first asked for."""
-
-    def explain(self) -> SelectionReport: ...
-
-
-_Config = tuple[Counting, bool, bool]
-"""What a mapping depends on besides the messages: the counting (``tokenizer_fn``,
-``image_tokens``, ``message_token_counter``), ``pin_system`` and ``pin_last_user``."""
-
-
 class _Deferred:
     """A window selected from the messages' roles and counts alone
     (:func:`~cupel.conversation.tool_free_window`): its report is that of the same
-    selection made on the history's mapping, made when first asked for — and checked to
-    pick the very same messages (else :class:`~cupel.CupelError`)."""
+    selection made on the history's mapping (``select``), made when first asked for — and
+    checked to pick the very same messages (else :class:`~cupel.CupelError`)."""
 
-    __slots__ = ("_args", "_window", "messages")
+    __slots__ = ("_select", "_window", "messages")
 
-    def __init__(
-        self,
-        messages: list[int],
-        read: MessageRead,
-        counts: list[int],
-        config: _Config,
-        pipeline: Pipeline,
-        budget: ContextBudget,
-        start_on: frozenset[str],
-    ) -> None:
+    def __init__(self, messages: list[int], select: Callable[[], HistoryWindow]) -> None:
         self.messages = messages
-        self._args = (read, counts, config, pipeline, budget, start_on)
+        self._select = select
         self._window: HistoryWindow | None = None
 
     def explain(self) -> SelectionReport:
         """The selection's report (see :meth:`HistoryWindow.explain`)."""
         window = self._window
         if window is None:
-            read, counts, config, pipeline, budget, start_on = self._args
-            mapping = map_read(
-                read,
-                counting=config[0],
-                pin_system=config[1],
-                pin_last_user=config[2],
-                counts=counts,
-            )
-            window = mapping.history.select(
-                pipeline,
-                budget,
-                with_report=False,
-                start_on=start_on,
-                options=PINNED_OPTIONS,
-            )
+            window = self._select()
             if window.messages != self.messages:
                 raise CupelError(
                     f"{OWNER}: the window selected from the history's mapping differs from "
@@ -138,31 +92,21 @@ class Built:
         self.counting = counting
 
     @staticmethod
-    def of(previous: Built | None, memory: MemorySettings) -> Built:
+    def of(previous: Built | None, memory: CupelChatMemory) -> Built:
         """``previous`` if ``memory``'s settings are those it was built of, else what they
         build (the pipeline or the counting of ``previous`` kept if its settings are)."""
-        policy, pipeline, cache_stable = memory.policy, memory.pipeline, memory.cache_stable
-        tokenizer_fn, image_tokens = memory.tokenizer_fn, memory.image_tokens
-        counter, embeddings = memory.message_token_counter, memory.embeddings
-        settings = (policy, pipeline, cache_stable, tokenizer_fn, image_tokens, counter, embeddings)
-        if previous is None:
-            return Built(
-                settings,
-                pipeline_of(policy, pipeline, cache_stable, embeddings),
-                Counting(tokenizer_fn, image_tokens, counter),
-            )
-        if all(map(operator.is_, settings, previous.settings)):
+        settings = (
+            *(memory.policy, memory.pipeline, memory.cache_stable, memory.embeddings),
+            *(memory.tokenizer_fn, memory.image_tokens, memory.message_token_counter),
+        )
+        if previous is not None and all(map(operator.is_, settings, previous.settings)):
             return previous
-        before = previous.settings
         return Built(
             settings,
             previous.pipeline
-            if before[0] is policy
-            and before[1] is pipeline
-            and before[2] == cache_stable
-            and before[6] is embeddings
-            else pipeline_of(policy, pipeline, cache_stable, embeddings),
-            counting_for(previous.counting, tokenizer_fn, image_tokens, counter),
+            if previous is not None and all(map(operator.is_, settings[:4], previous.settings))
+            else pipeline_of(*settings[:4]),
+            counting_for(None if previous is None else previous.counting, *settings[4:]),
         )
 
 
@@ -204,35 +148,16 @@ class Chosen(NamedTuple):
 
     messages: list[ChatMessage]
     report: SelectionReport | None
-    pending: Explains | None
+    pending: HistoryWindow | _Deferred | None
     window: HistoryWindow | None
 
 
-class MemorySettings(Protocol):
-    """What :func:`choose` and :class:`Built` read of a ``CupelChatMemory``."""
-
-    token_limit: int
-    tokenizer_fn: Any
-    message_token_counter: MessageCounter | None
-    image_tokens: Any
-    policy: str | Policy
-    pipeline: Pipeline | None
-    headroom: float
-    agent_reserve: int
-    truncate_oversized: bool
-    pin_system: bool
-    pin_last_user: bool
-    start_on_user: bool
-    cache_stable: bool | float
-    embeddings: Any
-
-
 def fitted_mapping(
-    mapping: MessageMapping, budget: ContextBudget, config: _Config
+    mapping: MessageMapping, budget: ContextBudget, counting: Counting
 ) -> MessageMapping:
     """``mapping``, or the mapping of its messages with cut copies of the units too large
     for any window (``truncate_oversized``: :mod:`cupel_llamaindex._oversized`)."""
-    counting = config[0]
+    pin_system, pin_last_user, _ = mapping.history.keeps
     fitted = mapping.history.fitted(
         mapping.messages,
         budget,
@@ -246,14 +171,14 @@ def fitted_mapping(
     return map_read(
         read_messages(listed),
         counting=counting,
-        pin_system=config[1],
-        pin_last_user=config[2],
+        pin_system=pin_system,
+        pin_last_user=pin_last_user,
         cuts=cuts,
     )
 
 
 def choose(
-    memory: MemorySettings,
+    memory: CupelChatMemory,
     history: Sequence[ChatMessage],
     input: str | None,
     initial_token_count: int,
@@ -287,37 +212,44 @@ def choose(
     counting = built.counting
     read = read_messages(history)
     counts = counting.counts(read)
-    config: _Config = (counting, memory.pin_system, memory.pin_last_user)
+    pin_system, pin_last_user = memory.pin_system, memory.pin_last_user
     start_on = _START_ON_USER if memory.start_on_user else _START_ON_NONE
     stable = memory.cache_stable is not False
+
+    def select(mapping: MessageMapping, with_report: bool) -> HistoryWindow:
+        return mapping.history.select(
+            pipeline, budget, with_report=with_report, start_on=start_on, options=PINNED_OPTIONS
+        )
+
+    def mapped() -> MessageMapping:
+        return map_read(
+            read,
+            counting=counting,
+            pin_system=pin_system,
+            pin_last_user=pin_last_user,
+            counts=counts,
+        )
+
     if not (stable or listening or memory.truncate_oversized or read.calls):
         indices = tool_free_window(
             read_roles(read),
             counts,
             pipeline,
             budget,
-            keep_system=config[1],
-            keep_latest_user=config[2],
+            keep_system=pin_system,
+            keep_latest_user=pin_last_user,
             start_on=start_on,
         )
         if indices is not None:
             messages = read.messages
-            deferred = _Deferred(indices, read, counts, config, pipeline, budget, start_on)
+            deferred = _Deferred(indices, lambda: select(mapped(), False))
             return Chosen([messages[i] for i in indices], None, deferred, None)
-    mapping = map_read(
-        read, counting=counting, pin_system=config[1], pin_last_user=config[2], counts=counts
-    )
+    mapping = mapped()
     if memory.truncate_oversized:
-        mapping = fitted_mapping(mapping, budget, config)
+        mapping = fitted_mapping(mapping, budget, counting)
     # A report costs about as much as the selection itself: build it now only for an
     # instrumentation handler; otherwise on the first read of last_report.
-    window = mapping.history.select(
-        pipeline,
-        budget,
-        with_report=listening,
-        start_on=start_on,
-        options=PINNED_OPTIONS,
-    )
+    window = select(mapping, listening)
     messages = mapping.messages
     chosen = [messages[i] for i in window.messages]
     kept = window if stable else None

@@ -10,6 +10,7 @@ by the image rule; a user's ``message_token_counter`` counts whole messages inst
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,11 +27,9 @@ from cupel.counting import (
     MESSAGE_TOKENS,
     Media,
     TextCounter,
-    is_tokenizer,
     media_pricer,
     text_counter,
 )
-from cupel.counting import checked_count as checked_count_of
 from cupel_llamaindex._content import read_block
 
 __all__ = [
@@ -70,25 +69,21 @@ def tool_call_ids(message: ChatMessage) -> tuple[list[str], bool]:
     >>> tool_call_ids(ChatMessage(role="assistant", content="plain"))
     ([], False)
     """
-    ids: list[str] = []
-    calls = False
-    for block in message.blocks:
-        if isinstance(block, ToolCallBlock):
-            calls = True
-            if block.tool_call_id:
-                ids.append(block.tool_call_id)
+    calls = _call_list(message)
+    return [call_id for call_id in calls if call_id is not None], bool(calls)
+
+
+def _call_list(message: ChatMessage) -> list[str | None]:
+    """Every call ``message`` makes, by id (``None``: a call without one), in order."""
+    calls: list[str | None] = [
+        block.tool_call_id or None for block in message.blocks if isinstance(block, ToolCallBlock)
+    ]
     extra = message.additional_kwargs
     if extra:
-        raw_calls = extra.get("tool_calls")
-        if raw_calls:
-            calls = True
-            for call in raw_calls:
-                call_id = _call_id(call)
-                if call_id:
-                    ids.append(call_id)
+        calls.extend(_call_id(call) for call in extra.get("tool_calls") or ())
         if extra.get("function_call"):
-            calls = True
-    return ids, calls
+            calls.append(None)
+    return calls
 
 
 def _call_id(call: Any) -> str | None:
@@ -263,8 +258,6 @@ class Counting:
         self.count_text: TextCounter | None = (
             None if tokenizer_fn is None else text_counter(tokenizer_fn, "tokenizer_fn")
         )
-        if callable(tokenizer_fn) and not is_tokenizer(tokenizer_fn):
-            self.count_text = _listed(tokenizer_fn)
         if message_token_counter is None and self.count_text is None:
             raise ConfigurationError(
                 "a token counter is needed: tokenizer_fn or message_token_counter",
@@ -273,15 +266,6 @@ class Counting:
             )
         self.known: dict[TextKey, int] = {}
         """The counts of the text parts counted so far, by text parts (bounded)."""
-
-    def is_for(
-        self, tokenizer_fn: object, image_tokens: object, message_token_counter: object
-    ) -> bool:
-        """Whether this counting was made of these very settings."""
-        mine = self._settings
-        return (
-            mine[0] is tokenizer_fn and mine[1] is image_tokens and mine[2] is message_token_counter
-        )
 
     def text_tokens(self, key: TextKey) -> int:
         """The tokens of a message's text parts (a text, or a tuple of them)."""
@@ -335,31 +319,15 @@ class Counting:
         return MESSAGE_TOKENS + self.text_tokens(tuple(parts)) + self.media_tokens(media)
 
 
-_TOKEN_LISTS = frozenset({list, tuple, range})
-"""What LlamaIndex-style tokenizers return: the tokens, counted by their length."""
-
-
-def _listed(tokenizer_fn: Callable[[str], Any]) -> TextCounter:
-    """A text counter for a plain callable: the length of a list of tokens, else its
-    result checked as :func:`~cupel.counting.text_counter` does."""
-
-    def count(text: str) -> int:
-        result = tokenizer_fn(text)
-        if type(result) in _TOKEN_LISTS:
-            return len(result)
-        return checked_count_of(result, "tokenizer_fn")
-
-    return count
-
-
 def counting_for(
     previous: Counting | None,
     tokenizer_fn: object,
     image_tokens: object,
     message_token_counter: MessageCounter | None,
 ) -> Counting:
-    """``previous`` if it was made of these settings, else a new :class:`Counting`."""
-    if previous is not None and previous.is_for(tokenizer_fn, image_tokens, message_token_counter):
+    """``previous`` if it was made of these very settings, else a new :class:`Counting`."""
+    settings = (tokenizer_fn, image_tokens, message_token_counter)
+    if previous is not None and all(map(operator.is_, previous._settings, settings)):
         return previous
     return Counting(tokenizer_fn, image_tokens, message_token_counter)
 
@@ -426,9 +394,9 @@ def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
             media[i] = tuple(found)
         kind = conversation_role(message)
         if kind == ASSISTANT:
-            ids, makes = tool_call_ids(message)
-            if makes:
-                calls[i] = _call_list(message, ids)
+            made = _call_list(message)
+            if made:
+                calls[i] = sorted(made, key=lambda call_id: call_id is None)  # ids first
         elif kind == TOOL:
             answer = extra.get("tool_call_id")
             answers[i] = answer if isinstance(answer, str) else None
@@ -448,18 +416,6 @@ def read_roles(read: MessageRead) -> list[str]:
 def _role_of(role: object) -> str:
     raw = str.__str__(role)
     return ROLE_NAMES.get(raw, raw)
-
-
-def _call_list(message: ChatMessage, ids: list[str]) -> list[str | None]:
-    """Every call the message makes, by id (``None`` for a call without one)."""
-    total = sum(isinstance(block, ToolCallBlock) for block in message.blocks)
-    extra = message.additional_kwargs
-    raw_calls = extra.get("tool_calls") if extra else None
-    if raw_calls:
-        total += len(raw_calls)
-    if extra and extra.get("function_call"):
-        total += 1
-    return [*ids, *([None] * (total - len(ids)))]
 
 
 def checked_count(value: Any, index: int, counter: str = "message_token_counter") -> int:
