@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Collection, Sequence
+from functools import cache
 
 from cupel._model import ContextBudget
 from cupel._pipeline import Pipeline
@@ -64,9 +65,9 @@ def tool_free_window(
     if keep_latest_user and latest_user >= 0:
         insort(pinned, latest_user)
     pinned_tokens = sum([tokens[i] for i in pinned])
-    target = _target(budget, pinned_tokens)
-    if target is None:
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None  # select raises, or runs the pipeline
+    target = effective_limits(budget, pinned_tokens)[1]
     chosen: list[int] = []
     if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
         by_turn = slicer.block_key is not None and latest_user >= 0
@@ -93,15 +94,6 @@ def tool_free_window(
 
 
 _TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
-
-
-def _target(budget: ContextBudget, pinned_tokens: int) -> int | None:
-    """The walk's target (``effective_limits``) with ``pinned_tokens`` pinned, or ``None``
-    when they exceed the budget's target or its room for input (then ``select`` raises
-    or runs the pipeline)."""
-    if pinned_tokens <= min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
-        return effective_limits(budget, pinned_tokens)[1]
-    return None
 
 
 def _recent(
@@ -230,7 +222,7 @@ def split_start(
 def _own_components(pipeline: Pipeline) -> bool:
     """Whether the pipeline's scorer tree and placer are cupel's own, exact classes
     that read no item metadata (a subclass could read anything)."""
-    placers, blind = _BLIND or _blind_classes()
+    placers, blind = _blind_classes()
     if type(pipeline.placer) not in placers:
         return False
     pending: list[object] = [pipeline.scorer]
@@ -242,34 +234,29 @@ def _own_components(pipeline: Pipeline) -> bool:
     return True
 
 
-_BLIND: tuple[frozenset[type], frozenset[type]] | None = None
-
-
+@cache
 def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
     """cupel's placers, and its scorers that read no item metadata (imported on first
     use: the component packages import this layer's neighbours)."""
-    global _BLIND
-    if _BLIND is None:
-        from cupel import placers, scorers
+    from cupel import placers, scorers
 
-        _BLIND = (
-            frozenset({placers.ChronologicalPlacer, placers.UShapedPlacer}),
-            frozenset(
-                {
-                    scorers.CompositeScorer,
-                    scorers.DecayScorer,
-                    scorers.FrequencyScorer,
-                    scorers.KindScorer,
-                    scorers.PriorityScorer,
-                    scorers.RecencyScorer,
-                    scorers.ReflexiveScorer,
-                    scorers.RelevanceScorer,
-                    scorers.ScaledScorer,
-                    scorers.TagScorer,
-                }
-            ),
-        )
-    return _BLIND
+    return (
+        frozenset({placers.ChronologicalPlacer, placers.UShapedPlacer}),
+        frozenset(
+            {
+                scorers.CompositeScorer,
+                scorers.DecayScorer,
+                scorers.FrequencyScorer,
+                scorers.KindScorer,
+                scorers.PriorityScorer,
+                scorers.RecencyScorer,
+                scorers.ReflexiveScorer,
+                scorers.RelevanceScorer,
+                scorers.ScaledScorer,
+                scorers.TagScorer,
+            }
+        ),
+    )
 
 
 def reads_unit_metadata(pipeline: Pipeline) -> bool:

@@ -396,11 +396,9 @@ class Conversation:
     def _message_turns(self) -> list[int]:
         """The turn of each message (a unit's messages share its turn)."""
         out = [0] * self.n_messages
-        for k, first in enumerate(self.unit_firsts):
-            turn = self.unit_turns[k]
+        for k, turn in enumerate(self.unit_turns):
             for index in self.messages_of(k):
                 out[index] = turn
-            out[first] = turn
         return out
 
     @staticmethod

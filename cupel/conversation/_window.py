@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cupel._errors import CupelError
@@ -149,25 +150,16 @@ class HistoryWindow:
         return rerun.report
 
 
+@dataclass(slots=True)
 class _Rerun:
     """A report-less selection's arguments, to make it again with a trace."""
 
-    __slots__ = ("budget", "earlier", "options", "pipeline", "report", "start_on")
-
-    def __init__(
-        self,
-        pipeline: Pipeline,
-        budget: ContextBudget,
-        start_on: Collection[str],
-        options: PinnedOptions,
-        earlier: Sequence[tuple[int, ContextBudget]],
-    ) -> None:
-        self.pipeline = pipeline
-        self.budget = budget
-        self.start_on = start_on
-        self.options = options
-        self.earlier = earlier
-        self.report: SelectionReport | None = None
+    pipeline: Pipeline
+    budget: ContextBudget
+    start_on: Collection[str]
+    options: PinnedOptions
+    earlier: Sequence[tuple[int, ContextBudget]]
+    report: SelectionReport | None = None
 
 
 def _ignore(event: OverflowEvent) -> None:
