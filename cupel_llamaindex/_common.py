@@ -7,7 +7,7 @@ import math
 import pickle
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.instrumentation import (  # type: ignore[attr-defined]  # re-export
@@ -46,8 +46,6 @@ __all__ = [
     "PolicyLike",
     "WindowFields",
     "built_report",
-    "check_cache_stable_field",
-    "check_callable",
     "check_fraction",
     "check_int",
     "checked_message",
@@ -236,7 +234,10 @@ class CupelFields(BaseModel):
     @field_validator("token_counter", "message_token_counter", mode="before", check_fields=False)
     @classmethod
     def _check_counter(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_callable(cls.__name__, str(info.field_name), value, optional=True)
+        if value is not None and not callable(value):
+            field = str(info.field_name)
+            raise refused(cls.__name__, field, "must be callable", value, typed=True)
+        return value
 
     @field_validator("policy", mode="before", check_fields=False)
     @classmethod
@@ -246,7 +247,8 @@ class CupelFields(BaseModel):
     @field_validator("cache_stable", mode="before", check_fields=False)
     @classmethod
     def _check_cache_stable(cls, value: Any) -> Any:
-        return check_cache_stable_field(cls.__name__, value)
+        check_cache_stable(value, cls.__name__)  # False, True or a low-water mark
+        return value
 
     @field_validator(
         "pin_system",
@@ -389,15 +391,6 @@ def built_report(owner: str, report: SelectionReport | None) -> SelectionReport:
     return report
 
 
-def check_cache_stable_field(owner: str, value: Any) -> Any:
-    """The ``cache_stable`` field: ``False``, ``True`` or a low-water mark."""
-    check_cache_stable(value, owner)
-    return value
-
-
-_T = TypeVar("_T")
-
-
 MAX_TOKEN_LIMIT = 2**53
 """The largest ``token_limit`` the memories take: beyond it token arithmetic in floats
 (ratios, headroom) is no longer exact."""
@@ -444,30 +437,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def check_callable(owner: str, field: str, value: _T | None, *, optional: bool) -> _T | None:
-    """A callable (or ``None`` when ``optional``), or a ConfigurationError."""
-    if value is None and optional:
-        return None
-    if not callable(value):
-        raise refused(owner, field, "must be callable", value, typed=True)
-    return value
-
-
 def state_without_caches(component: Any, owner: type[Any], caches: Sequence[str]) -> dict[str, Any]:
     """The ``__getstate__`` of ``owner``'s base class for a shallow copy of ``component``
-    whose private ``caches`` are cleared (set to ``None``, through the model's own
-    attribute assignment); ``component`` itself is never touched.
-
-    ``BaseComponent.__setstate__`` re-runs ``__init__``, which rebuilds the caches;
-    clearing them spares ``BaseComponent.__getstate__`` from pickling each one as a
-    probe (and from warning that a cupel ``Pipeline`` cannot be pickled). Working on a
-    copy matters twice: that method deletes the fields it cannot pickle (a lambda as
-    ``tokenizer_fn``, say) from the ``__dict__`` it is given, which for the component
-    itself would be its live fields; and another thread using the component while it
-    is pickled still finds its caches in place. A ``tokenizer_fn`` that cannot be
-    pickled (a lambda, a local function) is refused with a ConfigurationError: LlamaIndex
-    would leave it out with a logged warning, and the copy would count with another
-    tokenizer.
+    whose private ``caches`` are cleared (``__setstate__`` re-runs ``__init__``, which
+    rebuilds them); ``component`` itself is never touched (that method deletes the fields
+    it cannot pickle from the ``__dict__`` it is given). A ``tokenizer_fn`` that cannot be
+    pickled is refused: LlamaIndex would drop it with a warning, and the copy would count
+    with another tokenizer.
     """
     counter = getattr(component, "tokenizer_fn", None)
     try:

@@ -116,7 +116,9 @@ def nodes_to_items(
             field="tokenizer_fn",
             value=None,
         )
-    count = _node_counter(tokenizer_fn, token_counter)
+    count: Callable[[str], object] = (
+        token_counter if token_counter is not None else text_counter(tokenizer_fn, "tokenizer_fn")
+    )
     nodes = tuple(nodes)
     hints = _relevance_hints(nodes, relevance)
     items: list[ContextItem] = []
@@ -135,7 +137,7 @@ def nodes_to_items(
         if not text:
             content, tokens = f"<empty node {node_id}>", 0
         else:
-            content, tokens = shown, count(text, index)
+            content, tokens = shown, checked_count(count(text), index, "token_counter")
         if not content:
             content = f"<node {node_id} without text>"
         items.append(
@@ -149,26 +151,6 @@ def nodes_to_items(
             )
         )
     return NodeMapping(nodes, tuple(items))
-
-
-def _node_counter(
-    tokenizer_fn: object, token_counter: Callable[[str], int] | None
-) -> Callable[[str, int], int]:
-    """``(text, node index) -> tokens``: ``token_counter``'s checked result if given, else
-    ``tokenizer_fn`` as a text counter."""
-    if token_counter is not None:
-        counter = token_counter
-
-        def by_counter(text: str, index: int) -> int:
-            return checked_count(counter(text), index, "token_counter")
-
-        return by_counter
-    count = text_counter(tokenizer_fn, "tokenizer_fn")
-
-    def by_tokenizer(text: str, index: int) -> int:
-        return count(text)
-
-    return by_tokenizer
 
 
 def _relevance_hints(nodes: Sequence[NodeWithScore], relevance: Relevance) -> list[float]:

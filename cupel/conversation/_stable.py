@@ -26,6 +26,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from cupel._errors import ConfigurationError
@@ -179,7 +180,7 @@ def stable_cut(
     StableCut(cut=3, previous=(0, 1, 2, 3), head=None)
     """
     partial = partial and blocks  # without blocks every unit stands alone
-    columns = _Columns(history, blocks)
+    columns = _Columns(history)
     starts = [index for index, _ in earlier]
     budgets = [b for _, b in earlier]
     firsts = history.conversation.unit_firsts
@@ -247,7 +248,7 @@ def stable_cut(
             b: int, k: int = k, latest: int = latest, pins: set[int] = pins, end: int = end
         ) -> int:
             """The unpinned tokens of the window from ``b`` on after step ``k``."""
-            out = end - total[b] - _pinned_from(b, pins, tokens)
+            out = end - total[b] - sum(tokens[p] for p in pins if p >= b)
             head = _head(b, k, latest, pins, columns) if partial else -1
             return out if head < 0 else out + tokens[head]
 
@@ -322,11 +323,6 @@ def _newest_unpinned(k: int, start: int, pins: set[int], pinned_system: Sequence
     return k
 
 
-def _pinned_from(start: int, pins: set[int], tokens: Sequence[int]) -> int:
-    """The tokens of the pinned positions ``pins`` at or after ``start``."""
-    return sum(tokens[p] for p in pins if p >= start)
-
-
 def _window(
     cut: int, end: int, user: int, last: deque[int], columns: _Columns, partial: bool
 ) -> tuple[int, ...]:
@@ -368,7 +364,7 @@ class _Columns:
         "turns",
     )
 
-    def __init__(self, history: HistoryColumns, blocks: bool) -> None:
+    def __init__(self, history: HistoryColumns) -> None:
         conversation = history.conversation
         roles = conversation.unit_roles
         unit_turns = conversation.unit_turns
@@ -381,26 +377,16 @@ class _Columns:
         self.is_user = [role == USER for role in unit_roles]
         self.system_role = [role == SYSTEM for role in unit_roles]
         self.pinned_system = pinned_system = [keep_system and role == SYSTEM for role in unit_roles]
-        total = [0] * (size + 1)
-        system_total = [0] * (size + 1)
-        for p in range(size):
-            if pinned_system[p]:
-                total[p + 1] = total[p]
-                system_total[p + 1] = system_total[p] + tokens[p]
-            else:
-                total[p + 1] = total[p] + tokens[p]
-                system_total[p + 1] = system_total[p]
-        self.total = total
-        self.system_total = system_total
-        turn_start: dict[int, int] = {}
+        # the tokens before each position: of the units other than pinned system ones, and of those
+        pairs = list(zip(pinned_system, tokens, strict=True))
+        self.total = [0, *accumulate(0 if system else n for system, n in pairs)]
+        self.system_total = [0, *accumulate(n if system else 0 for system, n in pairs)]
+        self.turn_start: dict[int, int] = {}
+        self.turn_head: dict[int, int] = {}  # each turn's first unit but pinned system ones
         for p, turn in enumerate(turns):
-            turn_start.setdefault(turn, p)
-        self.turn_start = turn_start
-        turn_head: dict[int, int] = {}  # each turn's first unit that is not a pinned system one
-        for p, turn in enumerate(turns):
+            self.turn_start.setdefault(turn, p)
             if not pinned_system[p]:
-                turn_head.setdefault(turn, p)
-        self.turn_head = turn_head
+                self.turn_head.setdefault(turn, p)
         next_turn = [size] * size
         following = size
         for p in range(size - 1, -1, -1):
@@ -408,11 +394,7 @@ class _Columns:
                 following = p + 1
             next_turn[p] = following
         self.next_turn = next_turn
-        newest = -1
-        for k in range(len(roles) - 1, -1, -1):
-            if roles[k] == ASSISTANT:
-                newest = k
-                break
+        newest = max((k for k, role in enumerate(roles) if role == ASSISTANT), default=-1)
         # the first position at or after the newest assistant unit (valid or not)
         self.newest_assistant = (
             -1 if newest < 0 else next((p for p, k in enumerate(units) if k >= newest), size)

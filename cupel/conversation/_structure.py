@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -324,11 +323,14 @@ class Conversation:
         kept_set = set(kept)
         sendable: list[int] = []
         roles_at: dict[int, str] = {}  # message -> the role of its unit
-        for k in range(len(self.unit_firsts)):
-            members = self.messages_of(k)
+        turn_of: dict[int, int] = {}  # message -> the turn of its unit
+        unit_from: dict[int, tuple[int, ...]] = {}  # a unit's first message -> its messages
+        for k, role in enumerate(self.unit_roles):
+            members = unit_from[self.unit_firsts[k]] = self.messages_of(k)
             for index in members:
-                roles_at[index] = self.unit_roles[k]
-            if k not in self.unit_problems and self.unit_roles[k] != SYSTEM:
+                roles_at[index] = role
+                turn_of[index] = self.unit_turns[k]
+            if k not in self.unit_problems and role != SYSTEM:
                 sendable.extend(members)
         sendable.sort()
         window = [i for i in sendable if i in kept_set]
@@ -337,13 +339,12 @@ class Conversation:
         if window:
             rest = window
             start = window[0]
-            turn_of = self._message_turns()
             if task >= 0 and start == task:
                 rest = window[1:]  # the task, then a stretch after it: the allowed gap
             elif (roles_at.get(start) == USER or start == sendable[0]) and (  # a turn's start
-                (tail := [i for i in window if i not in self._unit_messages(start)])
+                (tail := [i for i in window if i not in unit_from.get(start, ())])
                 and turn_of[tail[0]] == turn_of[start]
-                and self._unit_messages(tail[0])  # the stretch starts on a whole unit
+                and tail[0] in unit_from  # the stretch starts on a whole unit
             ):
                 # the oldest kept turn's question (or task), then a stretch of that turn's
                 # newest messages after it: the same gap, for a turn that did not fit whole
@@ -383,23 +384,6 @@ class Conversation:
             has_reply=any(roles_at.get(i) == ASSISTANT for i in kept_set),
             empty=not any(roles_at.get(i, SYSTEM) != SYSTEM for i in kept_set),
         )
-
-    def _unit_messages(self, first: int) -> tuple[int, ...]:
-        """The messages of the unit whose first message is ``first``."""
-        k = bisect_left(self.unit_firsts, first)
-        return (
-            self.messages_of(k)
-            if k < len(self.unit_firsts) and self.unit_firsts[k] == first
-            else ()
-        )
-
-    def _message_turns(self) -> list[int]:
-        """The turn of each message (a unit's messages share its turn)."""
-        out = [0] * self.n_messages
-        for k, turn in enumerate(self.unit_turns):
-            for index in self.messages_of(k):
-                out[index] = turn
-        return out
 
     @staticmethod
     def of_window(conversation: Conversation, kept: Sequence[int]) -> Conversation:
