@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -76,20 +77,16 @@ class _Deferred:
         return window.explain()
 
 
+@dataclass(slots=True, eq=False)
 class Built:
-    """What a memory's settings build: the ``pipeline`` (of ``policy``, ``pipeline`` and
-    ``cache_stable``) and the ``counting`` (of ``tokenizer_fn``, ``image_tokens`` and
-    ``message_token_counter``), with the settings they were built of (held, compared by
-    identity: :meth:`of` builds again what a replaced setting changes)."""
+    """What a memory's settings build: the ``pipeline`` (of ``policy``, ``pipeline``,
+    ``cache_stable`` and ``embeddings``) and the ``counting`` (of ``tokenizer_fn``,
+    ``image_tokens`` and ``message_token_counter``), with the settings they were built of
+    (held, compared by identity: :meth:`of` builds again what a replaced setting changes)."""
 
-    __slots__ = ("counting", "pipeline", "settings")
-
-    def __init__(
-        self, settings: tuple[object, ...], pipeline: Pipeline, counting: Counting
-    ) -> None:
-        self.settings = settings
-        self.pipeline = pipeline
-        self.counting = counting
+    settings: tuple[object, ...]
+    pipeline: Pipeline
+    counting: Counting
 
     @staticmethod
     def of(previous: Built | None, memory: CupelChatMemory) -> Built:

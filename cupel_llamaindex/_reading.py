@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -332,6 +333,7 @@ def counting_for(
     return Counting(tokenizer_fn, image_tokens, message_token_counter)
 
 
+@dataclass(slots=True, eq=False)
 class MessageRead:
     """What a mapping reads of each message: the ``messages`` themselves, their
     ``roles`` (as given), ``keys`` (the text parts as counted: the text itself for one
@@ -341,23 +343,12 @@ class MessageRead:
     for a call without one; ``answers``: message index -> the call id a tool message
     answers)."""
 
-    __slots__ = ("answers", "calls", "keys", "media", "messages", "roles")
-
-    def __init__(
-        self,
-        messages: tuple[ChatMessage, ...],
-        roles: list[object],
-        keys: list[TextKey],
-        media: dict[int, tuple[Media, ...]],
-        calls: dict[int, list[str | None]],
-        answers: dict[int, str | None],
-    ) -> None:
-        self.messages = messages
-        self.roles = roles
-        self.keys = keys
-        self.media = media
-        self.calls = calls
-        self.answers = answers
+    messages: tuple[ChatMessage, ...]
+    roles: list[object]
+    keys: list[TextKey]
+    media: dict[int, tuple[Media, ...]]
+    calls: dict[int, list[str | None]]
+    answers: dict[int, str | None]
 
     @property
     def texts(self) -> list[str]:

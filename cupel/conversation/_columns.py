@@ -70,14 +70,9 @@ M = TypeVar("M")
 
 
 class HistoryColumns:
-    """What a selection reads of a conversation mapped to items, one position per unit
-    that can be sent: ``units`` (the unit behind each position, in history order),
-    ``tokens``, ``blocks`` (the turn a unit's block is, ``None``: a block of its own)
-    and the ``pinned`` positions — and the :class:`~cupel.ContextItem` s themselves, built
-    on first use: :attr:`items` (what a pipeline selects from) and :attr:`invalid` (each
-    unit providers would reject with its :class:`~cupel.InvalidToolCall` reason). The
-    base of :class:`~cupel.conversation.HistoryItems`, which builds it and selects.
-    """
+    """The selection columns of a conversation mapped to items, and the items built on
+    first use: the base of :class:`~cupel.conversation.HistoryItems` (see there), which
+    builds it and selects."""
 
     __slots__ = (
         "_bare",
@@ -331,13 +326,10 @@ class _Kept(dict[tuple[Any, ...], ContextItem]):
 
 _BARE = _Kept()
 """Items without caller metadata, by everything they hold (content, tokens, kind as spelt,
-source, timestamp, pinned, block key and block): a history selected again — a conversation
-re-read on every turn — reuses the items of the units it already had instead of validating
-them anew. Items are immutable and equal keys make equal items, so a reused one never
-changes a result; a history's own items stay distinct (their timestamps increase). Emptied
-once it holds 16,384 items or their contents 8 Mi characters (a few tens of MB at most).
-Items with the caller's metadata (the report's) are not kept: their metadata names each
-conversation's messages (indices, ids), so every conversation's items would stay."""
+source, timestamp, pinned, block key and block): a conversation re-read on every turn
+reuses the items of the units it already had instead of validating them anew (equal keys
+make equal immutable items). Emptied once it holds 16,384 items or 8 Mi characters. Items
+with the caller's metadata are not kept: it names each conversation's messages."""
 
 
 class _Source:

@@ -222,10 +222,9 @@ class HistoryItems(HistoryColumns):
         ``Filtered("before_stable_cut")``. ``earlier``: budgets of earlier requests, as
         ``(message index, budget)`` pairs (see :func:`~cupel.conversation.stable_cut`).
 
-        A plain recency window (a :class:`~cupel.RecencyWindowSlice` without
-        ``scored_share``, no deduplication, cupel's own scorers and placer) selected
-        without a report is computed from the token and block columns alone; it is the
-        pipeline's window exactly (property-tested), the items are never built.
+        A plain recency window (:func:`~cupel.conversation.plain_pipeline`) selected
+        without a report is the pipeline's window computed from the token and block
+        columns alone: the items are never built.
         """
         return select_window(
             self,

@@ -54,9 +54,7 @@ def tool_free_window(
         or not _TOOL_FREE.issuperset(roles)
     ):
         return None  # cache-stable windows are replayed from the history: select them
-    latest_user = len(roles) - 1
-    while latest_user >= 0 and roles[latest_user] != USER:
-        latest_user -= 1
+    latest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i] == USER), -1)
     pinned = (  # the system messages (keep_system) and the latest user's, ascending
         [i for i, role in enumerate(roles) if role == SYSTEM]
         if keep_system and SYSTEM in roles
@@ -84,12 +82,7 @@ def tool_free_window(
     chosen.extend(pinned)
     chosen.sort()
     if start_on:
-        for index in chosen:  # as split_start: no change when the first one starts it
-            role = roles[index]
-            if role != SYSTEM:
-                if role not in start_on:
-                    chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
-                break
+        chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
     return chosen
 
 

@@ -381,14 +381,10 @@ def _plain(
     budget: ContextBudget,
     offered: list[int] | None,
 ) -> list[int] | None:
-    """The window of a plain recency window, from the columns (no items), or ``None``
-    when the pipeline is not one or its window could overflow (then the pipeline runs).
-
-    A plain window: a :class:`~cupel.RecencyWindowSlice` without ``scored_share`` whose
-    blocks are the history's, no deduplication, cupel's own scorers (their scores only
-    order equal timestamps, and a history's are all distinct) and placer (the window is
-    mapped back in history order). Pinned units are always in; when they fit the target
-    the walk cannot overflow it."""
+    """The window of a plain recency window (:func:`plain_pipeline`: cupel's own scorers
+    only order equal timestamps, and a history's are distinct), from the columns alone; or
+    ``None`` when the pipeline is not one or the pinned units exceed the target (then the
+    pipeline runs)."""
     if not plain_pipeline(pipeline, history.block_key):
         return None
     slicer: RecencyWindowSlice = pipeline.slicer  # type: ignore[assignment]  # plain
