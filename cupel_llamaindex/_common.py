@@ -348,13 +348,8 @@ class WindowFields(CupelFields):
         limit: int = getattr(self, "token_limit")  # noqa: B009  (every memory has one)
         reserve = request_reserve(limit, self.headroom, self.agent_reserve)
         if reserve >= limit:
-            field = (
-                "agent_reserve"
-                if self.agent_reserve
-                else "headroom"
-                if self.headroom
-                else ("token_limit")
-            )
+            named = [name for name in ("agent_reserve", "headroom") if getattr(self, name)]
+            field = named[0] if named else "token_limit"
             raise ConfigurationError(
                 f"{type(self).__name__}.{field}: token_limit ({limit}) must exceed what is "
                 f"reserved besides the history: the reply's {REPLY_TOKENS} tokens + "

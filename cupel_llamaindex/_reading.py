@@ -196,9 +196,6 @@ def message_text(message: ChatMessage) -> str:
     ...     ToolCallBlock(tool_call_id="c1", tool_name="add", tool_kwargs={"a": 1})]))
     'Let me add. add {"a": 1} c1'
     """
-    blocks = message.blocks
-    if not message.additional_kwargs and len(blocks) == 1 and type(blocks[0]) is TextBlock:
-        return blocks[0].text  # the common case, without building a new string
     return " ".join(message_parts(message)[0])
 
 

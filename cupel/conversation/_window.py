@@ -235,16 +235,13 @@ def select_window(
         full = with_report or on_overflow is not None or reads_unit_metadata(pipeline)
         items = history.items if full else history.bare_items()
         candidates = items if offered is None else [items[p] for p in offered]
-        if with_report:
-            result = pipeline.dry_run(candidates, budget, on_overflow=on_overflow)
-        else:
-            result = pipeline.run(candidates, budget, on_overflow=on_overflow)
+        run = pipeline.dry_run if with_report else pipeline.run
+        result = run(candidates, budget, on_overflow=on_overflow)
         if full:  # (reading history.items here would build them)
             positions = history.positions(result.items)
         else:
-            positions = identity_positions(
-                {id(item): k for k, item in enumerate(items)}, result.items
-            )
+            by_id = {id(item): k for k, item in enumerate(items)}
+            positions = identity_positions(by_id, result.items)
         report = result.report
     dropped: list[int] = []
     if start_on:
