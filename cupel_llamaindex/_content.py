@@ -62,7 +62,7 @@ from llama_index.core.llms import ChatMessage
 
 from cupel.counting import Media, describe_media, split_payloads
 
-__all__ = ["read_block", "read_blocks"]
+__all__ = ["add_text", "read_block", "read_blocks"]
 
 # How much of a file or stream is read for its header (JPEG frames can follow big EXIF
 # segments); the payload itself is never read whole.
@@ -84,21 +84,17 @@ def read_blocks(message: ChatMessage) -> tuple[list[str], list[Media]]:
     texts: list[str] = []
     media: list[Media] = []
     for block in message.blocks:
-        _read(block, texts, media, 0)
+        read_block(block, texts, media)
     return texts, media
 
 
-def read_block(block: Any, texts: list[str], media: list[Media]) -> None:
+def read_block(block: Any, texts: list[str], media: list[Media], depth: int = 0) -> None:
     """Add one content block's text parts to ``texts`` and its media to ``media`` (what
     :func:`read_blocks` does for each block of a message)."""
-    _read(block, texts, media, 0)
-
-
-def _read(block: Any, texts: list[str], media: list[Media], depth: int) -> None:
     start_texts, start_media = len(texts), len(media)
     try:
         if isinstance(block, TextBlock):
-            _text(texts, block.text)
+            add_text(texts, block.text)
         elif isinstance(block, ImageBlock):
             image = block.image, block.path, block.url, block.image_mimetype
             media.append(_media("image", *image, detail=block.detail))
@@ -112,16 +108,16 @@ def _read(block: Any, texts: list[str], media: list[Media], depth: int) -> None:
         elif isinstance(block, (CachePoint, ToolCallBlock)):
             pass
         elif isinstance(block, ThinkingBlock):
-            _text(texts, block.content)
+            add_text(texts, block.content)
         elif isinstance(block, CitableBlock) and depth < _MAX_DEPTH:
-            _text(texts, block.title)
-            _text(texts, block.source)
+            add_text(texts, block.title)
+            add_text(texts, block.source)
             for inner in block.content:
-                _read(inner, texts, media, depth + 1)
+                read_block(inner, texts, media, depth + 1)
         elif isinstance(block, CitationBlock) and depth < _MAX_DEPTH:
-            _text(texts, block.title)
-            _text(texts, block.source)
-            _read(block.cited_content, texts, media, depth + 1)
+            add_text(texts, block.title)
+            add_text(texts, block.source)
+            read_block(block.cited_content, texts, media, depth + 1)
         else:
             _payloads(block, texts, media)
     except Exception:  # an odd block: its JSON text, never an error
@@ -129,14 +125,15 @@ def _read(block: Any, texts: list[str], media: list[Media], depth: int) -> None:
         _payloads(block, texts, media)
 
 
-def _text(texts: list[str], value: object) -> None:
+def add_text(texts: list[str], value: object) -> None:
+    """Add ``value`` to ``texts`` if it is a non-empty string."""
     if isinstance(value, str) and value:
         texts.append(value)
 
 
 def _payloads(value: object, texts: list[str], media: list[Media]) -> None:
     text, found = split_payloads(value)
-    _text(texts, text)
+    add_text(texts, text)
     media.extend(found)
 
 
@@ -204,13 +201,13 @@ def _file(kind: str, path: str | os.PathLike[str], mime: str | None) -> Media:
 
 
 def _document(block: DocumentBlock, texts: list[str], media: list[Media]) -> None:
-    _text(texts, block.title)
+    add_text(texts, block.title)
     mime = block.document_mimetype
     data = block.data
     if isinstance(data, bytes | bytearray) and mime and mime.lower().startswith("text/"):
         decoded = _decoded_text(bytes(data))
         if decoded is not None:
-            _text(texts, decoded)
+            add_text(texts, decoded)
             return
     found = _media("file", data, block.path, block.url, mime)
     media.append(found if found.kind != "file" else dataclasses.replace(found, kind="document"))

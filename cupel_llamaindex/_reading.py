@@ -31,7 +31,7 @@ from cupel.counting import (
     media_pricer,
     text_counter,
 )
-from cupel_llamaindex._content import read_block
+from cupel_llamaindex._content import add_text, read_block
 
 __all__ = [
     "ROLE_NAMES",
@@ -133,15 +133,10 @@ def _call_parts(parts: list[str], call: Any) -> None:
     if not isinstance(name, str) and arguments is None:
         parts.append(_json(call))
         return
-    _add(parts, name)
+    add_text(parts, name)
     if arguments is not None:
-        _add(parts, _json(arguments))
-    _add(parts, _call_id(call))
-
-
-def _add(parts: list[str], value: object) -> None:
-    if isinstance(value, str) and value:
-        parts.append(value)
+        add_text(parts, _json(arguments))
+    add_text(parts, _call_id(call))
 
 
 def message_parts(message: ChatMessage) -> tuple[list[str], list[Media]]:
@@ -166,9 +161,9 @@ def message_parts(message: ChatMessage) -> tuple[list[str], list[Media]]:
             if block.text:
                 parts.append(block.text)
         elif isinstance(block, ToolCallBlock):
-            _add(parts, block.tool_name)
-            _add(parts, _json(block.tool_kwargs))
-            _add(parts, block.tool_call_id)
+            add_text(parts, block.tool_name)
+            add_text(parts, _json(block.tool_kwargs))
+            add_text(parts, block.tool_call_id)
         else:
             read_block(block, parts, media)
     extra = message.additional_kwargs
@@ -178,8 +173,8 @@ def message_parts(message: ChatMessage) -> tuple[list[str], list[Media]]:
         function_call = extra.get("function_call")
         if function_call:
             _call_parts(parts, function_call)
-        _add(parts, extra.get("tool_call_id"))
-        _add(parts, extra.get("name"))
+        add_text(parts, extra.get("tool_call_id"))
+        add_text(parts, extra.get("name"))
     return parts, media
 
 

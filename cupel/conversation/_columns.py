@@ -14,7 +14,13 @@ from cupel.conversation._structure import ASSISTANT, SYSTEM, TOOL, USER, Convers
 from cupel.counting import MessageParts, fit_unit
 from cupel.diagnostics._reasons import InvalidToolCall
 
-__all__ = ["HistoryColumns", "PinnedOptions", "identity_positions", "synthetic_timestamps"]
+__all__ = [
+    "HistoryColumns",
+    "ItemSource",
+    "PinnedOptions",
+    "identity_positions",
+    "synthetic_timestamps",
+]
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _STEP = timedelta(microseconds=1)
@@ -101,7 +107,7 @@ class HistoryColumns:
         pinned: list[int],
         pinned_tokens: Mapping[str, int],
         bad: list[tuple[int, int]],
-        source: _Source,
+        source: ItemSource,
         keeps: tuple[bool, bool, int] = (True, True, 0),
     ) -> None:
         self.conversation = conversation
@@ -332,26 +338,16 @@ make equal immutable items). Emptied once it holds 16,384 items or 8 Mi characte
 with the caller's metadata are not kept: it names each conversation's messages."""
 
 
-class _Source:
+@dataclass(frozen=True, slots=True, eq=False)
+class ItemSource:
     """What the items are made of, kept until they are first built."""
 
-    __slots__ = ("block_key", "kinds", "metadata", "query", "texts", "timestamps")
-
-    def __init__(
-        self,
-        texts: Sequence[str],
-        timestamps: Sequence[datetime | None] | None,
-        kinds: Mapping[str, ContextKind],
-        metadata: Callable[[int], Mapping[str, Any]] | None,
-        block_key: str | None,
-        query: str | None = None,
-    ) -> None:
-        self.query = query
-        self.texts = texts
-        self.timestamps = timestamps
-        self.kinds = kinds
-        self.metadata = metadata
-        self.block_key = block_key
+    texts: Sequence[str]
+    timestamps: Sequence[datetime | None] | None
+    kinds: Mapping[str, ContextKind]
+    metadata: Callable[[int], Mapping[str, Any]] | None
+    block_key: str | None
+    query: str | None = None
 
     def build(
         self, history: HistoryColumns, *, with_metadata: bool

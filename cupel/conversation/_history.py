@@ -11,7 +11,7 @@ from typing import Any
 from cupel._errors import ConfigurationError
 from cupel._model import ContextBudget, ContextKind
 from cupel._pipeline import Pipeline
-from cupel.conversation._columns import HistoryColumns, PinnedOptions, _Source
+from cupel.conversation._columns import HistoryColumns, ItemSource, PinnedOptions
 from cupel.conversation._structure import SYSTEM, Conversation
 from cupel.conversation._window import HistoryWindow, select_window
 from cupel.diagnostics._events import OverflowEvent
@@ -178,7 +178,7 @@ class HistoryItems(HistoryColumns):
         for k, why in causes.items():
             pinned_tokens[why] += needs[k]
         pinned = sorted(causes if not problems else [bisect_left(units, k) for k in causes])
-        source = _Source(texts, timestamps, table, metadata, block_key, query)
+        source = ItemSource(texts, timestamps, table, metadata, block_key, query)
         return cls(
             conversation,
             units,
