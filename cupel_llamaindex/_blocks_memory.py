@@ -28,12 +28,7 @@ from cupel import (
     RecencyWindowSlice,
     SelectionReport,
 )
-from cupel.conversation import (
-    USER,
-    HistoryWindow,
-    PinnedOptions,
-    stable_cut,
-)
+from cupel.conversation import USER, HistoryWindow, PinnedOptions, stable_cut
 from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
@@ -51,11 +46,7 @@ from cupel_llamaindex._common import (
 from cupel_llamaindex._content import read_blocks
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._memory_selection import fitted_mapping, pipeline_of
-from cupel_llamaindex._reading import (
-    Counting,
-    counting_for,
-    read_messages,
-)
+from cupel_llamaindex._reading import Counting, counting_for, read_messages
 
 __all__ = ["MEMORY_BLOCK_KEY", "CupelMemory"]
 

@@ -29,12 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from cupel import (
-    ConfigurationError,
-    CupelError,
-    Pipeline,
-    SelectionReport,
-)
+from cupel import ConfigurationError, CupelError, Pipeline, SelectionReport
 from cupel.conversation import HistoryWindow, check_cache_stable
 from cupel.counting import REPLY_TOKENS, check_headroom, media_pricer, text_counter
 from cupel.policy import Policy, check_policy

@@ -18,11 +18,7 @@ from typing import Any, overload
 
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock  # noqa: F401 (doctest)
 
-from cupel import (
-    ConfigurationError,
-    ContextItem,
-    InvalidToolCall,
-)
+from cupel import ConfigurationError, ContextItem, InvalidToolCall
 from cupel.conversation import Conversation, HistoryItems
 from cupel.counting import ImageTokens
 from cupel_llamaindex._reading import (

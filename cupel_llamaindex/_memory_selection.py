@@ -22,11 +22,7 @@ from cupel.conversation import (
 )
 from cupel.counting import estimate_tokens
 from cupel.policy import Policy, resolve_pipeline
-from cupel_llamaindex._common import (
-    emit_selection,
-    request_reserve,
-    stable_fields,
-)
+from cupel_llamaindex._common import emit_selection, request_reserve, stable_fields
 from cupel_llamaindex._embeddings import embedder_of
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._oversized import PARTS

@@ -7,14 +7,7 @@ from typing import Annotated, Any, Literal
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-from pydantic import (
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    Strict,
-    field_validator,
-    model_validator,
-)
+from pydantic import ConfigDict, Field, PrivateAttr, Strict, field_validator, model_validator
 
 from cupel import ContextBudget, Pipeline, SelectionReport
 from cupel.counting import request_budget

@@ -15,22 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.base.llms.types import (
-    ChatMessage,
-    MessageRole,
-    TextBlock,
-    ToolCallBlock,
-)
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
 from cupel import ConfigurationError
 from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER
-from cupel.counting import (
-    MESSAGE_TOKENS,
-    Media,
-    TextCounter,
-    media_pricer,
-    text_counter,
-)
+from cupel.counting import MESSAGE_TOKENS, Media, TextCounter, media_pricer, text_counter
 from cupel_llamaindex._content import add_text, read_block
 
 __all__ = [
@@ -224,13 +213,9 @@ class Counting:
     Both are checked here (:class:`~cupel.ConfigurationError`). A plain callable
     returning a list of tokens (LlamaIndex's convention) counts by the list's length.
 
-    :meth:`counts` counts a whole history in one pass. The counts of text parts already
-    counted are kept in :attr:`known`, by the text parts themselves (a text counter is a
-    function of the text: a kept count is the count again, whatever message object holds
-    the text, and whether it was edited or freed since); bounded, emptied when it would
-    hold more than twice the texts of the history counted plus 1,000. A
-    ``message_token_counter`` sees whole messages: it is called for every message, every
-    time.
+    :meth:`counts` counts a whole history in one pass, keeping the counts of text parts in
+    :attr:`known` by the text itself (a count is a function of the text, never of a message
+    object); bounded. A ``message_token_counter`` is called for every message, every time.
 
     >>> counting = Counting(str.split)
     >>> counting.message(ChatMessage(role="user", content="How long is the Nile?"))
@@ -270,10 +255,9 @@ class Counting:
         return sum(count(part) for part in key if part)
 
     def counts(self, read: MessageRead) -> list[int]:
-        """Each message's tokens, the whole history in one pass: the text parts by
-        :attr:`known` and, for those not counted yet, the text counter (each distinct one
-        once); then :data:`~cupel.counting.MESSAGE_TOKENS` and the media. With a
-        ``message_token_counter``, that counter on every message."""
+        """Each message's tokens: :data:`~cupel.counting.MESSAGE_TOKENS`, the text parts
+        (by :attr:`known`, else counted once each) and the media; or the
+        ``message_token_counter`` on every message."""
         count_message = self.message_counter
         if count_message is not None:
             return [

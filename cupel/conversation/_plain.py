@@ -14,13 +14,7 @@ from cupel._pipeline.slice import effective_limits
 from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
 from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice
 
-__all__ = [
-    "plain_key",
-    "plain_pipeline",
-    "reads_unit_metadata",
-    "split_start",
-    "tool_free_window",
-]
+__all__ = ["plain_key", "plain_pipeline", "reads_unit_metadata", "split_start", "tool_free_window"]
 
 
 def tool_free_window(

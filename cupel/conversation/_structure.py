@@ -10,16 +10,7 @@ from typing import Any
 
 from cupel._errors import ConfigurationError
 
-__all__ = [
-    "ASSISTANT",
-    "ROLES",
-    "SYSTEM",
-    "TOOL",
-    "USER",
-    "Conversation",
-    "Unit",
-    "WindowCheck",
-]
+__all__ = ["ASSISTANT", "ROLES", "SYSTEM", "TOOL", "USER", "Conversation", "Unit", "WindowCheck"]
 
 SYSTEM = "system"
 USER = "user"
