@@ -263,12 +263,9 @@ class CupelMemory(WindowFields, Memory):
         return counting
 
     def _estimate_token_count(self, message_or_blocks: Any) -> int:
-        """``Memory``'s estimate, the cupel way: a text by ``tokenizer_fn``; a message
-        (:class:`~cupel_llamaindex._reading.Counting`) 3 + its text parts (text, tool calls'
-        names, arguments and ids, a result's call id) by ``tokenizer_fn`` + its images and
-        other media by ``image_tokens``, a list of messages each so; content blocks by their
-        text and media (``Memory``'s flat image, audio, video and document sizes are not
-        used)."""
+        """``Memory``'s estimate, the cupel way (:class:`~cupel_llamaindex._reading.Counting`):
+        a text, a message, a list of messages or content blocks (their text and media;
+        ``Memory``'s flat media sizes are not used)."""
         counting = self._count()
         if isinstance(message_or_blocks, str):
             return counting.text_tokens(message_or_blocks)
@@ -289,11 +286,9 @@ class CupelMemory(WindowFields, Memory):
         )
 
     def _block_tokens(self, name: str, content: Any, counting: Counting) -> int:
-        """What a memory block adds to the request: messages (a block returning chat
-        messages) as messages; other content as its rendering alone in
-        ``memory_blocks_template`` (its text, the template's tags, its media by rule)
-        plus 3 for the message it may create — never less than its share of the
-        rendering of several blocks together."""
+        """What a memory block adds to the request: chat messages as messages; other
+        content as its rendering alone in ``memory_blocks_template`` plus 3 for the message
+        it may create (never less than its share of several blocks rendered together)."""
         if isinstance(content, list) and content and isinstance(content[0], ChatMessage):
             return sum(map(counting.message, content))
         blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
@@ -306,10 +301,9 @@ class CupelMemory(WindowFields, Memory):
         return request_reserve(self.token_limit, self.headroom, self.agent_reserve)
 
     async def _archived_system(self) -> list[ChatMessage]:
-        """The system messages flushed from this session, read from the store's archive on
-        every call (another memory object, or another process, may have flushed since):
-        they lead the history ``get()`` selects from, pinned. None without ``pin_system``
-        (the flush then hands them to the memory blocks like any other message)."""
+        """The system messages flushed from this session, read from the store on every call
+        (another object may have flushed since): they lead the history, pinned. None without
+        ``pin_system`` (the flush then hands them to the memory blocks)."""
         if not self.pin_system:
             return []
         archived = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ARCHIVED)
@@ -340,15 +334,11 @@ class CupelMemory(WindowFields, Memory):
         return fitted_mapping(mapping, budget, counting)
 
     async def _manage_queue(self) -> None:
-        """The flush, by cupel's window, recomputed from the store on every ``put()``:
-        once the active history passes the flush budget, the messages before the window
-        ``get()`` would select within that budget — which no later window can hold again
-        — are archived and handed to the memory blocks (as ``Memory`` does with its
-        oldest messages). Never a system message (pinned: read back from the archive),
-        never the current turn, never half a tool call. Cache-stable, only whole turns
-        before the replayed cut, and only when the replay over what is left finds the same
-        cut and previous window (:meth:`_stable_flush_end`): the windows stay those of the
-        whole history, flushed or not."""
+        """The flush, recomputed from the store on every ``put()``: once the active history
+        passes the flush budget, the messages before the window ``get()`` would select
+        (which no later window can hold again) are archived and handed to the memory
+        blocks. Never a system message, the current turn or half a tool call; cache-stable,
+        only whole turns the replay no longer needs (:meth:`_stable_flush_end`)."""
         active = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ACTIVE)
         if not active:
             return
@@ -421,14 +411,11 @@ class CupelMemory(WindowFields, Memory):
         pipeline: Pipeline,
         counting: Counting,
     ) -> int:
-        """Where a cache-stable flush ends: at the start (a user message) of the turn the
-        replayed cut is in — whole turns before the cut, which no later window offers
-        again — or else of the turn the previous request's window starts in; the first of
-        the two after which the replay over the history without the turns before it (the
-        flushed system messages moved to the front, as :meth:`aget` reads them back) finds
-        the same cut and the same previous window. Then the replay's state is the same
-        with or without the flushed turns, and so is every later window. ``system``
-        (nothing) when neither does: a later ``put()`` tries again."""
+        """Where a cache-stable flush ends: at the start of the turn the replayed cut is
+        in, or else of the turn the previous request's window starts in — the first after
+        which the replay over the rest (flushed system messages in front, as :meth:`aget`
+        reads them) finds the same cut and previous window, so every later window is the
+        same. ``system`` (nothing) when neither does: a later ``put()`` tries again."""
         budget = self._history_budget()
         replay = _replayed(history, mapping, pipeline, budget, self.pin_system)
         cut, previous = replay

@@ -338,13 +338,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     def last_report(self) -> SelectionReport | None:
         """The :class:`~cupel.SelectionReport` of the most recent ``get()`` (``None`` before).
 
-        Built on demand: unless an instrumentation event handler is listening (then every
-        ``get()`` builds and dispatches it), ``get()`` only selects, and the first read of
-        this property runs the same pipeline on the same items and budget again with a
-        diagnostic collector (cupel pipelines are deterministic). The window that run
-        selects is checked against the one ``get()`` returned: a pipeline that selects
-        differently the second time raises :class:`~cupel.CupelError` instead of
-        reporting a selection that did not happen.
+        Built on first read (by every ``get()`` while an instrumentation event handler
+        listens) by selecting again with a trace; a pipeline that then selects a different
+        window raises :class:`~cupel.CupelError` rather than report what did not happen.
         """
         last = self._last
         if last is None:
@@ -433,8 +429,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         self, history: Sequence[ChatMessage], input: str | None, initial_token_count: int
     ) -> list[ChatMessage]:
         """The selection (:func:`~cupel_llamaindex._memory_selection.choose`), inside a
-        LlamaIndex span when a span or event handler listens (the span costs more than a
-        small history's selection)."""
+        LlamaIndex span only when a span or event handler listens."""
         listening, spans = handlers_reached()
         if listening or spans:
             return self._select(history, input, initial_token_count, listening)

@@ -129,8 +129,7 @@ def pipeline_of(
 @lru_cache(maxsize=64)
 def _budget(limit: int, reserve: int) -> ContextBudget:
     """The budget of ``limit`` tokens (max and target) less ``reserve`` (its
-    ``output_reserve``, at most ``limit``); a value of its arguments (kept: a budget
-    costs more to build than a small history's selection)."""
+    ``output_reserve``, at most ``limit``), cached: it costs more than a small selection."""
     return ContextBudget(max_tokens=limit, target_tokens=limit, output_reserve=min(limit, reserve))
 
 

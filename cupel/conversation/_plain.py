@@ -7,12 +7,13 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Collection, Sequence
 from functools import cache
+from itertools import accumulate
 
 from cupel._model import ContextBudget
 from cupel._pipeline import Pipeline
 from cupel._pipeline.slice import effective_limits
 from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
-from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice
+from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
 
 __all__ = ["plain_key", "plain_pipeline", "reads_unit_metadata", "split_start", "tool_free_window"]
 
@@ -60,19 +61,15 @@ def tool_free_window(
     if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None  # select raises, or runs the pipeline
     target = effective_limits(budget, pinned_tokens)[1]
-    chosen: list[int] = []
-    if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
-        by_turn = slicer.block_key is not None and latest_user >= 0
-        chosen = _recent(
-            roles,
-            tokens,
-            target,
-            latest_user,
-            by_turn,
-            keep_system,
-            keep_latest_user,
-            slicer.partial_blocks,
-        )
+    # the columns HistoryItems holds for it: each message a unit, each turn before the
+    # latest user message's a block; walked newest first, as select walks them
+    turns = list(accumulate(1 if role == USER else 0 for role in roles))
+    latest_turn = turns[latest_user] if latest_user >= 0 else 0
+    kept = set(pinned)
+    walk = [i for i in range(len(roles) - 1, -1, -1) if i not in kept]
+    blocks = [turns[i] if turns[i] < latest_turn else None for i in walk]
+    taken = plain_window(slicer, [tokens[i] for i in walk], blocks, target)
+    chosen = [walk[i] for i in taken]
     chosen.extend(pinned)
     chosen.sort()
     if start_on:
@@ -81,66 +78,6 @@ def tool_free_window(
 
 
 _TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
-
-
-def _recent(
-    roles: Sequence[str],
-    tokens: Sequence[int],
-    target: int,
-    latest_user: int,
-    by_turn: bool,
-    keep_system: bool,
-    keep_latest_user: bool,
-    partial: bool = False,
-) -> list[int]:
-    """The recency window's walk (``plain_window``'s rule) over the unpinned messages of
-    a tool-free history, newest first: the latest turn's messages one by one, then (with
-    ``by_turn``: turns kept whole) each earlier turn whole — its unpinned messages from
-    its user message on; messages before the first user message are turn 0 — taking each
-    while it fits ``target`` and stopping at the first that does not (with ``partial``, a
-    turn that does not fit whole keeps its first message and its newest messages that
-    fit, as ``plain_window`` does). Returns the messages taken, newest first."""
-    taken: list[int] = []
-    remaining = target
-    index = len(roles) - 1
-    own_from = latest_user if by_turn else 0
-    while index >= own_from:  # one message at a time
-        if (keep_system and roles[index] == SYSTEM) or (keep_latest_user and index == latest_user):
-            index -= 1
-            continue
-        need = tokens[index]
-        if need > remaining:
-            return taken
-        taken.append(index)
-        remaining -= need
-        index -= 1
-    while index >= 0:  # a whole earlier turn at a time
-        turn: list[int] = []
-        need = 0
-        while index >= 0:
-            role = roles[index]
-            if not (keep_system and role == SYSTEM):
-                turn.append(index)
-                need += tokens[index]
-            index -= 1
-            if role == USER:
-                break
-        if need > remaining:
-            if partial and len(turn) > 1:  # its first message and its newest that fit
-                room = remaining - tokens[turn[-1]]
-                tail: list[int] = []
-                for message in turn[:-1]:
-                    if tokens[message] > room:
-                        break
-                    tail.append(message)
-                    room -= tokens[message]
-                if tail:
-                    taken.extend(tail)
-                    taken.append(turn[-1])
-            return taken
-        taken.extend(turn)
-        remaining -= need
-    return taken
 
 
 def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
