@@ -15,7 +15,14 @@ from cupel._pipeline.slice import effective_limits
 from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
 from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
 
-__all__ = ["plain_key", "plain_pipeline", "reads_unit_metadata", "split_start", "tool_free_window"]
+__all__ = [
+    "plain_key",
+    "plain_pipeline",
+    "reads_unit_metadata",
+    "recency_walk",
+    "split_start",
+    "tool_free_window",
+]
 
 
 def tool_free_window(
@@ -57,27 +64,43 @@ def tool_free_window(
     )
     if keep_latest_user and latest_user >= 0:
         insort(pinned, latest_user)
-    pinned_tokens = sum([tokens[i] for i in pinned])
-    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
-        return None  # select raises, or runs the pipeline
-    target = effective_limits(budget, pinned_tokens)[1]
     # the columns HistoryItems holds for it: each message a unit, each turn before the
-    # latest user message's a block; walked newest first, as select walks them
+    # latest user message's a block
     turns = list(accumulate(1 if role == USER else 0 for role in roles))
     latest_turn = turns[latest_user] if latest_user >= 0 else 0
+    blocks = [turn if turn < latest_turn else None for turn in turns]
     kept = set(pinned)
     walk = [i for i in range(len(roles) - 1, -1, -1) if i not in kept]
-    blocks = [turns[i] if turns[i] < latest_turn else None for i in walk]
-    taken = plain_window(slicer, [tokens[i] for i in walk], blocks, target)
-    chosen = [walk[i] for i in taken]
-    chosen.extend(pinned)
-    chosen.sort()
+    pinned_tokens = sum([tokens[i] for i in pinned])
+    chosen = recency_walk(slicer, walk, tokens, blocks, pinned, pinned_tokens, budget)
+    if chosen is None:
+        return None  # select raises, or runs the pipeline
     if start_on:
         chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
     return chosen
 
 
 _TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
+
+
+def recency_walk(
+    slicer: RecencyWindowSlice,
+    walk: Sequence[int],
+    tokens: Sequence[int],
+    blocks: Sequence[int | None],
+    pinned: Sequence[int],
+    pinned_tokens: int,
+    budget: ContextBudget,
+) -> list[int] | None:
+    """The plain window, ascending: the ``pinned`` positions and those of ``walk`` (newest
+    first; ``tokens`` and ``blocks`` by position) the recency window takes
+    (:func:`~cupel.slicers.recency_window.plain_window`); ``None`` when the pinned
+    positions' ``pinned_tokens`` exceed the budget's target or its room for input."""
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        return None
+    target = effective_limits(budget, pinned_tokens)[1]
+    taken = plain_window(slicer, [tokens[p] for p in walk], [blocks[p] for p in walk], target)
+    return sorted([*(walk[i] for i in taken), *pinned])
 
 
 def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
