@@ -70,16 +70,14 @@ class CupelMemory(WindowFields, Memory):
 
     Storage is ``Memory``'s own: the SQL chat store (``SQLAlchemyChatStore``, in-memory
     SQLite by default), ``session_id``, ``memory_blocks`` and their template and
-    ``insert_method``. ``put()`` flushes to the memory blocks only the messages before
-    the window ``get()`` would select once the history passes what ``get()`` may send
-    (with blocks: its ``chat_history_token_ratio``) — never a system message (flushed
-    ones are read back, pinned), the current turn or half a tool call. A memory is a view
-    of its store: the flush, the archived system messages and the window are worked out
-    from the stored session on every call, so any number of objects over one session
-    give the windows one object gives. ``cache_stable`` keeps the window append-only
-    between cuts, the cut replayed from the stored history within the flush budget (the
-    flush archives only whole turns the replay no longer needs, so the windows are those
-    of the whole conversation; :attr:`last_stable`).
+    ``insert_method``. Once the history passes what ``get()`` may send (with blocks: its
+    ``chat_history_token_ratio``), ``put()`` flushes to the memory blocks only the
+    messages before the window ``get()`` would select — never a system message (read back,
+    pinned), the current turn or half a tool call. Everything is worked out from the stored
+    session on every call, so any number of objects over one session give the same
+    windows. ``cache_stable`` keeps the window append-only between cuts, the cut replayed
+    from the stored history; the flush then archives only whole turns the replay no longer
+    needs, so the windows are those of the whole conversation (:attr:`last_stable`).
 
     **Counting**, as ``CupelChatMemory`` (as providers bill a request): a message costs 3
     tokens, its text parts by ``tokenizer_fn`` (text, each tool call's name, JSON

@@ -71,15 +71,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     ``message_token_counter`` counts whole messages instead (nothing is added to them;
     the reply is still reserved).
 
-    **Agents.** A workflow ``FunctionAgent`` reads the memory (``aget()``, then
-    ``aget(input=...)`` after each tool round) and sends its system prompt before the
-    window and the current run's tool calls and results after it: they are kept in the
-    run's context and written to the memory only when the run ends, so the memory never
-    sees them. ``agent_reserve`` keeps that many tokens free for them; size it as the
-    system prompt + 3, plus the tool rounds of the longest run (each call message: 3 +
-    names, arguments and ids; each result: 3 + its text and call id), plus the tool
-    definitions if your provider bills them. A request exceeds ``token_limit`` by at
-    most what they exceed ``agent_reserve``.
+    **Agents.** A workflow ``FunctionAgent`` sends its system prompt and the current run's
+    tool rounds besides the window (the memory sees them only when the run ends):
+    ``agent_reserve`` keeps that many tokens free for them — the system prompt + 3, plus
+    the longest run's tool rounds (3 + names, arguments and ids per call message; 3 + text
+    and call id per result), plus the tool definitions if your provider bills them. A
+    request exceeds ``token_limit`` by at most what they exceed ``agent_reserve``.
 
     The default window reads like a conversation: system/developer messages
     (``pin_system``), the latest user message (``pin_last_user``: the question, or an
