@@ -321,8 +321,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         fields, e.g. ``tokenizer_fn`` or ``pipeline``, which are not serialized)."""
         from llama_index.core.storage.chat_store.loading import load_chat_store
 
-        data = dict(data)
-        data.update(kwargs)
+        data = {**data, **kwargs}
         data.pop("class_name", None)
         data.pop("not_serialized", None)
         store = data.get("chat_store")
@@ -386,9 +385,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     def put(self, message: ChatMessage) -> None:
         """Append one message to the stored history (as ``BaseChatStoreMemory.put``)."""
-        if not isinstance(message, ChatMessage):
-            checked_message(_OWNER, "put", message)  # raises
-        self.chat_store.add_message(self.chat_store_key, message)
+        super().put(checked_message(_OWNER, "put", message))
 
     async def aput(self, message: ChatMessage) -> None:
         """Append one message to the stored history (async)."""

@@ -133,9 +133,7 @@ class HistoryItems(HistoryColumns):
         table = DEFAULT_UNIT_KINDS if kinds is None else {**DEFAULT_UNIT_KINDS, **kinds}
         latest_user = conversation.latest_user
         latest_turn = conversation.turn(latest_user) if latest_user >= 0 else 0
-        pins: dict[int, str] = {}  # unit -> why it is pinned
-        for k in _last_units(conversation, keep_last):
-            pins[k] = "last"
+        pins = dict.fromkeys(_last_units(conversation, keep_last), "last")  # unit -> why
         if keep_latest_user and latest_user >= 0:
             pins[latest_user] = "latest_user"
         # The structure's columns, read whole: a pass per column, not a loop per unit.

@@ -320,13 +320,10 @@ def _recallable(history: HistoryColumns, before: list[int], head: int | None) ->
 
 
 def _recalled(history: HistoryColumns, positions: list[int], given: set[int] | None) -> list[int]:
-    """The selected positions a scored share recalled from before the recent window.
-
-    ``given`` (a cache-stable window with a share): the positions outside the replayed
-    window, pinned ones aside. Otherwise found from the window's shape: the recent
-    window is the stretch from the newest unit back to the first unit left out (system
-    units aside); the unpinned non-system units selected before it are recalled — but
-    the first unit of the turn the stretch starts inside (a partly kept turn's question)."""
+    """The selected positions a scored share recalled from before the recent window: those
+    outside the replayed window ``given`` (cache-stable), else the unpinned non-system units
+    selected before the stretch from the newest unit back to the first one left out —
+    but the first unit of the turn the stretch starts inside (a partly kept turn's head)."""
     flags = history.pinned_flags
     if given is not None:
         return [p for p in positions if p not in given and not flags[p]]
