@@ -514,10 +514,7 @@ class CupelMemory(WindowFields, Memory):
 
 def _latest_user(history: list[ChatMessage], start: int, end: int) -> int | None:
     """The index of the latest user message from ``start`` to ``end`` (inclusive)."""
-    for i in range(end, start - 1, -1):
-        if history[i].role.value == USER:
-            return i
-    return None
+    return next((i for i in range(end, start - 1, -1) if history[i].role.value == USER), None)
 
 
 def _replayed(
