@@ -336,22 +336,19 @@ class Conversation:
                 # the oldest kept turn's question (or task), then a stretch of that turn's
                 # newest messages after it: the same gap, for a turn that did not fit whole
                 rest = tail
-            elif start > task:
-                pass  # a stretch of the latest turn, whose units stand alone
-            else:
-                if not (start == sendable[0] or roles_at.get(start) == USER):
-                    turn_start = max(
-                        (i for i in sendable if i < start and roles_at.get(i) == USER),
-                        default=sendable[0],
-                    )
-                    holes.append(
-                        f"message {start} ({roles_at.get(start)}) is kept without the start "
-                        f"of its turn (message {turn_start})"
-                    )
+            elif start < task and not (start == sendable[0] or roles_at.get(start) == USER):
+                # (after the task: a stretch of the latest turn, whose units stand alone)
+                turn_start = max(
+                    (i for i in sendable if i < start and roles_at.get(i) == USER),
+                    default=sendable[0],
+                )
+                holes.append(
+                    f"message {start} ({roles_at.get(start)}) is kept without the start "
+                    f"of its turn (message {turn_start})"
+                )
             position = {index: p for p, index in enumerate(sendable)}
             for before, after in pairwise(rest):
-                gap = position[after] - position[before] - 1
-                if gap:
+                if position[after] - position[before] > 1:
                     missing = sendable[position[before] + 1 : position[after]]
                     holes.append(
                         f"messages {missing[0]}-{missing[-1]} are left out between kept messages"
