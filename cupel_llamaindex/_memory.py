@@ -339,11 +339,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         window raises :class:`~cupel.CupelError` rather than report what did not happen.
         """
         last = self._last
-        if last is None:
-            return None
-        if last.pending is not None:
-            last = self._last = last._replace(report=last.pending.explain(), pending=None)
-        return last.report
+        return None if last is None else last.selection.explain()
 
     @property
     def last_stable(self) -> dict[str, Any] | None:

@@ -134,13 +134,12 @@ def _budget(limit: int, reserve: int) -> ContextBudget:
 
 
 class Chosen(NamedTuple):
-    """What :func:`choose` selected: the ``messages``; the report, built (``report``) or
-    to be built when first read (``pending``); the cache-stable ``window`` (else
-    ``None``)."""
+    """What :func:`choose` selected: the ``messages``, the ``selection`` whose
+    ``explain()`` gives the report (built with it, or when first asked for) and the
+    cache-stable ``window`` (else ``None``)."""
 
     messages: list[ChatMessage]
-    report: SelectionReport | None
-    pending: HistoryWindow | _Deferred | None
+    selection: HistoryWindow | _Deferred
     window: HistoryWindow | None
 
 
@@ -235,7 +234,7 @@ def choose(
         if indices is not None:
             messages = read.messages
             deferred = _Deferred(indices, lambda: select(mapped(), False))
-            return Chosen([messages[i] for i in indices], None, deferred, None)
+            return Chosen([messages[i] for i in indices], deferred, None)
     mapping = mapped()
     if memory.truncate_oversized:
         mapping = fitted_mapping(mapping, budget, counting)
@@ -245,18 +244,17 @@ def choose(
     messages = mapping.messages
     chosen = [messages[i] for i in window.messages]
     kept = window if stable else None
-    if window.report is None:
-        return Chosen(chosen, None, window, kept)
-    available = max(0, limit - budget.output_reserve)
-    emit_selection(
-        OWNER,
-        window.report,
-        max_tokens=available,
-        target_tokens=available,
-        candidates=len(history),
-        selected=len(chosen),
-        selected_tokens=window.tokens,
-        query=input,
-        stable=stable_fields(kept),
-    )
-    return Chosen(chosen, window.report, None, kept)
+    if window.report is not None:
+        available = max(0, limit - budget.output_reserve)
+        emit_selection(
+            OWNER,
+            window.report,
+            max_tokens=available,
+            target_tokens=available,
+            candidates=len(history),
+            selected=len(chosen),
+            selected_tokens=window.tokens,
+            query=input,
+            stable=stable_fields(kept),
+        )
+    return Chosen(chosen, window, kept)
