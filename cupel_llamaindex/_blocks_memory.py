@@ -33,12 +33,12 @@ from cupel.counting import MESSAGE_TOKENS, ImageTokens
 from cupel.policy import Policy
 from cupel_llamaindex._common import (
     MAX_TOKEN_LIMIT,
+    CupelSelectionEvent,
     WindowFields,
     built_report,
     check_fraction,
     check_int,
     dispatcher,
-    emit_selection,
     request_reserve,
     stable_fields,
     tokenizer_field,
@@ -489,16 +489,18 @@ class CupelMemory(WindowFields, Memory):
         self._last_report = report
         names = {item.metadata[MEMORY_BLOCK_KEY] for item in chosen.items}
         messages = [mapping.messages[i] for i in window.messages]
-        emit_selection(
-            _OWNER,
-            report,
-            max_tokens=limit,
-            target_tokens=limit,
-            candidates=len(history) + len(items),
-            selected=len(messages) + len(names),
-            selected_tokens=used + chosen.total_tokens,
-            query=input if isinstance(input, str) else None,
-            stable=stable_fields(self._last_window),
+        dispatcher.event(
+            CupelSelectionEvent(
+                component=_OWNER,
+                report=report,
+                max_tokens=limit,
+                target_tokens=limit,
+                candidates=len(history) + len(items),
+                selected=len(messages) + len(names),
+                selected_tokens=used + chosen.total_tokens,
+                query=input if isinstance(input, str) else None,
+                **(stable_fields(self._last_window) or {}),
+            )
         )
         kept = {name: content for name, content in contents.items() if name in names}
         data, block_messages = await self._format_memory_blocks(kept)

@@ -47,7 +47,6 @@ __all__ = [
     "checked_messages",
     "context_window",
     "dispatcher",
-    "emit_selection",
     "handlers_reached",
     "refused",
     "request_reserve",
@@ -123,35 +122,6 @@ def handlers_reached() -> tuple[bool, bool]:
             break
         current = current.manager.dispatchers.get(current.parent_name)
     return events, spans
-
-
-def emit_selection(
-    component: str,
-    report: SelectionReport,
-    *,
-    max_tokens: int,
-    target_tokens: int,
-    candidates: int,
-    selected: int,
-    selected_tokens: int,
-    query: str | None,
-    stable: Mapping[str, Any] | None = None,
-) -> None:
-    """Dispatch a :class:`CupelSelectionEvent` through LlamaIndex instrumentation
-    (``stable``: the cache-stable fields, see :func:`stable_fields`)."""
-    dispatcher.event(
-        CupelSelectionEvent(
-            component=component,
-            report=report,
-            max_tokens=max_tokens,
-            target_tokens=target_tokens,
-            candidates=candidates,
-            selected=selected,
-            selected_tokens=selected_tokens,
-            query=query,
-            **(stable or {}),
-        )
-    )
 
 
 def stable_fields(window: HistoryWindow | None) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ from cupel.conversation import (
 )
 from cupel.counting import estimate_tokens
 from cupel.policy import Policy, resolve_pipeline
-from cupel_llamaindex._common import emit_selection, request_reserve, stable_fields
+from cupel_llamaindex._common import CupelSelectionEvent, dispatcher, request_reserve, stable_fields
 from cupel_llamaindex._embeddings import embedder_of
 from cupel_llamaindex._mapping import MessageMapping, map_read
 from cupel_llamaindex._oversized import PARTS
@@ -246,15 +246,17 @@ def choose(
     kept = window if stable else None
     if window.report is not None:
         available = max(0, limit - budget.output_reserve)
-        emit_selection(
-            OWNER,
-            window.report,
-            max_tokens=available,
-            target_tokens=available,
-            candidates=len(history),
-            selected=len(chosen),
-            selected_tokens=window.tokens,
-            query=input,
-            stable=stable_fields(kept),
+        dispatcher.event(
+            CupelSelectionEvent(
+                component=OWNER,
+                report=window.report,
+                max_tokens=available,
+                target_tokens=available,
+                candidates=len(history),
+                selected=len(chosen),
+                selected_tokens=window.tokens,
+                query=input,
+                **(stable_fields(kept) or {}),
+            )
         )
     return Chosen(chosen, window, kept)

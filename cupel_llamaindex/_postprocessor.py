@@ -14,9 +14,10 @@ from cupel.counting import request_budget
 from cupel.policy import Policy, resolve_pipeline
 from cupel_llamaindex._common import (
     CupelFields,
+    CupelSelectionEvent,
     built_report,
     check_int,
-    emit_selection,
+    dispatcher,
     refused,
     state_without_caches,
     tokenizer_field,
@@ -201,15 +202,17 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         report = built_report(_OWNER, result.report)
         selected = mapping.to_nodes(result.items)
         self._last_report = report
-        emit_selection(
-            _OWNER,
-            report,
-            max_tokens=budget.max_tokens,
-            target_tokens=budget.target_tokens,
-            candidates=len(nodes),
-            selected=len(selected),
-            selected_tokens=result.total_tokens,
-            query=None if query_bundle is None else query_bundle.query_str,
+        dispatcher.event(
+            CupelSelectionEvent(
+                component=_OWNER,
+                report=report,
+                max_tokens=budget.max_tokens,
+                target_tokens=budget.target_tokens,
+                candidates=len(nodes),
+                selected=len(selected),
+                selected_tokens=result.total_tokens,
+                query=None if query_bundle is None else query_bundle.query_str,
+            )
         )
         return selected
 
