@@ -234,12 +234,11 @@ class CupelMemory(WindowFields, Memory):
     @property
     def last_stable(self) -> dict[str, Any] | None:
         """With ``cache_stable`` on, the latest ``get()``'s ``stable_prefix`` (how many
-        leading history messages are those of the previous request's window: the window
-        of the history before its newest assistant message, replayed from the stored
-        history), ``cut_moved`` (that window is no longer a prefix of this one) and
-        ``cut`` (where the window's stretch of the history starts) — derived from the
-        store, so the same on every object; ``None`` otherwise or before the first
-        ``get()``."""
+        leading history messages are those of the previous request's window: that of the
+        history before its newest assistant message, replayed from the store),
+        ``cut_moved`` (that window is no longer a prefix of this one) and ``cut`` (where
+        the window's stretch starts) — the same on every object; ``None`` otherwise or
+        before the first ``get()``."""
         return stable_fields(self._last_window)
 
     def forget(self) -> None:

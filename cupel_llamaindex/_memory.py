@@ -265,12 +265,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """Refused: a memory is a live object (its chat store, counters and pipeline).
 
-        A workflow ``Context`` serializes its state with ``to_dict()``; refusing it makes
-        the ``Context`` keep the memory passed to each run (``agent.run(...,
-        memory=memory)``), as it does for LlamaIndex's own memories, instead of working on
-        a copy that the caller's memory no longer sees and whose ``tokenizer_fn``,
-        ``message_token_counter`` and ``pipeline`` were reset. Persist a memory with
-        :meth:`to_string` / :meth:`from_string`.
+        Refusing makes a workflow ``Context`` keep the memory passed to each run, as for
+        LlamaIndex's own memories, rather than work on a copy the caller no longer sees
+        (with its counters and pipeline reset). Persist a memory with :meth:`to_string` /
+        :meth:`from_string`.
         """
         raise ConfigurationError(
             f"{_OWNER} is not serializable with to_dict()/to_json(): it is a live memory "
@@ -344,12 +342,10 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     @property
     def last_stable(self) -> dict[str, Any] | None:
         """With ``cache_stable`` on, the latest ``get()``'s ``stable_prefix`` (how many
-        leading messages are those of the previous request's window: the window of the
-        history before its newest assistant message, replayed from the history),
-        ``cut_moved`` (that window is no longer a prefix of this one) and ``cut`` (the
-        history index the window's stretch starts at) — derived from the history, so the
-        same on every object and process; ``None`` otherwise or before the first
-        ``get()``."""
+        leading messages are those of the previous request's window: that of the history
+        before its newest assistant message, replayed), ``cut_moved`` (that window is no
+        longer a prefix of this one) and ``cut`` (where the window's stretch starts) — the
+        same on every object and process; ``None`` otherwise or before the first ``get()``."""
         last = self._last
         return stable_fields(None if last is None else last.window)
 
