@@ -205,15 +205,13 @@ def _document(block: DocumentBlock, texts: list[str], media: list[Media]) -> Non
     mime = block.document_mimetype
     data = block.data
     if isinstance(data, bytes | bytearray) and mime and mime.lower().startswith("text/"):
-        decoded = _decoded_text(bytes(data))
-        if decoded is not None:
-            add_text(texts, decoded)
-            return
+        add_text(texts, _decoded_text(bytes(data)))
+        return
     found = _media("file", data, block.path, block.url, mime)
     media.append(found if found.kind != "file" else dataclasses.replace(found, kind="document"))
 
 
-def _decoded_text(data: bytes) -> str | None:
+def _decoded_text(data: bytes) -> str:
     try:
         raw = b64decode(data) if _BASE64_HEAD.fullmatch(data[:64]) else data
     except (binascii.Error, ValueError):

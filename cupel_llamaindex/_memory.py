@@ -392,14 +392,6 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
         """Replace the stored history (async; a copy of ``messages``, as :meth:`set`)."""
         await super().aset(checked_messages(_OWNER, "aset", messages))
 
-    def reset(self) -> None:
-        """Delete the stored history."""
-        super().reset()
-
-    async def areset(self) -> None:
-        """Delete the stored history (async)."""
-        await super().areset()
-
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Append several messages (all checked before any is stored)."""
         for message in checked_messages(_OWNER, "put_messages", messages):
