@@ -160,8 +160,6 @@ def split_start(
         leading.append(position)
     else:
         return positions, []  # nothing to start on: the window stays as it is
-    if not leading:
-        return positions, []
     gone = set(leading)
     return [p for p in positions if p not in gone], leading
 

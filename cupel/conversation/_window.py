@@ -357,9 +357,7 @@ def _before_latest_user(
     """``messages`` with the ``recalled`` ones moved right before the latest user message
     (kept in their order; where they are when it is not in the window)."""
     latest = history.conversation.latest_user
-    if latest < 0:
-        return messages
-    anchor = history.conversation.unit_firsts[latest]
+    anchor = history.conversation.unit_firsts[latest] if latest >= 0 else -1
     if anchor not in messages:
         return messages
     moved = set(recalled)
