@@ -77,14 +77,7 @@ def _call_list(message: ChatMessage) -> list[str | None]:
 
 
 def _call_id(call: Any) -> str | None:
-    if isinstance(call, dict):
-        value = call.get("id") or call.get("tool_call_id") or call.get("tool_id")
-    else:
-        value = (
-            getattr(call, "id", None)
-            or getattr(call, "tool_call_id", None)
-            or getattr(call, "tool_id", None)
-        )
+    value = _field(call, "id") or _field(call, "tool_call_id") or _field(call, "tool_id")
     return value if isinstance(value, str) and value else None
 
 
