@@ -114,8 +114,16 @@ def handlers_reached() -> tuple[bool, bool]:
     events = spans = False
     current: Any = dispatcher
     while current is not None:
-        events = events or any(type(h) is not NullEventHandler for h in current.event_handlers)
-        spans = spans or any(type(h) is not NullSpanHandler for h in current.span_handlers)
+        if not events:
+            for handler in current.event_handlers:
+                if type(handler) is not NullEventHandler:
+                    events = True
+                    break
+        if not spans:
+            for handler in current.span_handlers:
+                if type(handler) is not NullSpanHandler:
+                    spans = True
+                    break
         if (events and spans) or (
             not current.propagate or current.manager is None or not current.parent_name
         ):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
 from cupel import ConfigurationError
 from cupel.conversation import ASSISTANT, SYSTEM, TOOL, USER
@@ -363,9 +363,14 @@ def read_messages(messages: Sequence[ChatMessage]) -> MessageRead:
     return MessageRead(messages, roles, keys, media, calls, answers)
 
 
+_MEMBER_ROLES = {role: ROLE_NAMES.get(role.value, role.value) for role in MessageRole}
+"""The conversation-layer role of each ``MessageRole`` member."""
+
+
 def read_roles(read: MessageRead) -> list[str]:
     """The conversation-layer role of each message read (:func:`conversation_role`)."""
-    return [_role_of(role) for role in read.roles]
+    members = _MEMBER_ROLES
+    return [members.get(role) or _role_of(role) for role in read.roles]  # type: ignore[call-overload]
 
 
 def _role_of(role: object) -> str:

@@ -202,8 +202,13 @@ class HistoryColumns:
 
     def messages_at(self, positions: Sequence[int]) -> list[int]:
         """The message indices of the items at ``positions`` (ascending)."""
-        messages_of, units = self.conversation.messages_of, self.units
-        return sorted(index for position in positions for index in messages_of(units[position]))
+        conversation = self.conversation
+        units = self.units
+        out: list[int] = []
+        for position in positions:
+            out.extend(conversation.messages_of(units[position]))
+        out.sort()
+        return out
 
     def oversized(self, budget: ContextBudget) -> list[tuple[int, int]]:
         """The units too large for any window that a caller may cut to fit, as

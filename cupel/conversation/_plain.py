@@ -7,22 +7,14 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Collection, Sequence
 from functools import cache
-from itertools import accumulate
 
 from cupel._model import ContextBudget
 from cupel._pipeline import Pipeline
 from cupel._pipeline.slice import effective_limits
 from cupel.conversation._structure import ASSISTANT, SYSTEM, USER
-from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice, plain_window
+from cupel.slicers.recency_window import DEFAULT_BLOCK_KEY, RecencyWindowSlice
 
-__all__ = [
-    "plain_key",
-    "plain_pipeline",
-    "reads_unit_metadata",
-    "recency_walk",
-    "split_start",
-    "tool_free_window",
-]
+__all__ = ["plain_key", "plain_pipeline", "reads_unit_metadata", "split_start", "tool_free_window"]
 
 
 def tool_free_window(
@@ -56,7 +48,9 @@ def tool_free_window(
         or not _TOOL_FREE.issuperset(roles)
     ):
         return None  # cache-stable windows are replayed from the history: select them
-    latest_user = next((i for i in range(len(roles) - 1, -1, -1) if roles[i] == USER), -1)
+    latest_user = len(roles) - 1
+    while latest_user >= 0 and roles[latest_user] != USER:
+        latest_user -= 1
     pinned = (  # the system messages (keep_system) and the latest user's, ascending
         [i for i, role in enumerate(roles) if role == SYSTEM]
         if keep_system and SYSTEM in roles
@@ -64,43 +58,96 @@ def tool_free_window(
     )
     if keep_latest_user and latest_user >= 0:
         insort(pinned, latest_user)
-    # the columns HistoryItems holds for it: each message a unit, each turn before the
-    # latest user message's a block
-    turns = list(accumulate(1 if role == USER else 0 for role in roles))
-    latest_turn = turns[latest_user] if latest_user >= 0 else 0
-    blocks = [turn if turn < latest_turn else None for turn in turns]
-    kept = set(pinned)
-    walk = [i for i in range(len(roles) - 1, -1, -1) if i not in kept]
     pinned_tokens = sum([tokens[i] for i in pinned])
-    chosen = recency_walk(slicer, walk, tokens, blocks, pinned, pinned_tokens, budget)
-    if chosen is None:
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
         return None  # select raises, or runs the pipeline
+    target = effective_limits(budget, pinned_tokens)[1]
+    chosen: list[int] = []
+    if len(pinned) < len(roles) and target > 0:  # as plain_window: nothing to walk, or no room
+        by_turn = slicer.block_key is not None and latest_user >= 0
+        chosen = _recent(
+            roles,
+            tokens,
+            target,
+            latest_user,
+            by_turn,
+            keep_system,
+            keep_latest_user,
+            slicer.partial_blocks,
+        )
+    chosen.extend(pinned)
+    chosen.sort()
     if start_on:
-        chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
+        for index in chosen:  # as split_start: no change when the first one starts it
+            role = roles[index]
+            if role != SYSTEM:
+                if role not in start_on:
+                    chosen = split_start(chosen, roles, range(len(roles)), start_on)[0]
+                break
     return chosen
 
 
 _TOOL_FREE = frozenset({SYSTEM, USER, ASSISTANT})
 
 
-def recency_walk(
-    slicer: RecencyWindowSlice,
-    walk: Sequence[int],
+def _recent(
+    roles: Sequence[str],
     tokens: Sequence[int],
-    blocks: Sequence[int | None],
-    pinned: Sequence[int],
-    pinned_tokens: int,
-    budget: ContextBudget,
-) -> list[int] | None:
-    """The plain window, ascending: the ``pinned`` positions and those of ``walk`` (newest
-    first; ``tokens`` and ``blocks`` by position) the recency window takes
-    (:func:`~cupel.slicers.recency_window.plain_window`); ``None`` when the pinned
-    positions' ``pinned_tokens`` exceed the budget's target or its room for input."""
-    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
-        return None
-    target = effective_limits(budget, pinned_tokens)[1]
-    taken = plain_window(slicer, [tokens[p] for p in walk], [blocks[p] for p in walk], target)
-    return sorted([*(walk[i] for i in taken), *pinned])
+    target: int,
+    latest_user: int,
+    by_turn: bool,
+    keep_system: bool,
+    keep_latest_user: bool,
+    partial: bool = False,
+) -> list[int]:
+    """The recency window's walk (``plain_window``'s rule) over the unpinned messages of
+    a tool-free history, newest first: the latest turn's messages one by one, then (with
+    ``by_turn``: turns kept whole) each earlier turn whole — its unpinned messages from
+    its user message on; messages before the first user message are turn 0 — taking each
+    while it fits ``target`` and stopping at the first that does not (with ``partial``, a
+    turn that does not fit whole keeps its first message and its newest messages that
+    fit, as ``plain_window`` does). Returns the messages taken, newest first."""
+    taken: list[int] = []
+    remaining = target
+    index = len(roles) - 1
+    own_from = latest_user if by_turn else 0
+    while index >= own_from:  # one message at a time
+        if (keep_system and roles[index] == SYSTEM) or (keep_latest_user and index == latest_user):
+            index -= 1
+            continue
+        need = tokens[index]
+        if need > remaining:
+            return taken
+        taken.append(index)
+        remaining -= need
+        index -= 1
+    while index >= 0:  # a whole earlier turn at a time
+        turn: list[int] = []
+        need = 0
+        while index >= 0:
+            role = roles[index]
+            if not (keep_system and role == SYSTEM):
+                turn.append(index)
+                need += tokens[index]
+            index -= 1
+            if role == USER:
+                break
+        if need > remaining:
+            if partial and len(turn) > 1:  # its first message and its newest that fit
+                room = remaining - tokens[turn[-1]]
+                tail: list[int] = []
+                for message in turn[:-1]:
+                    if tokens[message] > room:
+                        break
+                    tail.append(message)
+                    room -= tokens[message]
+                if tail:
+                    taken.extend(tail)
+                    taken.append(turn[-1])
+            return taken
+        taken.extend(turn)
+        remaining -= need
+    return taken
 
 
 def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY) -> bool:
@@ -160,6 +207,8 @@ def split_start(
         leading.append(position)
     else:
         return positions, []  # nothing to start on: the window stays as it is
+    if not leading:
+        return positions, []
     gone = set(leading)
     return [p for p in positions if p not in gone], leading
 

@@ -183,6 +183,7 @@ def stable_cut(
     columns = _Columns(history)
     starts = [index for index, _ in earlier]
     budgets = [b for _, b in earlier]
+    firsts = history.conversation.unit_firsts
     units = history.units
     size = len(units)
     newest_assistant = columns.newest_assistant
@@ -190,9 +191,13 @@ def stable_cut(
     tokens = history.tokens
     turns = columns.turns
     total = columns.total
+    system_total = columns.system_total
     turn_start = columns.turn_start
+    next_turn = columns.next_turn
+    is_user = columns.is_user
     pinned_system = columns.pinned_system
     keep_latest_user = columns.keep_latest_user
+    system_role = columns.system_role
 
     cut = 0
     user = -1  # the latest user position so far (pinned with keep_latest_user)
@@ -203,15 +208,15 @@ def stable_cut(
     for k in range(size):
         if k == newest_assistant and not failed:  # (no request when the pinned did not fit)
             previous = _window(cut, k - 1, user, last, columns, partial)
-        if columns.is_user[k] and keep_latest_user:
+        if is_user[k] and keep_latest_user:
             user = k
-        if keep_last and not columns.system_role[k]:
+        if keep_last and not system_role[k]:
             last.append(k)
         pins = set(last)
         if user >= 0:
             pins.add(user)
-        pinned_tokens = columns.system_total[k + 1] + sum(tokens[p] for p in pins)
-        step = bisect_right(starts, history.conversation.unit_firsts[units[k]])
+        pinned_tokens = system_total[k + 1] + sum(tokens[p] for p in pins)
+        step = bisect_right(starts, firsts[units[k]])
         step_budget = budgets[step] if step < len(budgets) else budget
         key = (step, pinned_tokens)
         known = limits.get(key)
@@ -236,7 +241,7 @@ def stable_cut(
         def after(position: int, latest: int = latest) -> int:
             """The first position after the block (with ``partial``: the unit) holding it."""
             if blocks and not partial and turns[position] < latest:
-                return columns.next_turn[position]
+                return next_turn[position]
             return position + 1
 
         def need(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -149,16 +148,18 @@ class Conversation:
         made_by: dict[str, int] = {}  # call id -> the exchange that made it
         answered: set[str] = set()  # call ids answered so far
         open_unit = -1  # the exchange whose results may still arrive
-        pending: Counter[str] = Counter()  # its unanswered call ids (with multiplicity)
+        pending: dict[str, int] = {}  # its unanswered call ids (with multiplicity)
         turn = 0
         latest_user = -1
         for index in range(n):
             role = roles[index]
             if role == TOOL:
                 call_id = answers.get(index) or ""
-                if open_unit >= 0 and pending[call_id] > 0:
-                    pending[call_id] -= 1
-                    if not pending[call_id]:
+                if open_unit >= 0 and pending.get(call_id, 0) > 0:
+                    left = pending[call_id] - 1
+                    if left:
+                        pending[call_id] = left
+                    else:
                         del pending[call_id]
                     answered.add(call_id)
                     members[open_unit].append(index)
@@ -184,8 +185,11 @@ class Conversation:
                 made = calls.get(index)
                 if made:
                     open_unit = len(firsts)
-                    pending = Counter(made_id or "" for made_id in made)
-                    made_by.update(dict.fromkeys(pending, open_unit))
+                    pending = {}
+                    for made_id in made:
+                        key = made_id or ""
+                        pending[key] = pending.get(key, 0) + 1
+                        made_by[key] = open_unit
                     members[open_unit] = [index]
             firsts.append(index)
             unit_roles.append(role if role in ROLES else str(role))
@@ -422,12 +426,12 @@ def _rebuilt(
 
 def _close(
     unit: int,
-    pending: Counter[str],
+    pending: dict[str, int],
     members: Mapping[int, list[int]],
     problems: dict[int, tuple[str, tuple[str, ...]]],
 ) -> None:
     """Mark ``unit`` invalid if calls are still pending when its run of results ends."""
     if not pending:
         return
-    ids = tuple(pending.elements())
+    ids = tuple(call_id for call_id, count in pending.items() for _ in range(count))
     problems[unit] = (_PARTIAL if len(members[unit]) > 1 else _UNANSWERED, ids)

@@ -9,14 +9,15 @@ from typing import Any
 from cupel._errors import CupelError
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline import Pipeline
+from cupel._pipeline.slice import effective_limits
 from cupel.conversation._columns import HistoryColumns, PinnedOptions, identity_positions
-from cupel.conversation._plain import plain_pipeline, reads_unit_metadata, recency_walk, split_start
+from cupel.conversation._plain import plain_pipeline, reads_unit_metadata, split_start
 from cupel.conversation._stable import StableCut, stable_cut
 from cupel.conversation._structure import SYSTEM, USER
 from cupel.diagnostics._events import OverflowEvent
 from cupel.diagnostics._reasons import Filtered
 from cupel.diagnostics._report import SelectionReport
-from cupel.slicers.recency_window import GivenWindowShare, RecencyWindowSlice
+from cupel.slicers.recency_window import GivenWindowShare, RecencyWindowSlice, plain_window
 
 __all__ = [
     "STABLE_CUT_FILTER",
@@ -379,13 +380,18 @@ def _plain(
     if not plain_pipeline(pipeline, history.block_key):
         return None
     slicer: RecencyWindowSlice = pipeline.slicer  # type: ignore[assignment]  # plain
-    flags = history.pinned_flags
+    pinned_tokens = sum(history.pinned_tokens.values())
+    if pinned_tokens > min(budget.target_tokens, budget.max_tokens - budget.output_reserve):
+        return None
+    target = effective_limits(budget, pinned_tokens)[1]
+    flags, tokens, blocks = history.pinned_flags, history.tokens, history.blocks
     order = range(len(flags) - 1, -1, -1) if offered is None else offered[::-1]
     walk = [p for p in order if not flags[p]]  # newest first
-    pinned_tokens = sum(history.pinned_tokens.values())
-    return recency_walk(
-        slicer, walk, history.tokens, history.blocks, history.pinned, pinned_tokens, budget
-    )
+    taken = plain_window(slicer, [tokens[p] for p in walk], [blocks[p] for p in walk], target)
+    chosen = [walk[i] for i in taken]
+    chosen.extend(history.pinned)
+    chosen.sort()
+    return chosen
 
 
 def _cut(history: HistoryColumns, positions: list[int]) -> int:
