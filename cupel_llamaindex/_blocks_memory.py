@@ -79,16 +79,11 @@ class CupelMemory(WindowFields, Memory):
     from the stored history; the flush then archives only whole turns the replay no longer
     needs, so the windows are those of the whole conversation (:attr:`last_stable`).
 
-    **Counting**, as ``CupelChatMemory`` (as providers bill a request): a message costs 3
-    tokens, its text parts by ``tokenizer_fn`` (text, each tool call's name, JSON
-    arguments and id, a tool result's call id) and its images, audio, video and
-    documents by ``image_tokens`` and :func:`~cupel.counting.media_pricer`'s rules
-    (``Memory``'s flat ``*_token_size_estimate`` fields are not used); a memory block
-    costs its rendering in ``memory_blocks_template`` plus 3 for the message it may
-    create. The window and the blocks fit ``token_limit`` less the reply's 3 tokens,
-    ``headroom`` (a share of ``token_limit``) and ``agent_reserve`` (tokens kept free for
-    a workflow agent's system prompt and current tool rounds, which it sends besides the
-    memory: see ``CupelChatMemory``). The selection, under that one budget:
+    **Counting** as ``CupelChatMemory`` counts, as providers bill a request (``Memory``'s
+    flat ``*_token_size_estimate`` fields are not used); a memory block costs its rendering
+    in ``memory_blocks_template`` plus 3 for the message it may create. The window and the
+    blocks fit ``token_limit`` less the reply's 3 tokens, ``headroom`` and ``agent_reserve``
+    (see ``CupelChatMemory``). The selection, under that one budget:
 
     * the **history** window follows cupel's default window rule (``policy``, default
       ``"chat"``): system messages and the latest user message pinned, then whole units

@@ -1,14 +1,5 @@
-"""LlamaIndex chat messages ⇄ cupel items (nodes: :mod:`cupel_llamaindex._nodes`).
-
-Chat messages: read once each (role, text, tokens, tool-call links) and handed to cupel's
-conversation layer (:mod:`cupel.conversation`), which groups them into units (an
-assistant message that calls tools with the tool messages answering it is one unit, so a
-selection never splits a call from its results), sets aside the units providers would
-reject, and builds one item per unit (see :func:`messages_to_items`).
-
-Mapping back always returns the very same LlamaIndex objects, never copies, and never
-modifies them.
-"""
+"""LlamaIndex chat messages ⇄ cupel items through cupel's conversation layer (one item per
+unit: :func:`messages_to_items`); mapping back returns the very same, unmodified objects."""
 
 from __future__ import annotations
 

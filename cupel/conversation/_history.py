@@ -213,13 +213,11 @@ class HistoryItems(HistoryColumns):
 
         *Cache-stable* (a :class:`~cupel.RecencyWindowSlice` with a ``low_water`` mark):
         the window's cut is replayed from the history itself
-        (:func:`~cupel.conversation.stable_cut`) — as if a window were selected after each
-        unit was appended, the cut moving only when the window would overflow, forward by
-        whole units to the mark — so the same history gives the same window in any process,
-        and between cuts each window is the previous one plus the new messages. Only the
-        pinned units and the units from the cut on are offered; the others are reported as
-        ``Filtered("before_stable_cut")``. ``earlier``: budgets of earlier requests, as
-        ``(message index, budget)`` pairs (see :func:`~cupel.conversation.stable_cut`).
+        (:func:`~cupel.conversation.stable_cut`), so the same history gives the same window
+        in any process and between cuts each window is the previous one plus the new
+        messages. Only the pinned units and the units from the cut on are offered (the
+        others reported as ``Filtered("before_stable_cut")``). ``earlier``: budgets of
+        earlier requests, as ``(message index, budget)`` pairs (see ``stable_cut``).
 
         A plain recency window (:func:`~cupel.conversation.plain_pipeline`) selected
         without a report is the pipeline's window computed from the token and block

@@ -1,18 +1,7 @@
-"""Cache-stable windows: the option, the pipeline it implies, and the window's cut replayed
-from the history itself.
-
-A cache-stable window is a pure function of the history: :func:`stable_cut` replays the
-conversation unit by unit (a message, or a tool call with its results), as if a window were
-selected after each unit was appended — the cut stays put while the window fits the budget and,
-when it would overflow, moves forward by whole units to the low-water mark (the newest unit kept
-whenever it fits the budget). Any process, any restart and any object computes the same cut for
-the same history; between cuts each window is the previous one plus the new messages.
-
-- :func:`check_cache_stable`: the ``cache_stable`` option (``False``, ``True`` or a
-  low-water mark) as a mark or ``None``;
-- :func:`cache_stable_pipeline`: a pipeline whose recency window has that mark (which is
-  what makes :meth:`HistoryItems.select` replay the cut);
-- :func:`stable_cut`: the replay.
+"""Cache-stable windows: the option (:func:`check_cache_stable`), the pipeline it implies
+(:func:`cache_stable_pipeline`, whose recency window's mark makes :meth:`HistoryItems.select`
+replay the cut) and the cut replayed from the history itself (:func:`stable_cut`), so any
+process or object computes the same window for the same history.
 
 >>> from cupel import Pipeline
 >>> cache_stable_pipeline(Pipeline.from_policy("chat"), check_cache_stable(True, "demo")).slicer

@@ -137,7 +137,7 @@ class HistoryWindow:
                 with_report=True,
                 start_on=rerun.start_on,
                 options=rerun.options,
-                on_overflow=_ignore,
+                on_overflow=lambda event: None,
                 earlier=rerun.earlier,
             )
             if again.messages != self.messages or again.report is None:
@@ -160,10 +160,6 @@ class _Rerun:
     options: PinnedOptions
     earlier: Sequence[tuple[int, ContextBudget]]
     report: SelectionReport | None = None
-
-
-def _ignore(event: OverflowEvent) -> None:
-    return None
 
 
 def select_window(
