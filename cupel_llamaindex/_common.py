@@ -137,11 +137,7 @@ def stable_fields(window: HistoryWindow | None) -> dict[str, Any] | None:
     the option is off)."""
     if window is None:
         return None
-    return {
-        "stable_prefix": window.stable_prefix,
-        "cut_moved": window.cut_moved,
-        "cut": window.cut,
-    }
+    return {"stable_prefix": window.stable_prefix, "cut_moved": window.cut_moved, "cut": window.cut}
 
 
 class CupelFields(BaseModel):

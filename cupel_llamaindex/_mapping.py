@@ -46,12 +46,7 @@ class MessageMapping:
 
     __slots__ = ("counts", "history", "messages", "read")
 
-    def __init__(
-        self,
-        read: MessageRead,
-        counts: list[int],
-        history: HistoryItems,
-    ) -> None:
+    def __init__(self, read: MessageRead, counts: list[int], history: HistoryItems) -> None:
         self.read = read
         self.messages = read.messages
         self.counts = counts

@@ -1,8 +1,5 @@
-"""LlamaIndex nodes ⇄ cupel items: each :class:`~llama_index.core.schema.NodeWithScore`
-becomes one ``Document`` item whose tokens are counted on what a synthesizer sends to the LLM
-(``node.get_content(metadata_mode=...)``, ``MetadataMode.LLM`` by default) and whose
-``future_relevance_hint`` is the retriever's score (see :func:`nodes_to_items`). Mapping back
-returns the very same node objects."""
+"""LlamaIndex nodes ⇄ cupel items (:func:`nodes_to_items`): one ``Document`` item per
+:class:`~llama_index.core.schema.NodeWithScore`; mapping back returns the very same nodes."""
 
 from __future__ import annotations
 

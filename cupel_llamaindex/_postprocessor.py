@@ -185,9 +185,7 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         return self._pipeline
 
     def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         budget = self._budget()
         mapping = nodes_to_items(
@@ -217,9 +215,7 @@ class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
         return selected
 
     async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         # Selection is CPU-bound and fast: no thread hop.
         return self._postprocess_nodes(nodes, query_bundle)

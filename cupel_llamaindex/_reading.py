@@ -1,11 +1,7 @@
-"""What is read of each LlamaIndex chat message: its text parts and media
-(:func:`message_parts`, :func:`message_text`), role (:func:`conversation_role`), tool-call
-links (:func:`tool_call_ids`) and token count (:class:`Counting`), once per message
-(:func:`read_messages`, :func:`read_roles`, :meth:`Counting.counts`).
-
-A message costs what a provider bills for it (:mod:`cupel.counting`):
-:data:`~cupel.counting.MESSAGE_TOKENS` + its text parts by the text counter + its media
-by the image rule; a user's ``message_token_counter`` counts whole messages instead."""
+"""What is read of each LlamaIndex chat message, once per message (:func:`read_messages`):
+its text parts and media (:func:`message_parts`), role (:func:`conversation_role`),
+tool-call links (:func:`tool_call_ids`) and token count (:class:`Counting`: what a
+provider bills for it, :mod:`cupel.counting`)."""
 
 from __future__ import annotations
 

@@ -36,16 +36,15 @@ DEFAULT_UNIT_KINDS: Mapping[str, ContextKind] = {
 
 
 class HistoryItems(HistoryColumns):
-    """A :class:`Conversation` mapped to context items: one item per unit.
+    """A :class:`Conversation` mapped to context items: one item per unit (build it with
+    :meth:`from_conversation`).
 
-    The selection columns are computed up front — ``units`` (the unit behind each
-    position: the units that can be sent, in history order), ``tokens``, ``blocks`` (the
-    turn a unit's block is, ``None``: a block of its own) and the pinned positions — and
-    the :class:`~cupel.ContextItem` s themselves on first use: :attr:`items` (what a
-    pipeline selects from) and :attr:`invalid` (each unit providers would reject with its
-    :class:`~cupel.InvalidToolCall` reason). :meth:`select` maps a window back to message
-    indices; a plain recency window selected without a report never builds the items.
-    Build it with :meth:`from_conversation`.
+    The selection columns are computed up front — ``units`` (the units that can be sent,
+    in history order), ``tokens``, ``blocks`` (each unit's turn as its block, ``None``: a
+    block of its own) and the ``pinned`` positions — and the :class:`~cupel.ContextItem` s
+    on first use: :attr:`items` and :attr:`invalid` (each unit providers would reject,
+    with its :class:`~cupel.InvalidToolCall`). :meth:`select` maps a window back to
+    message indices.
     """
 
     __slots__ = ()

@@ -30,12 +30,9 @@ def tool_free_window(
     """The messages (ascending) of the window that
     ``HistoryItems.from_conversation(Conversation(roles), texts, tokens, keep_system=...,
     keep_latest_user=...).select(pipeline, budget, with_report=False, start_on=...)``
-    selects, from the roles and tokens alone (no structure, items or window object): for
-    a history of ``system``, ``user`` and ``assistant`` messages only (each message is
-    its own unit) and a :func:`plain_pipeline` without a ``low_water`` mark whose pinned
-    messages fit the budget's target. ``None`` otherwise (any other role; another pipeline,
-    or a cache-stable one, whose window is replayed from the history; pinned messages over
-    the target, when ``select`` raises or runs the pipeline): then select.
+    selects, from the roles and tokens alone: for a history of ``system``, ``user`` and
+    ``assistant`` messages only and a :func:`plain_pipeline` without a ``low_water`` mark
+    whose pinned messages fit the budget's target. ``None`` otherwise: then select.
 
     >>> tool_free_window(["system", "user", "assistant", "user"], [3, 1, 2, 1],
     ...                  Pipeline.from_policy("chat"), ContextBudget(max_tokens=5, target_tokens=5))
@@ -173,9 +170,8 @@ def plain_pipeline(pipeline: Pipeline, block_key: str | None = DEFAULT_BLOCK_KEY
 def plain_key(pipeline: Pipeline) -> tuple[object, ...]:
     """Everything the plain-window path reads of ``pipeline`` (objects by identity, the
     slicer's settings by value): a window computed from the columns alone
-    (``HistoryWindow.plain``) is the window again for an equal key, the same columns,
-    budget, ``start_on`` and no ``previous`` window — whatever was replaced or changed
-    on the pipeline or its slicer since, the key differs."""
+    (``HistoryWindow.plain``) is the window again for an equal key and the same columns,
+    budget and ``start_on``; any change to the pipeline or its slicer changes the key."""
     slicer = pipeline.slicer
     return (
         pipeline,
@@ -255,12 +251,10 @@ def _blind_classes() -> tuple[frozenset[type], frozenset[type]]:
 
 def reads_unit_metadata(pipeline: Pipeline) -> bool:
     """Whether running ``pipeline`` may read an item's metadata beyond the recency window's
-    block key (which :class:`HistoryColumns` always sets): ``False`` only when its scorer
-    tree, slicer and placer are all cupel's own components that look at other fields
-    (exact classes: a subclass could read anything; the metadata scorers do read it) and
-    no overflow callback receives the items. A history selection that builds no report
-    can then leave the adapter's per-unit metadata out: its items never leave the
-    selection.
+    block key: ``False`` only when its scorer tree, slicer and placer are all cupel's own
+    components that read other fields (exact classes: a subclass could read anything) and
+    no overflow callback receives the items. A history selection without a report can
+    then leave the adapter's per-unit metadata out: its items never leave the selection.
 
     >>> from cupel import MetadataKeyScorer
     >>> reads_unit_metadata(Pipeline.from_policy("chat"))

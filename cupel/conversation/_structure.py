@@ -219,10 +219,7 @@ class Conversation:
     def __reduce__(self) -> tuple[Any, ...]:
         """Copies and pickles rebuild the structure from the roles and tool-call links
         (its read-only columns are not themselves copyable)."""
-        return (
-            _rebuilt,
-            (tuple(self._message_roles), dict(self._calls), dict(self._answers)),
-        )
+        return (_rebuilt, (tuple(self._message_roles), dict(self._calls), dict(self._answers)))
 
     def __copy__(self) -> Conversation:
         return self  # read-only: a shallow copy is the object itself

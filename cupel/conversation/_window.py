@@ -364,10 +364,7 @@ def _before_latest_user(
 
 
 def _plain(
-    history: HistoryColumns,
-    pipeline: Pipeline,
-    budget: ContextBudget,
-    offered: list[int] | None,
+    history: HistoryColumns, pipeline: Pipeline, budget: ContextBudget, offered: list[int] | None
 ) -> list[int] | None:
     """The window of a plain recency window (:func:`plain_pipeline`: cupel's own scorers
     only order equal timestamps, and a history's are distinct), from the columns alone; or
