@@ -255,9 +255,8 @@ class CupelMemory(WindowFields, Memory):
         return counting
 
     def _estimate_token_count(self, message_or_blocks: Any) -> int:
-        """``Memory``'s estimate, the cupel way (:class:`~cupel_llamaindex._reading.Counting`):
-        a text, a message, a list of messages or content blocks (their text and media;
-        ``Memory``'s flat media sizes are not used)."""
+        """``Memory``'s estimate of a text, a message, messages or content blocks, the cupel
+        way (:class:`~cupel_llamaindex._reading.Counting`; no flat media sizes)."""
         counting = self._count()
         if isinstance(message_or_blocks, str):
             return counting.text_tokens(message_or_blocks)

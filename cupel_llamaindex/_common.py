@@ -62,12 +62,9 @@ dispatcher = get_dispatcher(__name__)
 
 
 class CupelSelectionEvent(BaseEvent):
-    """A LlamaIndex instrumentation event carrying one cupel selection.
-
-    Emitted by :class:`~cupel_llamaindex.CupelNodePostprocessor` and
-    :class:`~cupel_llamaindex.CupelChatMemory` after every selection; any event handler
-    added to the root dispatcher (``llama_index.core.instrumentation.get_dispatcher()``)
-    receives it.
+    """A LlamaIndex instrumentation event carrying one cupel selection, emitted by the cupel
+    components after every selection; any event handler added to the root dispatcher
+    (``llama_index.core.instrumentation.get_dispatcher()``) receives it.
 
     Fields: ``component`` (the emitting class), ``report`` (the
     :class:`~cupel.SelectionReport`), ``max_tokens`` / ``target_tokens`` (the budget

@@ -61,15 +61,12 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     (:data:`~cupel.counting.REPLY_TOKENS`) fit ``token_limit`` less
     ``initial_token_count``, ``headroom`` (a share of ``token_limit`` kept free for a
     provider whose tokenizer counts more than yours) and ``agent_reserve`` (below). A
-    message costs 3 tokens, its text parts by ``tokenizer_fn`` — text blocks, each tool
-    call's name, JSON arguments and id (valid or not), a tool result's call id — and its
-    images and other media by ``image_tokens`` (:data:`~cupel.counting.ImageTokens`: by
-    pixel size; 1,600 for an image of unknown size such as an http URL). ``tokenizer_fn``
-    is LlamaIndex's cl100k tokenizer unless given; it may be any form
-    :func:`~cupel.counting.text_counter` accepts (a list-returning LlamaIndex tokenizer,
-    an int-returning counter, a ``tiktoken`` encoding, a HuggingFace tokenizer). A
-    ``message_token_counter`` counts whole messages instead (nothing is added to them;
-    the reply is still reserved).
+    message costs 3 tokens, its text parts by ``tokenizer_fn`` (text blocks, each tool
+    call's name, JSON arguments and id, a tool result's call id) and its images and other
+    media by ``image_tokens`` (:data:`~cupel.counting.ImageTokens`: by pixel size; 1,600
+    when unknown). ``tokenizer_fn``: LlamaIndex's cl100k tokenizer unless given, or any
+    form :func:`~cupel.counting.text_counter` accepts. A ``message_token_counter`` counts
+    whole messages instead (nothing is added; the reply is still reserved).
 
     **Agents.** A workflow ``FunctionAgent`` sends its system prompt and the current run's
     tool rounds besides the window (the memory sees them only when the run ends):
@@ -137,8 +134,7 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
     )
 
     __slots__ = ("_built",)
-    """What the settings build (:class:`Built`), read on every ``get()``: a plain slot,
-    faster to read than a private attribute (copies start without it)."""
+    """What the settings build (:class:`Built`): a plain slot (copies start without it)."""
 
     _last: Chosen | None = PrivateAttr(default=None)
     """The latest ``get()``'s selection."""

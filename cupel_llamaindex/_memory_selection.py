@@ -47,9 +47,8 @@ exceed the budget."""
 
 
 class _Deferred:
-    """A window selected from the messages' roles and counts alone
-    (:func:`~cupel.conversation.tool_free_window`): its report is that of the same
-    selection made on the history's mapping (``select``), made when first asked for — and
+    """A window selected from roles and counts alone (:func:`~cupel.conversation.tool_free_window`):
+    its report is that of ``select`` on the history's mapping, made when first asked for and
     checked to pick the very same messages (else :class:`~cupel.CupelError`)."""
 
     __slots__ = ("_select", "_window", "messages")

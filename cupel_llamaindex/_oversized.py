@@ -1,14 +1,11 @@
 """Messages too large for any window, cut to fit (``truncate_oversized=True``).
 
-When the newest unit alone — one huge tool result, a pasted log — or the pinned latest
-user message does not fit ``token_limit``, the default is a clear
-:class:`~cupel.PinnedBudgetError` (or, for an unpinned unit, leaving it out). With
-``truncate_oversized=True`` the memory returns a *copy* of the message instead: its media
-blocks replaced by a marker first, then its longest text block cut to its head and tail
-around a marker saying how many tokens were cut (:func:`cupel.counting.cut_text`).
-Tool calls (``ToolCallBlock``, ``additional_kwargs``) are never changed, so the unit
-stays valid; the stored messages are untouched; the unit's item carries
-``metadata["cupel:cut_tokens"]``.
+When the newest unit alone (a huge tool result) or the pinned latest user message does not
+fit ``token_limit``, the memory returns a *copy* of the message instead of raising
+:class:`~cupel.PinnedBudgetError` (or leaving it out): its media replaced by a marker
+first, then its longest text block cut around a marker (:func:`cupel.counting.cut_text`).
+Tool calls are never changed, so the unit stays valid; the stored messages are untouched;
+the unit's item carries ``metadata["cupel:cut_tokens"]``.
 """
 
 from __future__ import annotations

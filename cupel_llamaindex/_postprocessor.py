@@ -32,19 +32,16 @@ _OWNER = "CupelNodePostprocessor"
 class CupelNodePostprocessor(CupelFields, BaseNodePostprocessor):
     """A node postprocessor that keeps the most relevant nodes that fit ``max_tokens``.
 
-    Each node costs the tokens of ``node.get_content(metadata_mode=metadata_mode)`` — what
-    a synthesizer sends to the LLM (``MetadataMode.LLM`` by default), billed as text with
-    nothing added — counted with ``token_counter`` (text -> int) if given, else with
-    ``tokenizer_fn`` (LlamaIndex's default cl100k tokenizer unless given; any form
-    :func:`~cupel.counting.text_counter` accepts: a list-returning tokenizer, an
-    int-returning counter, a ``tiktoken`` encoding, a HuggingFace tokenizer).
-    ``headroom`` keeps that share of ``max_tokens`` free (for a model whose tokenizer
-    counts more than yours). The retriever score
-    becomes cupel's relevance hint (``relevance``: see
-    :func:`~cupel_llamaindex.nodes_to_items`). The ``policy`` (default: the ``rag`` preset
-    — relevance-led, content deduplication, greedy fill, U-shaped placement) or an explicit
-    ``pipeline`` decides; the nodes come back in placed order, the very same
-    :class:`NodeWithScore` objects, unmodified.
+    Each node costs the tokens of ``node.get_content(metadata_mode=metadata_mode)`` — what a
+    synthesizer sends to the LLM (``MetadataMode.LLM`` by default), nothing added — counted
+    with ``token_counter`` (text -> int) if given, else with ``tokenizer_fn`` (LlamaIndex's
+    cl100k tokenizer unless given, or any form :func:`~cupel.counting.text_counter`
+    accepts). ``headroom`` keeps that share of ``max_tokens`` free (for a model whose
+    tokenizer counts more than yours). The retriever score becomes cupel's relevance hint
+    (``relevance``: see :func:`~cupel_llamaindex.nodes_to_items`). The ``policy`` (default:
+    the ``rag`` preset — relevance-led, content deduplication, greedy fill, U-shaped
+    placement) or an explicit ``pipeline`` decides; the nodes come back in placed order, the
+    very same :class:`NodeWithScore` objects, unmodified.
 
     Deduplication (``rag``; ``deduplicate=True`` or ``False`` overrides the policy or
     pipeline) compares the node text alone (``dedup_on="text"``): the same passage
