@@ -72,6 +72,12 @@ class _Deferred:
         return window.explain()
 
 
+_SETTINGS = operator.attrgetter(
+    *("policy", "pipeline", "cache_stable", "embeddings"),  # the pipeline's
+    *("tokenizer_fn", "image_tokens", "message_token_counter"),  # the counting's
+)
+
+
 @dataclass(slots=True, eq=False)
 class Built:
     """What a memory's settings build: the ``pipeline`` (of ``policy``, ``pipeline``,
@@ -87,10 +93,7 @@ class Built:
     def of(previous: Built | None, memory: CupelChatMemory) -> Built:
         """``previous`` if ``memory``'s settings are those it was built of, else what they
         build (the pipeline or the counting of ``previous`` kept if its settings are)."""
-        settings = (
-            *(memory.policy, memory.pipeline, memory.cache_stable, memory.embeddings),
-            *(memory.tokenizer_fn, memory.image_tokens, memory.message_token_counter),
-        )
+        settings = _SETTINGS(memory)
         if previous is not None and all(map(operator.is_, settings, previous.settings)):
             return previous
         return Built(
