@@ -293,17 +293,16 @@ class CupelMemory(WindowFields, Memory):
 
     async def _archived_system(self) -> list[ChatMessage]:
         """The system messages flushed from this session, read from the store on every call
-        (another object may have flushed since): they lead the history, pinned. None without
-        ``pin_system`` (the flush then hands them to the memory blocks)."""
+        (another object may have flushed since): they lead the history, pinned (none
+        without ``pin_system``: the flush then hands them to the memory blocks)."""
         if not self.pin_system:
             return []
         archived = await self.sql_store.get_messages(self.session_id, status=MessageStatus.ARCHIVED)
         return [m for m in archived if m.role.value in _SYSTEM_ROLES]
 
     def _flush_budget(self) -> int:
-        """What the history may hold before ``put()`` flushes: ``token_limit`` less the
-        reserves without memory blocks, else its ``chat_history_token_ratio`` less the
-        reserves (the blocks' share is theirs)."""
+        """What the history may hold before ``put()`` flushes: ``token_limit`` (with memory
+        blocks, its ``chat_history_token_ratio``) less the reserves."""
         limit = self.token_limit
         if self.memory_blocks:
             limit = math.ceil(limit * self.chat_history_token_ratio)

@@ -179,14 +179,10 @@ def choose(
     built: Built,
 ) -> Chosen:
     """``memory``'s selection from ``history`` with what its settings ``built``
-    (``CupelChatMemory.get``).
-
-    The history is read and counted in one pass. A history without tool calls or results
-    under a plain recency-window pipeline, without a report, is selected from its roles
-    and counts (:func:`~cupel.conversation.tool_free_window`), without a mapping (the
-    report is then made from the mapping when first read); any other is mapped and
-    selected (:meth:`~cupel.conversation.HistoryItems.select`).
-    """
+    (``CupelChatMemory.get``): a history without tool calls under a plain recency-window
+    pipeline, without a report, from its roles and counts
+    (:func:`~cupel.conversation.tool_free_window`; mapped for the report when first read);
+    any other mapped and selected (:meth:`~cupel.conversation.HistoryItems.select`)."""
     token_limit = memory.token_limit
     if (
         isinstance(initial_token_count, bool)

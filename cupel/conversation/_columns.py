@@ -145,10 +145,9 @@ class HistoryColumns:
 
     @property
     def query(self) -> str:
-        """The query a pipeline's unbound :class:`~cupel.RelevanceScorer` is bound to
-        when it selects from this history: the one given when it was built, else the text
-        of the latest user message (``""`` when there is none: every relevance is 0), lone
-        surrogates replaced by U+FFFD as in the items."""
+        """The query an unbound :class:`~cupel.RelevanceScorer` is bound to: the one given
+        when this was built, else the latest user message's text (``""`` when there is
+        none), lone surrogates replaced by U+FFFD as in the items."""
         query = self._source.query
         if query is None:
             latest = self.conversation.latest_user
