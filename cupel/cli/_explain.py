@@ -195,7 +195,7 @@ def explain(
         f"{scored_count} go on to scoring",
         (*map(_included, pinned), *(_excluded(e, wording, scored=False) for e in negative)),
     )
-    scores = [e.score for e in (*picked, *duplicates, *rejected, *truncated)]
+    scores = [e.score for e in picked] + [e.score for e in (*duplicates, *rejected, *truncated)]
     score_range = f" (scores {min(scores):.3f} to {max(scores):.3f})" if scores else ""
     dedup = (
         f"deduplication on: {count(len(duplicates), 'duplicate')} removed"
