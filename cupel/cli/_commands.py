@@ -202,13 +202,14 @@ def _write_html(
     config: str,
     report: SelectionReport,
     budget: ContextBudget,
-    wording: Any,
+    pipeline: Pipeline,
     stage_of: dict[int, PipelineStage] | None = None,
 ) -> None:
-    """With ``--html FILE``, the page of ``report``."""
+    """With ``--html FILE``, the page of ``report`` (reasons worded as the text says them)."""
     path = args.html
     if path is None:
         return
+    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
     page = render_html(
         report, budget, title=title, subtitle=config, stage_of=stage_of, describe=wording
     )
@@ -296,8 +297,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
             config=config,
         )
         _print("\n".join([*warnings, text]), err=True)
-    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
-    _write_html(args, f"cupel select: {_source_name(args.items)}", config, report, budget, wording)
+    _write_html(args, f"cupel select: {_source_name(args.items)}", config, report, budget, pipeline)
     return 0
 
 
@@ -332,8 +332,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 else (len(window), len(loaded.transcript.messages)),
             )
         )
-    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
-    _write_html(args, f"cupel demo: {DEMO_DATA}", config, report, budget, wording)
+    _write_html(args, f"cupel demo: {DEMO_DATA}", config, report, budget, pipeline)
     return 0
 
 
@@ -360,7 +359,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             )
         _print(format_explanation(explanation, header))
     title = f"cupel explain: {source}"
-    _write_html(args, title, config, report, budget, explanation.wording, explanation.stage_of)
+    _write_html(args, title, config, report, budget, pipeline, explanation.stage_of)
     return 0
 
 

@@ -103,7 +103,6 @@ class Explanation:
     result: ContextResult
     effective_target: int
     stage_of: dict[int, PipelineStage]
-    wording: ReasonWording
 
     def summary(self) -> dict[str, Any]:
         """Totals: items, tokens, budget use, exclusions by reason, shortfalls, overflow."""
@@ -253,7 +252,6 @@ def explain(
         result,
         eff.target_tokens,
         dict(recorder.stage_of),
-        wording,
     )
 
 
