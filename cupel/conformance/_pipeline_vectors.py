@@ -38,9 +38,6 @@ from cupel.diagnostics import OverflowEvent, SelectionReport
 
 __all__ = ["build_vector_pipeline", "report_invariants", "run_pipeline"]
 
-# A vector entry naming one of the payload keys asserts it; anything else is checked by
-# cupel.conformance._keys (near misses fail, other unknown keys warn).
-_PAYLOAD_KEYS = PAYLOAD_KEYS
 _KIND_KEYS = frozenset({"kind", "displaced_by_kind"})
 
 _Entry = tuple[str, float, str, dict[str, Any]]
@@ -219,7 +216,8 @@ def _entries(
         if reason_key in entry and entry[reason_key] != reason:
             messages.append(f"{label} {reason_key}: expected {entry[reason_key]!r}, got {reason!r}")
             continue
-        for key in sorted(_PAYLOAD_KEYS & set(entry)):
+        # an entry naming a payload key asserts it (cupel.conformance._keys checks the others)
+        for key in sorted(PAYLOAD_KEYS & set(entry)):
             if key not in payload:
                 messages.append(f"{label} {key}: expected {entry[key]!r}, {reason} has no {key}")
             elif not _same(key, entry[key], payload[key], eps):

@@ -48,10 +48,8 @@ def entries(
     scores: Sequence[float],
     reasons: Sequence[Any],
 ) -> list[_Built]:
-    """``[cls(item, score, reason) for ...]``, the same entries built in bulk: each made
-    by ``__new__`` and its three slots filled through their descriptors, in C-level loops
-    (what the dataclass ``__init__`` does, by ``object.__setattr__``, one Python call an
-    entry; about 0.3 µs an entry instead of 0.8).
+    """``[cls(item, score, reason) for ...]`` built in bulk (each entry by ``__new__``, its
+    slots set through their descriptors): twice as fast as the dataclass ``__init__``.
 
     >>> from cupel.diagnostics._reasons import InclusionReason
     >>> item = ContextItem(content="x", tokens=1)

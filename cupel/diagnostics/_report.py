@@ -62,7 +62,7 @@ class SelectionReport(ReportAssertions):
         overflow: OverflowEvent | None = None,
     ) -> SelectionReport:
         """A report whose ``included`` and ``excluded`` are built on their first read
-        (private: the pipeline's route when no collector needs per-item callbacks). Once
+        (private: how a :class:`~cupel.DiagnosticTraceCollector` builds its report). Once
         built, the report is indistinguishable from one constructed with the tuples."""
         return cls(
             events,
