@@ -316,9 +316,12 @@ def describe_config(args: argparse.Namespace, *, transcript: bool = False) -> st
             "latest messages)"
         )
     if policy is not None:
-        description = _policy_description(policy)
+        try:  # read already: a preset's or policy file's own description, or none
+            description = load_policy(policy).description
+        except CliError:
+            description = None
         return f"policy {policy}" + (f": {description}" if description else "")
-    scorers = " + ".join(_weighted(spec) for spec in (args.scorer or DEFAULT_SCORERS))
+    scorers = " + ".join(spec.replace(":", " ×", 1) for spec in (args.scorer or DEFAULT_SCORERS))
     slicer = args.slicer or "greedy"
     if slicer == "knapsack":
         bucket = 100 if args.bucket_size is None else args.bucket_size
@@ -346,20 +349,6 @@ _OVERFLOW_WORDS = {
     "truncate": "over the target: the lowest scores dropped",
     "proceed": "over the target: sent with a warning",
 }
-
-
-def _weighted(spec: str) -> str:
-    name, sep, weight = spec.partition(":")
-    return f"{name} ×{weight}" if sep else name
-
-
-def _policy_description(spec: str) -> str:
-    """A preset's or policy file's own description (empty when it has none; the file was
-    read already)."""
-    try:
-        return load_policy(spec).description or ""
-    except CliError:
-        return ""
 
 
 def budget_from_flags(args: argparse.Namespace) -> ContextBudget:

@@ -238,12 +238,8 @@ class Deferred(Generic[Entry]):
                 entries = self._entries
                 if entries is None:
                     entries = self._entries = tuple(self._build())
-                    self._build = _built
+                    self._build = tuple  # let go of the builder and what it holds
         return entries
-
-
-def _built() -> Sequence[Any]:  # pragma: no cover - never called: the entries exist
-    return ()
 
 
 class _EntriesField:
