@@ -150,12 +150,10 @@ class _Reader:
             detail = detail if isinstance(detail, str) else None
             self.media.append(Media("image", width=width, height=height, detail=detail))
             self.shown.append("[image]")
-        elif kind == "input_audio":
-            self.media.append(Media("audio"))
-            self.shown.append("[audio]")
-        else:
-            self.media.append(Media("file"))
-            self.shown.append("[file]")
+        else:  # input_audio, file
+            medium = "audio" if kind == "input_audio" else "file"
+            self.media.append(Media(medium))
+            self.shown.append(f"[{medium}]")
 
     def tool_calls(self, value: object) -> list[str | None]:
         if not isinstance(value, list):

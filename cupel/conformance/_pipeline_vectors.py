@@ -170,10 +170,9 @@ def _check_diagnostics(diag: Table, report: SelectionReport, eps: float) -> list
         messages += _entries("included", want, got, "inclusion_reason", eps)
     if "excluded" in diag:
         want = tables(diag, "excluded")
-        got_ex: list[_Entry] = []
-        for e in report.excluded:
-            payload = {k: v for k, v in e.reason.to_dict().items() if k != "reason"}
-            got_ex.append((e.item.content, e.score, e.reason.name, payload))
+        got_ex: list[_Entry] = [  # the payload: the reason's wire form (its "reason" aside)
+            (e.item.content, e.score, e.reason.name, e.reason.to_dict()) for e in report.excluded
+        ]
         messages += _entries("excluded", want, got_ex, "exclusion_reason", eps)
     summary = diag.get("summary")
     if summary is not None:
