@@ -64,32 +64,25 @@ def format_explanation(explanation: Explanation, header: Sequence[str], width: i
                     f"{clip(entry.item.content, 60)}"
                 )
     s = explanation.summary()
-    budget = explanation.budget
-    target_pct = _pct(s["target_utilization"])
-    max_pct = _pct(s["budget_utilization"])
+    budget, report = explanation.budget, explanation.report
+    by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
+    shortfalls = [f"  {shortfall_text(sf)}" for sf in report.count_requirement_shortfalls]
     lines += [
         "",
         "Summary:",
         f"  included {s['included']} of {s['candidates']} items, "
-        f"{s['included_tokens']:,} of {considered(explanation.report)}",
-        f"  budget use: {target_pct} of target {budget.target_tokens:,}, "
-        f"{max_pct} of max {budget.max_tokens:,}"
+        f"{s['included_tokens']:,} of {considered(report)}",
+        f"  budget use: {_pct(s['target_utilization'])} of target {budget.target_tokens:,}, "
+        f"{_pct(s['budget_utilization'])} of max {budget.max_tokens:,}"
         + (f" (output reserve {budget.output_reserve:,})" if budget.output_reserve else ""),
-    ]
-    lines.append(
         f"  window mix: {count(s['kind_diversity'], 'kind')}, "
-        f"{_pct(s['timestamp_coverage'])} of items timestamped"
-    )
-    by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
-    lines.append(f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""))
-    shortfalls = explanation.report.count_requirement_shortfalls
-    lines += [f"  {shortfall_text(sf)}" for sf in shortfalls] or ["  shortfalls: none"]
-    overflow: OverflowEvent | None = explanation.report.overflow
-    lines.append(
-        f"  overflow: window exceeds target by {overflow.tokens_over_budget:,} tokens"
-        if overflow is not None
-        else "  overflow: none"
-    )
+        f"{_pct(s['timestamp_coverage'])} of items timestamped",
+        f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""),
+        *(shortfalls or ["  shortfalls: none"]),
+        f"  overflow: window exceeds target by {report.overflow.tokens_over_budget:,} tokens"
+        if report.overflow is not None
+        else "  overflow: none",
+    ]
     return "\n".join(lines)
 
 
