@@ -350,8 +350,7 @@ def decay_warnings(pipeline: Pipeline, items: Sequence[ContextItem]) -> list[str
     for decay in decays.values():
         if not dated or any(decay.score_all(dated)):
             continue
-        stamps = [i.timestamp for i in dated if i.timestamp is not None]
-        newest = max(s if s.tzinfo is not None else s.replace(tzinfo=timezone.utc) for s in stamps)
+        newest = max(i.timestamp for i in dated if i.timestamp is not None)  # UTC, aware
         age = datetime.now(timezone.utc) - newest
         why = f"the newest is {_age(age)} old"
         if isinstance(decay.curve, ExponentialDecay) and age > timedelta(0):

@@ -264,9 +264,6 @@ class _EntriesField:
     def __set__(self, report: object, value: Any) -> None:
         self._slot.__set__(report, value)
 
-    def __delete__(self, report: object) -> None:
-        self._slot.__delete__(report)
-
 
 for _name in ("included", "excluded"):
     setattr(SelectionReport, _name, _EntriesField(SelectionReport.__dict__[_name]))
