@@ -487,7 +487,6 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
             on_probe=lambda tokens: progress.step(f"budget {tokens:,}"),
         )
     config = _with_query_words(describe_config(args), args, query)
-    source = _source_name(args.items)
     # The run at the answer (or at the ceiling): the report the decision rests on. At the
     # ceiling the run itself may be refused (pinned items alone over it): say so instead.
     at = minimum if minimum is not None else ceiling
@@ -503,7 +502,7 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
         write_json(
             {
                 "command": "min-budget",
-                "source": source,
+                "source": _source_name(args.items),
                 "config": config,
                 "item": target.to_dict(),
                 "search_ceiling": ceiling,

@@ -264,7 +264,7 @@ class DiagnosticTraceCollector(TraceCollector):
             self.observer_errors.append(ObserverError(event, error))
             if len(self.observer_errors) == 1:
                 warnings.warn(
-                    f"trace observer {observer!r} raised {error!r} on a {_stage_name(event)} "
+                    f"trace observer {observer!r} raised {error!r} on a {event.to_dict()['stage']} "
                     f"event; the run continues and further observer errors of this collector "
                     f"are kept in DiagnosticTraceCollector.observer_errors",
                     ObserverErrorWarning,
@@ -384,10 +384,6 @@ def _detail_level(value: object) -> TraceDetailLevel:
     if isinstance(value, int):
         return TraceDetailLevel(value)  # ValueError for an unknown value
     raise ValueError(value)
-
-
-def _stage_name(event: TraceEvent) -> str:
-    return event.stage.value if isinstance(event.stage, PipelineStage) else str(event.stage)
 
 
 class MultiTraceCollector(TraceCollector):
