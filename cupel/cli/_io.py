@@ -152,7 +152,7 @@ def _entries(
     decoder = _StrictDecoder()
     stripped = text.lstrip(_JSON_WHITESPACE)
     data: Any = None
-    label = "item"
+    place = "item {}"  # where an entry of the array was read
     if stripped.startswith("{"):
         try:
             whole = decoder.loads(text)
@@ -160,7 +160,7 @@ def _entries(
             whole = None  # JSON Lines, or an error the line-by-line reading reports
         if isinstance(whole, dict):
             data = _unwrapped(whole, source)
-            label = "messages"
+            place = "messages[{}]"
     if data is None and stripped.startswith("["):
         try:
             data = decoder.loads(text)
@@ -177,9 +177,7 @@ def _entries(
         if progress is not None:
             entries = progress(entries, len(data))
         for index, entry in entries:
-            where = (
-                f"{source}: {label}[{index}]" if label == "messages" else f"{source}: item {index}"
-            )
+            where = f"{source}: {place.format(index)}"
             if decoder.refused and _first_refused(entry) is not None:
                 raise _refusal(entry, where)
             yield where, entry
