@@ -52,7 +52,7 @@ from cupel.diagnostics._reasons import (
 )
 from cupel.diagnostics._report import SelectionReport
 from cupel.placers._base import Placer
-from cupel.scorers._base import Scorer
+from cupel.scorers._base import Scorer, walk
 from cupel.slicers._base import Slicer
 
 __all__ = ["UNTRACED", "Placed", "Stages", "Traced"]
@@ -262,22 +262,13 @@ def _recalled(
     ``similarity`` (``None`` from a scorer without an embedding)."""
     matchers: list[Callable[[ContextItem], Sequence[str]]] = []
     similar: list[Callable[[Sequence[ContextItem]], float | None]] = []
-    stack: list[Any] = [] if scorer is None else [scorer]
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in () if scorer is None else walk(scorer):
         matches = getattr(node, "matches", None)
         if callable(matches) and getattr(node, "query", None) is not None:
             matchers.append(matches)
             similarity = getattr(node, "similarity", None)
             if callable(similarity):
                 similar.append(similarity)
-        children = getattr(node, "children", None)
-        if callable(children):
-            stack.extend(reversed(tuple(children())))
     out: list[Recalled] = []
     for items, score_ in units:
         terms: dict[str, None] = {}

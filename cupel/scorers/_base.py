@@ -24,10 +24,10 @@ from __future__ import annotations
 import numbers
 import reprlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from operator import attrgetter
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 
@@ -44,8 +44,10 @@ __all__ = [
     "Scorer",
     "as_score",
     "batch_scores",
+    "children_of",
     "fields_read",
     "score_all",
+    "walk",
 ]
 
 
@@ -90,18 +92,18 @@ class ArrayScorer(BaseScorer):
     def score_all(self, items: Sequence[ContextItem]) -> list[float]:
         if fast_method(self, "_scores", ("score",)) is None:  # a subclass's score() rules
             return BaseScorer.score_all(self, items)
-        result: list[float] = self._scores_in(Batches(items)).tolist()
+        result: list[float] = self._scores(items).tolist()
         return result
 
-    @abstractmethod
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
         """Every item's score as a float64 array."""
+        return self._scores_in(Batches(items))
 
+    @abstractmethod
     def _scores_in(self, batches: Batches) -> FloatArray:
         """:meth:`_scores` within a pass whose batches so far are ``batches``: a scorer
-        with children overrides it and takes their batches from it (:meth:`Batches.of`),
-        so that a child shared by several parents is scored once."""
-        return self._scores(batches.items)
+        with children takes their batches from it (:meth:`Batches.of`), so that a child
+        shared by several parents is scored once."""
 
     def _with_children(self, children: tuple[Scorer, ...]) -> ArrayScorer | None:
         """A copy of this scorer whose ``children()`` are ``children`` (same length and
@@ -216,9 +218,17 @@ def batch_scores(
     return Batches(items, fields).of(scorer)
 
 
+def _batched(scorer: object) -> TypeGuard[ArrayScorer]:
+    """Whether ``scorer`` is scored through its built-in batch (no override of its own)."""
+    return (
+        isinstance(scorer, ArrayScorer)
+        and fast_method(scorer, "_scores", ("score", "score_all")) is not None
+    )
+
+
 def _batch(scorer: Scorer, batches: Batches) -> FloatArray:
     items = batches.items
-    if isinstance(scorer, ArrayScorer) and fast_method(scorer, "_scores", ("score", "score_all")):
+    if _batched(scorer):
         return scorer._scores_in(batches)
     method = getattr(scorer, "score_all", None)
     if callable(method):
@@ -226,6 +236,32 @@ def _batch(scorer: Scorer, batches: Batches) -> FloatArray:
     else:
         raw = [scorer.score(item, items) for item in items]
     return _as_scores(raw, scorer, items)
+
+
+def children_of(scorer: object) -> tuple[Scorer, ...]:
+    """What ``scorer`` delegates to: its ``children()``, if it has that method."""
+    method = getattr(scorer, "children", None)
+    return tuple(method()) if callable(method) else ()
+
+
+def walk(scorer: Scorer, descend: Callable[[Scorer], bool] | None = None) -> Iterator[Scorer]:
+    """Each distinct scorer (by identity) of the tree under ``scorer``, depth first in
+    child order; the children of a scorer for which ``descend`` is false are skipped.
+
+    >>> from cupel import CompositeScorer, KindScorer
+    >>> kind = KindScorer()
+    >>> [type(s).__name__ for s in walk(CompositeScorer([(kind, 1), (kind, 2)]))]
+    ['CompositeScorer', 'KindScorer']
+    """
+    pending = [scorer]
+    seen: list[Scorer] = []
+    while pending:
+        current = pending.pop()
+        if not any(current is done for done in seen):
+            seen.append(current)
+            yield current
+            if descend is None or descend(current):
+                pending.extend(reversed(children_of(current)))
 
 
 def fields_read(scorer: Scorer) -> tuple[str, ...]:
@@ -238,18 +274,9 @@ def fields_read(scorer: Scorer) -> tuple[str, ...]:
     ('timestamp', 'kind')
     """
     names: dict[str, None] = {}
-    pending: list[Scorer] = [scorer]
-    seen: list[Scorer] = []
-    while pending:
-        current = pending.pop()
-        if any(current is done for done in seen):
-            continue
-        seen.append(current)
-        if isinstance(current, ArrayScorer) and fast_method(
-            current, "_scores", ("score", "score_all")
-        ):
+    for current in walk(scorer, _batched):
+        if _batched(current):
             names.update(dict.fromkeys(current._fields))
-            pending.extend(reversed(current.children()))
     return tuple(names)
 
 

@@ -105,9 +105,6 @@ class CompositeScorer(ArrayScorer):
             result += as_score(scorer.score(item, all_items), scorer, item) * weight
         return result
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _scores_in(self, batches: Batches) -> FloatArray:
         """The weighted sum as an array, accumulated child by child in entry order
         (``0.0 + s1 * w1 + s2 * w2 ...``, the same IEEE 754 operations as the per-item

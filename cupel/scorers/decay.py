@@ -24,7 +24,7 @@ from pydantic import Field
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
 from cupel._params import Named, UnitInterval
-from cupel.scorers._base import ArrayScorer, FloatArray, as_score
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray, as_score
 from cupel.scorers._validation import fail, finite_in_unit_interval, number
 
 __all__ = [
@@ -362,8 +362,9 @@ class DecayScorer(ArrayScorer):
             return self._null_score
         return self._score_at(item, self._now())
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item, with the clock read once for the whole pass."""
+        items = batches.items
         if all(item.timestamp is None for item in items):
             return np.full(len(items), self._null_score)
         now = self._now()

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, count, filterfalse
-from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
 
 from cupel._model import ContextItem, ascii_fold
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 from cupel.scorers._tag_counts import Ints, by_postings, by_shared_subsets, shared_subsets_pay
 
 __all__ = ["FrequencyScorer"]
-
-_TAGS = attrgetter("tags")
 
 
 class FrequencyScorer(ArrayScorer):
@@ -52,17 +49,18 @@ class FrequencyScorer(ArrayScorer):
                 matching += 1
         return matching / (len(all_items) - 1)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item at once.
 
         ``touching`` counts, for each tagged position, the positions whose set meets its
         own (its own positions included); the item's peers are that minus the positions
         holding the item itself, which the per-item definition skips by identity.
         """
+        items = batches.items
         n = len(items)
         if n <= 1:
             return np.zeros(n)
-        found = _tag_rows(list(map(_TAGS, items)))
+        found = _tag_rows(batches.column("tags"))
         if found is None:
             return np.zeros(n)
         row_starts, tags, vocabulary = found

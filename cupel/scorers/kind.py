@@ -83,9 +83,6 @@ class KindScorer(ArrayScorer):
 
     _fields = ("kind",)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item: each item's folded kind (``kind.key``) looked up."""
         kinds = batches.column("kind")

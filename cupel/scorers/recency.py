@@ -7,10 +7,10 @@ keyed item scores 1.0 and items without a key score 0.0. Ties share a rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -75,24 +75,18 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
     return ranks
 
 
-class _RankScorer(ArrayScorer, Generic[_K]):
-    """Shared rank algorithm; subclasses say which field is the key."""
-
-    _key: Callable[[ContextItem], _K | None]
+class _RankScorer(ArrayScorer):
+    """Shared rank algorithm; subclasses name the key field (``_fields``)."""
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        return _rank_score(self._key(item), [self._key(other) for other in all_items])
-
-    _field: str
-
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
+        key = attrgetter(self._fields[0])
+        return _rank_score(key(item), list(map(key, all_items)))
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        return rank_scores(batches.column(self._field))
+        return rank_scores(batches.column(self._fields[0]))
 
 
-class RecencyScorer(_RankScorer[datetime]):
+class RecencyScorer(_RankScorer):
     """More recent ``timestamp`` → higher score; the newest item scores 1.0, the oldest 0.0.
 
     >>> from datetime import datetime
@@ -104,12 +98,10 @@ class RecencyScorer(_RankScorer[datetime]):
     [0.0, 0.5, 1.0, 0.0]
     """
 
-    _key = staticmethod(attrgetter("timestamp"))
-    _field = "timestamp"
     _fields = ("timestamp",)
 
 
-class PriorityScorer(_RankScorer[int]):
+class PriorityScorer(_RankScorer):
     """Higher ``priority`` → higher score; the highest scores 1.0, the lowest 0.0.
 
     >>> from cupel import ContextItem
@@ -118,6 +110,4 @@ class PriorityScorer(_RankScorer[int]):
     [1.0, 0.3333333333333333, 0.3333333333333333, 0.0]
     """
 
-    _key = staticmethod(attrgetter("priority"))
-    _field = "priority"
     _fields = ("priority",)

@@ -87,8 +87,8 @@ from cupel._errors import ConfigurationError, EmbeddingError, ScorerConfigError
 from cupel._model import ContextItem
 from cupel._params import LIVE, NonNegative, UnitInterval
 from cupel._text import is_unicode_text
-from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer
-from cupel.scorers._validation import fail, number
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer, children_of, walk
+from cupel.scorers._validation import fail, finite_in_unit_interval, number
 from cupel.scorers.embedding import Embedder, EmbedTexts
 
 __all__ = [
@@ -358,17 +358,8 @@ class RelevanceScorer(ArrayScorer):
         k1_value = number("RelevanceScorer", "k1", k1)
         if not (math.isfinite(k1_value) and k1_value >= 0.0):
             raise fail("RelevanceScorer", "k1", "must be a finite number >= 0", k1)
-        b_value = number("RelevanceScorer", "b", b)
-        if not (math.isfinite(b_value) and 0.0 <= b_value <= 1.0):
-            raise fail("RelevanceScorer", "b", "must be a finite number in [0.0, 1.0]", b)
-        weight = number("RelevanceScorer", "semantic_weight", semantic_weight)
-        if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
-            raise fail(
-                "RelevanceScorer",
-                "semantic_weight",
-                "must be a finite number in [0.0, 1.0]",
-                semantic_weight,
-            )
+        b_value = finite_in_unit_interval("RelevanceScorer", "b", b)
+        weight = finite_in_unit_interval("RelevanceScorer", "semantic_weight", semantic_weight)
         if embed is not None and not isinstance(embed, Embedder):
             if not callable(embed):
                 raise fail(
@@ -489,9 +480,6 @@ class RelevanceScorer(ArrayScorer):
         self._require_bound()
         return math.nan
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _require_bound(self) -> None:
         if self._query is None:
             raise ConfigurationError(
@@ -583,11 +571,6 @@ class RelevanceScorer(ArrayScorer):
         return f"RelevanceScorer({', '.join(parts)})"
 
 
-def _children(scorer: object) -> tuple[Scorer, ...]:
-    method = getattr(scorer, "children", None)
-    return tuple(method()) if callable(method) else ()
-
-
 def has_relevance(scorer: Scorer) -> bool:
     """Whether the scorer tree under ``scorer`` holds a :class:`RelevanceScorer`.
 
@@ -595,7 +578,7 @@ def has_relevance(scorer: Scorer) -> bool:
     >>> has_relevance(KindScorer()), has_relevance(CompositeScorer([(RelevanceScorer(), 1)]))
     (False, True)
     """
-    return _any(scorer, lambda current: isinstance(current, RelevanceScorer))
+    return any(isinstance(current, RelevanceScorer) for current in walk(scorer))
 
 
 def needs_query(scorer: Scorer) -> bool:
@@ -606,21 +589,9 @@ def needs_query(scorer: Scorer) -> bool:
     >>> needs_query(CompositeScorer([(KindScorer(), 1), (RelevanceScorer(), 1)]))
     True
     """
-    return _any(scorer, lambda current: isinstance(current, RelevanceScorer) and not current.bound)
-
-
-def _any(scorer: Scorer, test: Callable[[object], bool]) -> bool:
-    pending: list[object] = [scorer]
-    seen: list[object] = []
-    while pending:
-        current = pending.pop()
-        if any(current is done for done in seen):
-            continue
-        seen.append(current)
-        if test(current):
-            return True
-        pending.extend(_children(current))
-    return False
+    return any(
+        isinstance(current, RelevanceScorer) and not current.bound for current in walk(scorer)
+    )
 
 
 EMBEDDINGS_FIX = "embeddings= needs a policy with relevance, e.g. policy='recall'"
@@ -691,7 +662,7 @@ def _rebuild(
     if isinstance(scorer, RelevanceScorer):
         result: Scorer = change(scorer)
     else:
-        children = _children(scorer)
+        children = children_of(scorer)
         rebuilt_children = tuple(_rebuild(child, change, done, where) for child in children)
         if all(new is old for new, old in zip(rebuilt_children, children, strict=True)):
             result = scorer

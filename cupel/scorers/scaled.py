@@ -81,9 +81,6 @@ class ScaledScorer(ArrayScorer):
             return 0.5
         return (raw - low) / (high - low)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _scores_in(self, batches: Batches) -> FloatArray:
         """The min-max scaling of the inner batch (scored once per pass), on arrays. The
         bounds are the first minimum and maximum of the non-NaN scores (``argmin`` /

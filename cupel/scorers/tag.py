@@ -106,9 +106,6 @@ class TagScorer(ArrayScorer):
 
     _fields = ("tags",)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item: each tag's weight looked up (folded once per distinct
         spelling when case-insensitive), then summed per item by ``np.bincount``, which adds
