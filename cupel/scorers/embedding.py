@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from cupel._errors import ConfigurationError, EmbeddingError
+from cupel._errors import EmbeddingError, refusal
 from cupel.scorers._base import FloatArray
 
 __all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "model_embedder", "shared_embedder"]
@@ -73,25 +73,13 @@ class Embedder:
         max_texts: int = DEFAULT_MAX_TEXTS,
     ) -> None:
         if not callable(embed):
-            raise ConfigurationError(
-                f"Embedder: embed must be a callable taking a list of texts and returning "
-                f"one vector per text, got {type(embed).__name__} {embed!r}",
-                field="embed",
-                value=embed,
-            )
+            rule = "must be a callable taking a list of texts and returning one vector per text"
+            raise refusal("Embedder", "embed", rule, embed, typed=True)
         if query is not None and not callable(query):
-            raise ConfigurationError(
-                f"Embedder: query must be a callable taking one text and returning its "
-                f"vector, or None, got {type(query).__name__} {query!r}",
-                field="query",
-                value=query,
-            )
+            rule = "must be a callable taking one text and returning its vector, or None"
+            raise refusal("Embedder", "query", rule, query, typed=True)
         if isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1:
-            raise ConfigurationError(
-                f"Embedder: max_texts must be an int >= 1, got {max_texts!r}",
-                field="max_texts",
-                value=max_texts,
-            )
+            raise refusal("Embedder", "max_texts", "must be an int >= 1", max_texts)
         self._embed = embed
         self._query = query
         self.name = name if name is not None else getattr(embed, "__qualname__", repr(embed))

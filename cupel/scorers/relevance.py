@@ -83,7 +83,7 @@ from typing import Annotated
 
 import numpy as np
 
-from cupel._errors import ConfigurationError, EmbeddingError, ScorerConfigError
+from cupel._errors import ConfigurationError, EmbeddingError, refusal
 from cupel._model import ContextItem
 from cupel._params import LIVE, NonNegative, UnitInterval
 from cupel._text import is_unicode_text
@@ -345,11 +345,8 @@ class RelevanceScorer(ArrayScorer):
     ) -> None:
         if query is not None:
             if not isinstance(query, str):
-                raise ScorerConfigError(
-                    f"RelevanceScorer: query must be text (a str) or None, "
-                    f"got {type(query).__name__} {query!r}",
-                    field="query",
-                    value=query,
+                raise fail(
+                    "RelevanceScorer", "query", "must be text (a str) or None", query, typed=True
                 )
             if not is_unicode_text(query):
                 raise fail(
@@ -617,8 +614,8 @@ def with_embedder(scorer: Scorer, embed: Embedder | EmbedTexts) -> Scorer:
             field="embeddings",
             value=embed,
         )
-    done: list[tuple[object, Scorer]] = []
-    return _rebuild(scorer, lambda found: found.with_embedder(embedder), done, "with_embedder")
+    fix = "give the RelevanceScorer its embedding (RelevanceScorer(embed=...))"
+    return _rebuild(scorer, lambda found: found.with_embedder(embedder), "with_embedder", "a", fix)
 
 
 def bind_query(scorer: Scorer, query: str) -> Scorer:
@@ -634,60 +631,50 @@ def bind_query(scorer: Scorer, query: str) -> Scorer:
     CompositeScorer([(KindScorer(), 0.5), (RelevanceScorer('cats'), 0.5)])
     """
     if not isinstance(query, str):
-        raise ConfigurationError(
-            f"with_query: query must be text (a str), got {type(query).__name__} {query!r}",
-            field="query",
-            value=query,
-        )
+        raise refusal("with_query", "query", "must be text (a str)", query, typed=True)
     if not needs_query(scorer):
         return scorer
-    done: list[tuple[object, Scorer]] = []
     return _rebuild(
         scorer,
         lambda found: found if found.bound else found.with_query(query),
-        done,
         "with_query",
+        "an unbound",
+        "bind the RelevanceScorer (RelevanceScorer(query) or .with_query(query))",
     )
 
 
 def _rebuild(
     scorer: Scorer,
     change: Callable[[RelevanceScorer], RelevanceScorer],
-    done: list[tuple[object, Scorer]],
     where: str,
+    held: str,
+    fix: str,
 ) -> Scorer:
-    for old, new in done:
-        if old is scorer:
-            return new
-    if isinstance(scorer, RelevanceScorer):
-        result: Scorer = change(scorer)
-    else:
-        children = children_of(scorer)
-        rebuilt_children = tuple(_rebuild(child, change, done, where) for child in children)
-        if all(new is old for new, old in zip(rebuilt_children, children, strict=True)):
-            result = scorer
+    """``scorer``'s tree with each :class:`RelevanceScorer` replaced by ``change`` of it,
+    the scorers above rebuilt (``_with_children``) and shared ones kept shared; one that
+    cannot be rebuilt raises, named with ``where``, ``held`` and ``fix``."""
+    done: list[tuple[object, Scorer]] = []
+
+    def rebuild(node: Scorer) -> Scorer:
+        for old, new in done:
+            if old is node:
+                return new
+        result: Scorer | None = node
+        if isinstance(node, RelevanceScorer):
+            result = change(node)
         else:
-            rebuilt = (
-                scorer._with_children(rebuilt_children) if isinstance(scorer, ArrayScorer) else None
-            )
-            if rebuilt is None:
-                held, fix = (
-                    (
-                        "an unbound",
-                        "bind the RelevanceScorer (RelevanceScorer(query) or .with_query(query))",
-                    )
-                    if where == "with_query"
-                    else (
-                        "a",
-                        "give the RelevanceScorer its embedding (RelevanceScorer(embed=...))",
-                    )
-                )
+            children = children_of(node)
+            rebuilt = tuple(map(rebuild, children))
+            if any(new is not old for new, old in zip(rebuilt, children, strict=True)):
+                result = node._with_children(rebuilt) if isinstance(node, ArrayScorer) else None
+            if result is None:
                 raise ConfigurationError(
-                    f"{where}: {type(scorer).__name__} holds {held} RelevanceScorer but cannot "
+                    f"{where}: {type(node).__name__} holds {held} RelevanceScorer but cannot "
                     f"be rebuilt with new children; {fix} before building it",
                     field="scorer",
-                    value=scorer,
+                    value=node,
                 )
-            result = rebuilt
-    done.append((scorer, result))
-    return result
+        done.append((node, result))
+        return result
+
+    return rebuild(scorer)

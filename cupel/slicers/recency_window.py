@@ -74,7 +74,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
-from typing import Any
 
 import numpy as np
 
@@ -152,18 +151,6 @@ class RecencyWindowSlice(BaseSlicer):
         self.low_water = None if low_water is None else float(low_water)
         self.partial_blocks = partial_blocks
 
-    def __repr__(self) -> str:
-        parts = []
-        if self.block_key != DEFAULT_BLOCK_KEY:
-            parts.append(f"block_key={self.block_key!r}")
-        if self.scored_share:
-            parts.append(f"scored_share={self.scored_share!r}")
-        if self.low_water is not None:
-            parts.append(f"low_water={self.low_water!r}")
-        if self.partial_blocks:
-            parts.append("partial_blocks=True")
-        return f"RecencyWindowSlice({', '.join(parts)})"
-
     def _key(self) -> tuple[str | None, float, float | None, bool]:
         return (self.block_key, self.scored_share, self.low_water, self.partial_blocks)
 
@@ -174,9 +161,6 @@ class RecencyWindowSlice(BaseSlicer):
 
     def __hash__(self) -> int:
         return hash((type(self), *self._key()))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, self._key())
 
     # -- the spec's list interface ----------------------------------------------------
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
@@ -409,17 +393,6 @@ class _Given:
         values = self._values
         value = None if values is None else values[position]
         return _NO_BLOCK if value is None else (type(value), value)
-
-
-def _rebuild(
-    block_key: str | None,
-    scored_share: float,
-    low_water: float | None = None,
-    partial_blocks: bool = False,
-) -> RecencyWindowSlice:
-    return RecencyWindowSlice(
-        block_key, scored_share=scored_share, low_water=low_water, partial_blocks=partial_blocks
-    )
 
 
 class _Blocks:
