@@ -227,13 +227,7 @@ class Pipeline:
         stages: Stages,
         on_overflow: OverflowCallback | None,
     ) -> ContextResult:
-        """The six stages (see :mod:`cupel._pipeline`); ``stages`` reports them or not.
-
-        From Score to Slice the candidates travel as positions into the scoreable items
-        with their scores as a float64 array; a built-in slicer that selects on columns
-        is given the scores and token counts as arrays, any other slicer the spec's
-        ScoredItem list. The placer is always given the merged window's ScoredItems.
-        """
+        """The six stages (see :mod:`cupel._pipeline`); ``stages`` reports them or not."""
         classified = stages.classify(items, budget, self._fields_read())
         scores = stages.score(self.scorer, classified)
         survivors = stages.deduplicate(classified, scores, self.deduplication)

@@ -1,21 +1,12 @@
 """Report building (private): the stages as a traced run sees them.
 
-:data:`UNTRACED` runs the six stages and nothing else. :class:`Traced` runs the same
-stage functions and, around each, tells the collector what it decided: the stage's
-start, its exclusions (and inclusions), its timing event. Selection never reads the
-collector, so a traced run selects exactly what an untraced one does; the report is
-built from the stages' results, in the order the collector has always received them.
-
-Each stage's entries come from one builder (``_negative_entries``, ``_duplicate_entries``,
-``_slice_entries``, ``_truncation_entries``, ``_window_entries``) that gathers the
-stage's columns — items, scores, reasons (equal reasons built once and shared) — and
-makes the entries from them in bulk (:func:`~cupel.diagnostics._entries.entries`). When
-a collector needs them one by one (observers at item detail, OpenTelemetry, a
-subclass's ``on_excluded``), the builder runs as the stage ends and each entry is passed
-on; when it does not (:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s
-collector), the builder itself is handed over and the report runs it on its first read
-of ``included`` / ``excluded``: the same entries, built later
-(tests/core/perf/test_perf_report.py).
+:data:`UNTRACED` runs the six stages and nothing else; :class:`Traced` runs the same
+stage functions and tells the collector what each decided (its start, exclusions,
+inclusions, timing), so a traced run selects exactly what an untraced one does. Each
+stage's entries come from one builder (``_negative_entries``, ``_slice_entries``, ...)
+that makes them in bulk; a collector that needs them one by one gets them as the stage
+ends, any other (:func:`~cupel.diagnostics._collectors.deferring`) the builder itself,
+which the report runs on its first read (tests/core/perf/test_perf_report.py).
 """
 
 from __future__ import annotations
@@ -26,7 +17,7 @@ from dataclasses import replace
 from itertools import compress
 from operator import not_
 from time import perf_counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
@@ -58,17 +49,12 @@ from cupel.slicers._base import Slicer
 __all__ = ["UNTRACED", "Placed", "Stages", "Traced"]
 
 
-class Placed:
+class Placed(NamedTuple):
     """The window in placed order, its token total and the overflow event (if any)."""
 
-    __slots__ = ("items", "overflow", "tokens")
-
-    def __init__(
-        self, items: list[ContextItem], tokens: int, overflow: OverflowEvent | None
-    ) -> None:
-        self.items = items
-        self.tokens = tokens
-        self.overflow = overflow
+    items: list[ContextItem]
+    tokens: int
+    overflow: OverflowEvent | None
 
 
 class Stages:

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cupel._errors import CupelError
-from cupel._fastpath import FloatArray, IntArray
+from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
@@ -73,19 +73,22 @@ def slice_items(
     scoreable = classified.scoreable
     sliced_budget = effective_budget(budget, classified.pinned_tokens)
     found = ranking.columns
-    chosen = _array_slice(slicer, scoreable, ranking, sliced_budget)
-    if chosen is not None and found is not None:
-        # Ruling 13: the selection enters the merge in the Sort stage's order.
+    select = fast_selector(slicer)
+    if select is not None and found is not None:
         order = ranking.order
-        selected = np.zeros(len(scoreable), dtype=np.bool_)
-        selected[chosen] = True
-        chosen = order[selected[order]]
-        return Sliced(
-            sliced_budget,
-            take(scoreable, chosen.tolist()),
-            found.scores[chosen],
-            int(found.tokens[chosen].sum()),
-        )
+        candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
+        positions = select(candidates, sliced_budget)
+        if positions is not None:
+            # Ruling 13: the selection enters the merge in the Sort stage's order.
+            selected = np.zeros(len(scoreable), dtype=np.bool_)
+            selected[order[positions]] = True
+            chosen = order[selected[order]]
+            return Sliced(
+                sliced_budget,
+                take(scoreable, chosen.tolist()),
+                found.scores[chosen],
+                int(found.tokens[chosen].sum()),
+            )
     ranked = scored_pairs(*ranked_lists(scoreable, ranking))
     outcome = slice_detailed(slicer, ranked, sliced_budget)
     kept = _reassociate(ranked, outcome.selected, slicer)
@@ -93,21 +96,6 @@ def slice_items(
     return Sliced(
         sliced_budget, items, list(map(SCORE, kept)), sum(map(TOKENS, items)), outcome, ranked
     )
-
-
-def _array_slice(
-    slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
-) -> IntArray | None:
-    """The built-in slicer's array fast path: the selected positions into
-    ``scoreable`` (in the slicer's output order), or ``None`` (no array path)."""
-    found = ranking.columns
-    select = fast_selector(slicer)
-    if select is None or found is None:
-        return None
-    order = ranking.order
-    candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
-    positions = select(candidates, budget)
-    return None if positions is None else order[positions]
 
 
 def _reassociate(
