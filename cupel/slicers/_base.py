@@ -18,12 +18,7 @@ from fractions import Fraction
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from cupel._errors import ConfigurationError, ItemError, SlicerConfigError, refusal
-from cupel._fastpath import (
-    FloatArray,
-    TokenArray,
-    fast_method,
-)
-from cupel._fastpath import IntArray as IntArray  # re-exported (recency_window reads it here)
+from cupel._fastpath import FloatArray, IntArray, TokenArray, fast_method
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel._params import Configurable
 from cupel.diagnostics._outcomes import SliceOutcome

@@ -152,7 +152,7 @@ class _CountQuotaSlicer(BaseSlicer):
             if quota.require_count <= 0:
                 continue
             # sorted() is stable: equal scores keep input order.
-            candidates = sorted(partitions.get(quota.kind.key, ()), key=_negated_score)
+            candidates = sorted(partitions.get(quota.kind.key, ()), key=lambda entry: -entry.score)
             chosen = candidates[: quota.require_count]
             for candidate in chosen:
                 committed.append(candidate.item)
@@ -195,10 +195,6 @@ class _CountQuotaSlicer(BaseSlicer):
     @abstractmethod
     def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
         """Phase 2: select from ``residual`` within ``budget``, in the order phase 3 uses."""
-
-
-def _negated_score(entry: ScoredItem) -> float:
-    return -entry.score
 
 
 class CountQuotaSlice(_CountQuotaSlicer):

@@ -41,7 +41,7 @@ class GreedySlice(BaseSlicer):
         items = list(map(_ITEM, scored))
         scores = np.array(list(map(_SCORE, scored)), dtype=np.float64)
         sizes = list(map(_TOKENS, items))
-        tokens = np.array(sizes, dtype=np.int64 if _fits_int64(sizes) else object)
+        tokens = np.array(sizes, dtype=np.int64 if sum(map(abs, sizes)) < 2**63 else object)
         positions = greedy_positions(scores, tokens, budget.target_tokens)
         return list(map(items.__getitem__, positions.tolist()))
 
@@ -54,11 +54,6 @@ class GreedySlice(BaseSlicer):
 _ITEM = itemgetter(0)
 _SCORE = itemgetter(1)
 _TOKENS = attrgetter("tokens")
-
-
-def _fits_int64(sizes: list[int]) -> bool:
-    """Whether token counts and their running sums all fit int64."""
-    return sum(map(abs, sizes)) < 2**63
 
 
 def greedy_positions(scores: FloatArray, tokens: npt.NDArray[Any], target: int) -> IntArray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
@@ -140,7 +141,9 @@ class QuotaSlice(BaseSlicer):
         # as unmet. A requirement is unmet only when no partition met it; then the best
         # partition's count is the satisfied count.
         shortfalls = tuple(
-            max(reports, key=_satisfied) for reports in short.values() if len(reports) == calls
+            max(reports, key=attrgetter("satisfied_count"))
+            for reports in short.values()
+            if len(reports) == calls
         )
         return SliceOutcome(selected, tuple(exclusions), shortfalls)
 
@@ -169,10 +172,6 @@ class QuotaSlice(BaseSlicer):
                 proportional = unassigned * masses[key] // distributable
             budgets[key] = min(require + proportional, cap)
         return budgets
-
-
-def _satisfied(shortfall: CountRequirementShortfall) -> int:
-    return shortfall.satisfied_count
 
 
 def _percent(name: str, value: object) -> float:

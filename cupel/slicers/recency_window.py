@@ -70,7 +70,7 @@ Without blocks the answer A1 would be kept without its question Q1:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
@@ -78,9 +78,10 @@ from operator import itemgetter
 import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
+from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates, IntArray, fail
+from cupel.slicers._base import BaseSlicer, Candidates, fail
 from cupel.slicers.greedy import greedy_positions
 
 __all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
@@ -89,6 +90,9 @@ DEFAULT_BLOCK_KEY = "cupel:turn"
 """The metadata key whose value groups items into blocks (a chat turn)."""
 
 _NO_BLOCK = object()
+
+BlockOf = Callable[[int], object]
+"""The block of the candidate at a position (``_NO_BLOCK``: a block of its own)."""
 
 
 class RecencyWindowSlice(BaseSlicer):
@@ -207,13 +211,9 @@ class RecencyWindowSlice(BaseSlicer):
         target = self._target([item.tokens for item in items], budget.target_tokens)
         available = target - sum(item.tokens for item in selected)
         order = _walk_order(items, range(len(items)))
-        blocks = _Blocks(self.block_key, items)
-        cut = 0
-        for position in order:
-            if id(items[position]) not in taken:
-                cut = position
-                break
-        else:
+        blocks = _Blocks(self.block_key, items).of
+        cut = next((position for position in order if id(items[position]) not in taken), None)
+        if cut is None:
             return {}
         # the unit at the cut: its block's members that were not taken
         members = _block_at(order, order.index(cut), blocks)[0]
@@ -251,7 +251,7 @@ class RecencyWindowSlice(BaseSlicer):
         candidates' scores (read only with a share)."""
         full = target
         target = self._target(tokens, target)
-        blocks = _Blocks(self.block_key, items)
+        blocks = _Blocks(self.block_key, items).of
         share = self.scored_share
         partial = self.partial_blocks
         if not share:
@@ -330,7 +330,7 @@ class GivenWindowShare(RecencyWindowSlice):
         window = [p for p in order if id(items[p]) in given]
         rest = [p for p in order if id(items[p]) in recallable]
         left = target - sum(tokens[p] for p in window)
-        blocks = _Blocks(self.block_key, items)
+        blocks = _Blocks(self.block_key, items).of
         units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
         return [*window, *(p for unit in units for p in unit)], units
 
@@ -370,29 +370,20 @@ def plain_window(
         )
     if not tokens or target <= 0:
         return []
+    values = None if slicer.block_key is None else blocks
+
+    def block_of(position: int) -> object:
+        value = None if values is None else values[position]
+        return _NO_BLOCK if value is None else (type(value), value)
+
     return _walk_newest(
         range(len(tokens)),
         slicer._target(tokens, target),
         target,
         tokens,
-        _Given(None if slicer.block_key is None else blocks),
+        block_of,
         slicer.partial_blocks,
     )[0]
-
-
-class _Given:
-    """Block values given as a column, read as the walk reaches them (``_Blocks`` reads
-    them from the items); ``None``: every candidate is a block of its own."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, values: Sequence[int | str | None] | None) -> None:
-        self._values = values
-
-    def of(self, position: int) -> object:
-        values = self._values
-        value = None if values is None else values[position]
-        return _NO_BLOCK if value is None else (type(value), value)
 
 
 class _Blocks:
@@ -433,7 +424,7 @@ def _walk(
     start: int,
     budget: int,
     tokens: Sequence[int],
-    blocks: _Blocks | _Given,
+    blocks: BlockOf,
     skip: frozenset[int],
     *,
     partial: bool = False,
@@ -453,9 +444,7 @@ def _walk(
         members, following = _block_at(order, index, blocks)
         if skip:
             members = [p for p in members if p not in skip]
-        need = 0
-        for p in members:
-            need += tokens[p]
+        need = sum(map(tokens.__getitem__, members))
         if need > remaining:
             if partial and len(members) > 1:
                 head = members[-1]  # walk order is newest first: the block's oldest item
@@ -484,7 +473,7 @@ def _walk_newest(
     budget: int,
     full: int,
     tokens: Sequence[int],
-    blocks: _Blocks | _Given,
+    blocks: BlockOf,
     partial: bool = False,
 ) -> tuple[list[int], int, int]:
     """:func:`_walk` from the newest item with ``budget`` — and when that takes nothing
@@ -502,9 +491,9 @@ def _walk_newest(
     return (newest, end, need) if need <= full else (taken, cut, used)
 
 
-def _block_at(order: Sequence[int], index: int, blocks: _Blocks | _Given) -> tuple[list[int], int]:
+def _block_at(order: Sequence[int], index: int, blocks: BlockOf) -> tuple[list[int], int]:
     """The block starting at walk index ``index``: its positions and the walk index after it."""
-    block_of = blocks.of
+    block_of = blocks
     block = block_of(order[index])
     members = [order[index]]
     following = index + 1
@@ -549,7 +538,7 @@ def _share(
     reserve: int,
     tokens: Sequence[int],
     scores: Sequence[float],
-    blocks: _Blocks,
+    blocks: BlockOf,
 ) -> list[list[int]]:
     """The scored share's picks among ``older`` (the walk behind the window's cut, newest
     first) within ``reserve`` tokens: whole *units* — each block (consecutive items of the
@@ -564,7 +553,7 @@ def _share(
     units: list[list[int]] = []
     previous: object = _NO_BLOCK
     for position in older:
-        block = blocks.of(position)
+        block = blocks(position)
         if block is not _NO_BLOCK and block == previous:
             units[-1].append(position)
         else:
