@@ -60,24 +60,11 @@ class Placed(NamedTuple):
 class Stages:
     """The six stages, untraced."""
 
-    def classify(
-        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
-    ) -> Classified:
-        return classify(items, budget, names)
-
-    def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
-        return score(scorer, classified)
-
-    def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
-        return deduplicate(classified, scores, enabled)
-
-    def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
-        return sort(classified, scores, survivors)
-
-    def slice(
-        self, slicer: Slicer, classified: Classified, ranking: Ranking, budget: ContextBudget
-    ) -> Sliced:
-        return slice_items(slicer, classified, ranking, budget)
+    classify = staticmethod(classify)
+    score = staticmethod(score)
+    deduplicate = staticmethod(deduplicate)
+    sort = staticmethod(sort)
+    slice = staticmethod(slice_items)
 
     def place(
         self,
@@ -144,7 +131,9 @@ class Traced(Stages):
         self._done(PipelineStage.SCORE, start, len(classified.scoreable))
         return scores
 
-    def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
+    def deduplicate(
+        self, classified: Classified, scores: FloatArray | list[Any], enabled: bool
+    ) -> Survivors:
         start = self._start(PipelineStage.DEDUPLICATE)
         scoreable = classified.scoreable
         survivors = deduplicate(classified, scores, enabled)

@@ -1,22 +1,14 @@
 """The scorer interface.
 
-A scorer maps an item (and its peers) to a float: ``score(item, all_items)``. That is all
-a custom scorer has to implement. The pipeline scores a whole pass at once through
-:func:`batch_scores`, which calls a scorer's ``score_all(items)`` batch method when it has
-one (:class:`BaseScorer`'s loops over ``score``), else ``score`` per item.
-
-The built-ins that score relative to the pass are :class:`ArrayScorer`\\ s: their batch
-is one whole-pass algorithm returning a float64 numpy array (``_scores``), O(N log N) or
-less instead of the O(N^2) of calling ``score`` per item; ``score_all`` is that array as
-a list. A user's subclass of a built-in that overrides ``score`` (or ``score_all``) is
-scored through its override, never through the built-in batch (the rule of
-:func:`cupel._fastpath.fast_method`, shared with the slicers and placers).
-
-Every value a scorer returns is checked once, where the batch is taken: scores are real
-numbers that fit an IEEE 754 double (NaN and infinities included); anything else raises
-:class:`~cupel.ScoreError` naming the scorer and the item. Within one pass, each distinct
-scorer object is scored once, however many composites share it: the pass's batches
-travel explicitly (a :class:`Batches` handed from parent to child).
+A scorer maps an item (and its peers) to a float: ``score(item, all_items)``, all that a
+custom scorer implements. The pipeline scores a whole pass at once (:func:`batch_scores`):
+a built-in :class:`ArrayScorer` by one whole-pass algorithm on arrays (O(N log N) or less,
+where per-item calls of a relative scorer are O(N^2)), any other scorer through its
+``score_all(items)`` if it has one, else ``score`` per item. A user's subclass overriding
+``score`` (or ``score_all``) is scored through its override
+(:func:`cupel._fastpath.fast_method`). Every score is checked once, where the batch is
+taken (:func:`as_score`), and each distinct scorer object is scored once per pass,
+however many composites share it (:class:`Batches`).
 """
 
 from __future__ import annotations
@@ -81,10 +73,8 @@ class BaseScorer(Configurable, ABC):
 
 
 class ArrayScorer(BaseScorer):
-    """A built-in whose batch is one whole-pass algorithm, :meth:`_scores`, returning a
-    float64 array. ``score_all`` returns that array as a list. A subclass that overrides
-    ``score`` is scored through its ``score`` instead.
-    """
+    """A built-in whose batch is one whole-pass algorithm returning a float64 array
+    (``score_all`` is that array as a list), unless a subclass overrides ``score``."""
 
     _fields: ClassVar[tuple[str, ...]] = ()
     """The item fields the batch reads (through :meth:`Batches.column`)."""
@@ -107,8 +97,7 @@ class ArrayScorer(BaseScorer):
 
     def _with_children(self, children: tuple[Scorer, ...]) -> ArrayScorer | None:
         """A copy of this scorer whose ``children()`` are ``children`` (same length and
-        order, otherwise the same configuration), or ``None`` when it cannot be rebuilt
-        (the default; the scorers with children override it)."""
+        order), or ``None`` when it cannot be rebuilt (the default)."""
         return None
 
 
