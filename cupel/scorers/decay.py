@@ -36,6 +36,7 @@ __all__ = [
     "SystemTimeProvider",
     "TimeProvider",
     "WindowDecay",
+    "as_utc",
     "duration_from_seconds",
 ]
 
@@ -46,7 +47,7 @@ StepWindow = tuple[Annotated[timedelta, Named("max_age")], Annotated[UnitInterva
 """One step of a :class:`StepDecay`: ``(max_age, score)``."""
 
 
-def _as_utc(value: datetime) -> datetime:
+def as_utc(value: datetime) -> datetime:
     """Naive datetimes are UTC; aware ones keep their instant."""
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=timezone.utc)
@@ -88,7 +89,7 @@ class FixedTimeProvider:
     def __init__(self, instant: datetime) -> None:
         if not isinstance(instant, datetime):
             raise fail("FixedTimeProvider", "instant", "must be a datetime", instant, typed=True)
-        self._instant = _as_utc(instant)
+        self._instant = as_utc(instant)
 
     @property
     def instant(self) -> datetime:
@@ -350,7 +351,7 @@ class DecayScorer(ArrayScorer):
                 field="time_provider",
                 value=self._provider,
             )
-        return _as_utc(now)
+        return as_utc(now)
 
     def _score_at(self, item: ContextItem, now: datetime) -> float:
         if item.timestamp is None:
