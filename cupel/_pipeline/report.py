@@ -11,7 +11,6 @@ which the report runs on its first read (tests/core/perf/test_perf_report.py).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress
@@ -27,7 +26,7 @@ from cupel._pipeline.place import Merged, OverflowCallback, arrange, merge
 from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, first_occurrences, scored_pairs
 from cupel.diagnostics._collectors import TraceCollector, deferring
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
@@ -286,7 +285,7 @@ def _slice_entries(
 ) -> list[ExcludedItem]:
     """One exclusion per candidate the slicer did not select, in ranked order. An
     object listed more than once (deduplication off) is counted per occurrence: the
-    first ones in ranked order are the selected ones (:func:`_left_out`). The reason of
+    first ones in ranked order are the selected ones (:func:`first_occurrences`). The reason of
     each: a count cap's ``CountCapExceeded``, else the reason the slicer gave itself
     (``explained``, keyed by ``id(item)``), else the budget's (:class:`_BudgetReasons`);
     equal reasons (immutable values) are built once and shared."""
@@ -302,29 +301,11 @@ def _slice_entries(
         (id(c.item), CountCapExceeded(c.kind, c.cap, c.count)) for c in outcome.cap_exclusions
     )
     keys = list(map(id, ranked_items))
-    left_out = _left_out(keys, list(map(id, sliced.items)))
+    left_out = list(map(not_, first_occurrences(keys, list(map(id, sliced.items)))))
     items = list(compress(ranked_items, left_out))
     fallback = map(by_budget.__getitem__, map(TOKENS, items))
     reasons = list(map(given.get, compress(keys, left_out), fallback))
     return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
-
-
-def _left_out(keys: list[int], selected: list[int]) -> list[bool]:
-    """Per candidate (``keys``: ids in ranked order), whether the slicer left it out: a
-    key selected ``k`` times is selected at its first ``k`` occurrences.
-
-    >>> _left_out([7, 8, 7, 9, 7], [7, 9, 7])
-    [False, True, False, False, True]
-    """
-    quota = Counter(selected)
-    get = quota.get
-    left: list[bool] = []
-    for key in keys:
-        times = get(key, 0)
-        if times:
-            quota[key] = times - 1
-        left.append(not times)
-    return left
 
 
 class _BudgetReasons(dict[int, ExclusionReason]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,7 +14,7 @@ from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs, take
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, first_occurrences, scored_pairs, take
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
@@ -101,11 +102,9 @@ def slice_items(
 def _reassociate(
     ranked: list[ScoredItem], selected: Sequence[ContextItem], slicer: object
 ) -> list[ScoredItem]:
-    """The slicer's selection with its scores, in ranked order (ruling 13: the selection
-    enters the merge in the Sort stage's order, whatever order the slicer returned it
-    in). Items are matched by identity; the slicer must return a subset of its candidates
-    (an object listed n times may be selected at most n times, its first occurrences in
-    ranked order being the selected ones)."""
+    """The slicer's selection with its scores, in ranked order (ruling 13). Items are
+    matched by identity; the slicer must return a subset of its candidates (an object
+    listed n times at most n times: :func:`first_occurrences`)."""
     ids = list(map(id, map(ITEM, ranked)))
     present = dict.fromkeys(ids)
     wanted = list(map(id, selected))
@@ -120,9 +119,4 @@ def _reassociate(
         available = Counter(ids)
         if any(count > available[key] for key, count in remaining.items()):
             raise CupelError(f"slicer {slicer!r} returned the same item more than once")
-    kept: list[ScoredItem] = []
-    for key, entry in zip(ids, ranked, strict=True):
-        if remaining[key] > 0:
-            remaining[key] -= 1
-            kept.append(entry)
-    return kept
+    return list(compress(ranked, first_occurrences(ids, wanted)))

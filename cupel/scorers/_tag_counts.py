@@ -13,8 +13,7 @@ Two methods, both exact:
   pairs in them far outnumber the tag pairs of the sets): inclusion-exclusion over the
   subsets of each distinct set that some other set also contains, for sets of at most
   ``_COMBINATION_TAGS`` tags (at most 2^12 subsets each; :func:`shared_subsets_pay`
-  decides). A 16-tag vocabulary has about 10^10 posting-list pairs at 100,000 items of
-  8 tags, a 1,000-tag one 3 * 10^8, against 2.8 * 10^6 tag pairs.
+  decides).
 """
 
 from __future__ import annotations
@@ -114,15 +113,11 @@ def by_shared_subsets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> 
     ``(sets, comb(length, k))`` array of subset keys per group, computed from the level
     before by column gathers.
 
-    A ``k``-subset's key is its rank among all ``k``-subsets (``sum comb(t_j, j)`` over its
-    sorted tags, ``comb`` read from a table) or, past 2^62, the dense id of its
-    ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are counted
-    by one bincount; otherwise a sort finds the keys held by more than one set (a key held
-    once adds nothing; below 2^31 the 32-bit keys alone are sorted and the records holding
-    a repeated key found through a hash table) and only those records are touched again.
-    A subset is only generated when every subset one tag smaller is shared (apriori), and
-    a set leaves once none of its subsets is. When few sets repeat, each position is
-    counted as a set of its own (no weights).
+    A ``k``-subset's key is its rank among all ``k``-subsets or, past 2^62, the dense id
+    of its ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are
+    counted by one bincount, others by a sort that finds the keys held by more than one
+    set. A subset is only generated when every subset one tag smaller is shared
+    (apriori), and a set leaves once none of its subsets is.
     """
     extra = int(mult.sum()) - len(mult)
     if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position

@@ -106,10 +106,8 @@ class CompositeScorer(ArrayScorer):
         return result
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """The weighted sum as an array, accumulated child by child in entry order
-        (``0.0 + s1 * w1 + s2 * w2 ...``, the same IEEE 754 operations as the per-item
-        loop). Each distinct child is scored once per pass (``batches``), even when it
-        appears in several entries or at several levels of nested composites."""
+        """The weighted sum, accumulated child by child in entry order (the per-item loop's
+        IEEE 754 operations); each distinct child is scored once per pass (``batches``)."""
         items = batches.items
         result = np.zeros(len(items))
         scaled = np.empty(len(items))  # one buffer for every child's ``s * w``

@@ -162,9 +162,7 @@ class Embedder:
 
     def vectors(self, texts: Sequence[str]) -> FloatArray:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in
-        the cache are sent to the model, once each, in one call. The cache is one matrix
-        (a row per text) and a dict from text to row: the known rows are read by one
-        look-up per text and one indexing of the matrix."""
+        the cache are sent to the model, once each, in one call."""
         cache = self._texts
         with self._lock:  # the known rows are copied out: another thread may evict them
             rows = np.fromiter(map(cache.get, texts, repeat(-1)), np.intp, len(texts))
@@ -212,8 +210,8 @@ class Embedder:
         return out
 
     def _store(self, new: dict[str, FloatArray]) -> None:
-        """Keep ``new``'s vectors (under the lock), the least recently used evicted first
-        to make room: the matrix grows past ``max_texts`` rows only for a larger batch."""
+        """Keep ``new``'s vectors (under the lock), evicting the least recently used; the
+        cache is one matrix (a row per text) and a dict from text to row."""
         cache, free = self._texts, self._free
         while cache and len(cache) + len(new) > self.max_texts:
             free.append(cache.popitem(last=False)[1])

@@ -24,12 +24,10 @@ class FrequencyScorer(ArrayScorer):
     denominator stays ``len(all_items) - 1``. Tagless items score 0.0 and never count as
     peers; a pass of one item scores 0.0.
 
-    ``score_all`` counts, for each position, the positions whose folded tag set meets its
-    own, exactly (:mod:`cupel.scorers._tag_counts`): by merging the tags' posting lists
-    (each pair of positions sharing a tag found once, in chunks: time and memory bounded
-    by the pairs in the posting lists), or, for dense small vocabularies where those pairs
-    far outnumber the tag pairs of the items, by inclusion-exclusion over the subsets of
-    each distinct set that another set shares.
+    ``score_all`` counts exactly, for each position, the positions whose folded tag set
+    meets its own: by merging the tags' posting lists (time and memory bounded by the
+    pairs in them), or, for dense small vocabularies, by inclusion-exclusion over the
+    subsets each distinct set shares with another.
 
     >>> from cupel import ContextItem
     >>> items = [ContextItem(content=c, tokens=1, tags=t)
@@ -51,12 +49,9 @@ class FrequencyScorer(ArrayScorer):
         return matching / (len(all_items) - 1)
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """``score`` for every item at once.
-
-        ``touching`` counts, for each tagged position, the positions whose set meets its
-        own (its own positions included); the item's peers are that minus the positions
-        holding the item itself, which the per-item definition skips by identity.
-        """
+        """``score`` for every item: ``touching`` counts, per tagged position, the
+        positions whose set meets its own (its own included); the peers are that minus
+        the positions holding the item itself, which ``score`` skips by identity."""
         items = batches.items
         n = len(items)
         if n <= 1:
@@ -91,9 +86,8 @@ def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | Non
     position ``i``'s sorted, distinct tag ids (below ``vocabulary``) are
     ``tags[row_starts[i]:row_starts[i + 1]]``; ``None`` when no position has a tag.
 
-    Each tag string is touched once (one dict pass at C level) and each distinct tag once
-    more (folding); the rest is integer array work without a Python loop: one sort of
-    ``(row, tag)`` keys. Only tags with an upper-case letter are folded.
+    Each tag string is read once and each distinct one folded once; the rest is one sort
+    of ``(row, tag)`` keys.
     """
     rows = tag_tuples
     flat = list(chain.from_iterable(rows))

@@ -69,7 +69,6 @@ class KindScorer(ArrayScorer):
                     value=dict(source),
                 )
             checked[kind] = weight
-        # A plain dict (picklable); the property hands out a read-only view.
         self._weights: dict[ContextKind, float] = checked
         self._lookup = {kind.key: weight for kind, weight in checked.items()}
 

@@ -43,14 +43,10 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
 def rank_scores(keys: Sequence[Any]) -> FloatArray:
     """Every key's rank score at once, in O(N log N): what :func:`_rank_score` gives per key.
 
-    A key's rank is the number of strictly smaller keys among the keyed ones (equal keys
-    share it; equality is the keys' own, so equal instants in different time zones tie):
-    the keyed values are sorted once, and walking the sorted list backwards into a dict
-    leaves, for each distinct key, the index of its first occurrence. Keyed values that
-    already strictly increase (a chronological history: one pass of ``<`` over
-    neighbours shows it) are that sort's result, so their ranks are their positions.
-    ``None`` has rank 0, which divides to 0.0. The division ``rank / (keyed - 1)`` is the
-    same IEEE 754 division as the per-item algorithm's.
+    A key's rank, the number of strictly smaller keyed values (equal keys share it, by
+    the keys' own equality), is the index of its first occurrence among the sorted keyed
+    values; values that already strictly increase (a chronological history) are their
+    own sort. ``None`` ranks 0.
 
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]

@@ -498,11 +498,9 @@ class RelevanceScorer(ArrayScorer):
         return mixed
 
     def _lexical(self, texts: Sequence[str]) -> FloatArray:
-        """BM25 over the pass on arrays. The texts are tokenised into one stream
-        (:func:`_token_stream`); each token is looked up once in a dict (its first
-        position is its id), each distinct token is turned into terms once, and only the
-        query's terms are counted per item. The per-term contributions are added in query
-        order, as the definition sums them."""
+        """BM25 over the pass on arrays: each distinct token of the stream is turned into
+        terms once, only the query's terms are counted per item, and the per-term
+        contributions are added in query order, as the definition sums them."""
         n = len(texts)
         query = self._terms
         if n == 0 or not query:

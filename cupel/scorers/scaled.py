@@ -37,8 +37,7 @@ class ScaledScorer(ArrayScorer):
     max and scales to NaN itself (all-NaN passes give NaN everywhere); an infinite min or
     max makes the finite items scale to NaN or 0.0/1.0 as IEEE 754 arithmetic dictates.
 
-    ``score_all`` runs the inner scorer's batch once per pass (O(N) plus the inner cost),
-    where per-item ``score`` calls re-score the whole pass each time.
+    ``score_all`` runs the inner scorer's batch once per pass (O(N) plus the inner cost).
 
     >>> from cupel import ContextItem
     >>> from cupel.scorers import ReflexiveScorer
@@ -82,13 +81,10 @@ class ScaledScorer(ArrayScorer):
         return (raw - low) / (high - low)
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """The min-max scaling of the inner batch (scored once per pass), on arrays. The
-        bounds are the first minimum and maximum of the non-NaN scores (``argmin`` /
-        ``argmax``), exactly what the spec's strict ``<`` / ``>`` scan keeps, including
-        which of 0.0 and -0.0; with none, the scan's ``inf`` / ``-inf``. The scaling is
-        the same elementwise IEEE 754 arithmetic. Like ``score``, which finds the scored
-        item by identity, an object listed twice takes the raw score of its last
-        position."""
+        """The min-max scaling of the inner batch. The bounds are the first minimum and
+        maximum of the non-NaN scores, what the spec's strict ``<`` / ``>`` scan keeps
+        (0.0 or -0.0 included; with none, ``inf`` / ``-inf``); like ``score``, an object
+        listed twice takes the raw score of its last position."""
         items = batches.items
         raw = batches.of(self._inner)
         check_batch("ScaledScorer", self._inner, raw, items)

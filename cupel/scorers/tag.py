@@ -75,7 +75,6 @@ class TagScorer(ArrayScorer):
                 field="tag_weights",
                 value=dict(tag_weights),
             )
-        # A plain dict (picklable); the property hands out a read-only view.
         self._tag_weights: dict[str, float] = checked
         self._lookup = lookup
         self._case_insensitive = case_insensitive
@@ -107,9 +106,8 @@ class TagScorer(ArrayScorer):
     _fields = ("tags",)
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """``score`` for every item: each tag's weight looked up (folded once per distinct
-        spelling when case-insensitive), then summed per item by ``np.bincount``, which adds
-        them in tag order from 0.0 as ``score`` does (an unmatched tag adds 0.0)."""
+        """``score`` for every item: the tags' weights summed per item by ``np.bincount``
+        (in tag order from 0.0, as ``score`` adds them)."""
         tags = batches.column("tags")
         n = len(tags)
         if self._total == 0.0:

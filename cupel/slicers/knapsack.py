@@ -48,20 +48,14 @@ class KnapsackSlice(BaseSlicer):
     1000)`` (1 token up to a 1,000-token target), so small budgets are packed exactly and
     rounding never costs an item more than 0.1% of the budget.
 
-    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``; ``None``,
-    the default, means :attr:`DEFAULT_MAX_CELLS`) is
-    refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
-    ``bucket_size`` to shrink it. When rounding left out an item that fits the tokens left,
-    the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`); an item
-    that fits the tokens left but scores under 0.0001 (so adds nothing to the total) is
-    reported as :class:`~cupel.PackingChoice`.
-    ``max_cells`` itself is at most
-    :data:`MAX_CELLS_LIMIT`.
-
-    The DP always runs on int64 arrays, whatever the scores: values too large for int64
-    sums (scores of 1e12 and more, infinities) are first compressed into smaller
-    integers that compare exactly as the originals do, or else added in several int64
-    words; the selection is the one exact integer arithmetic gives.
+    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``; ``None``
+    means :attr:`DEFAULT_MAX_CELLS`; at most :data:`MAX_CELLS_LIMIT`) is refused with
+    :class:`~cupel.TableTooLargeError` before anything is allocated; raise ``bucket_size``
+    to shrink it. When rounding left out an item that fits the tokens left, the report's
+    ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`); an item that fits but
+    scores under 0.0001 (adding nothing) is reported as :class:`~cupel.PackingChoice`.
+    The DP is exact integer arithmetic on int64 arrays whatever the scores (1e12 and
+    more, infinities included).
 
     >>> from cupel._model import ContextBudget, ContextItem, ScoredItem
     >>> scored = [ScoredItem(ContextItem(content="big", tokens=60), 0.9),
@@ -206,15 +200,11 @@ class KnapsackSlice(BaseSlicer):
 def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> npt.NDArray[np.bool_]:
     """The spec's 1-D DP, one vectorized step per item; returns the ``keep`` table.
 
-    The pseudocode walks ``w`` from ``capacity`` down to ``dw`` so that ``dp[w - dw]``
-    still holds the previous item's row. Computing ``dp[:capacity + 1 - dw] + dv`` as a
-    new array before writing reproduces exactly that, and ``>`` (strict) keeps its tie
-    behaviour: an item is kept only where it is strictly better.
-
-    Only comparisons of sums decide the table, so the values may be replaced by any
-    integers whose subset sums compare the same (:func:`_compress_values`). If their
-    total still exceeds int64, the sums are kept in several int64 words
-    (:func:`_fill_keep_table_wide`).
+    ``dp[:capacity + 1 - dw] + dv``, a new array, still holds the previous item's row as
+    the pseudocode's downward walk does, and ``>`` (strict) keeps its ties. Only
+    comparisons of sums decide the table, so the values may be any integers whose subset
+    sums compare the same (:func:`_compress_values`); past int64, the sums are kept in
+    several int64 words (:func:`_fill_keep_table_wide`).
     """
     compressed = _compress_values(values)
     if sum(compressed) > _INT64_MAX:

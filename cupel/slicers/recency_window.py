@@ -178,19 +178,16 @@ class RecencyWindowSlice(BaseSlicer):
     ) -> tuple[list[int], list[list[int]]]:
         """:meth:`_choose` over the spec's list interface (``items``: ``scored``'s items)."""
         tokens = [item.tokens for item in items]
-        order = _walk_order(items, range(len(items)))
+        order = _walk_order(items)
         scores = [entry.score for entry in scored]
         return self._choose(items, tokens, order, budget.target_tokens, scores)
 
     def recalled(
         self, scored: Sequence[ScoredItem], budget: ContextBudget
     ) -> list[tuple[list[ContextItem], float]]:
-        """The units the scored share took from behind the window (``scored_share > 0``)
-        and the walk did not reach after it (those are in its stretch), in the order the
-        share took them: each unit's items (newest first, as walked) and its score (the
-        best of its members'; see the module documentation). Empty without a share.
-        (Used by the pipeline's report; candidates are ``scored``, in the Sort stage's
-        order.)"""
+        """The units the scored share recalled from behind the window (not those the walk
+        reached after it), in the order it took them: each unit's items (newest first) and
+        its score (its best member's). Empty without a share; the report's ``recalled``."""
         if not self.scored_share or not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]
@@ -210,7 +207,7 @@ class RecencyWindowSlice(BaseSlicer):
         taken = {id(item) for item in selected}
         target = self._target([item.tokens for item in items], budget.target_tokens)
         available = target - sum(item.tokens for item in selected)
-        order = _walk_order(items, range(len(items)))
+        order = _walk_order(items)
         blocks = _Blocks(self.block_key, items).of
         cut = next((position for position in order if id(items[position]) not in taken), None)
         if cut is None:
@@ -231,7 +228,7 @@ class RecencyWindowSlice(BaseSlicer):
         tokens: list[int] = candidates.tokens.tolist()
         order = _fast_walk_order(candidates)
         if order is None:
-            order = _walk_order(items, range(len(items)))
+            order = _walk_order(items)
         scores: list[float] = candidates.scores.tolist() if self.scored_share else []
         chosen = self._choose(items, tokens, order, target, scores)[0]
         return np.array(chosen, dtype=np.intp)
@@ -430,11 +427,9 @@ def _walk(
     partial: bool = False,
 ) -> tuple[list[int], int, int]:
     """Walk ``order`` from ``start``, taking each block while it fits ``budget`` (items in
-    ``skip`` are already taken and cost nothing here). With ``partial``, the first block
-    that does not fit whole keeps its oldest item (its *head*: a turn's question or task)
-    and its newest items that fit with it, when at least one does. Returns the taken
-    positions, the walk index of the cut (``len(order)`` when nothing stopped the walk;
-    after a partly taken block) and the tokens used."""
+    ``skip`` are already taken and cost nothing). With ``partial``, the first block that
+    does not fit keeps its head and its newest items that fit with it, if any. Returns the
+    taken positions, the walk index of the cut and the tokens used."""
     taken: list[int] = []
     used = 0
     remaining = budget
@@ -476,10 +471,9 @@ def _walk_newest(
     blocks: BlockOf,
     partial: bool = False,
 ) -> tuple[list[int], int, int]:
-    """:func:`_walk` from the newest item with ``budget`` — and when that takes nothing
-    (a low-water refill whose newest block exceeds the mark), the newest block alone (with
-    ``partial``: its newest item and its head) if it fits ``full``, the target before the
-    low-water mark: the newest item is kept whenever it fits."""
+    """:func:`_walk` from the newest item with ``budget``; when that takes nothing (a
+    low-water mark below the newest block), the newest block alone (with ``partial``: its
+    newest item and its head) if it fits ``full``, the target before the mark."""
     taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)
     if taken or budget >= full or not order:
         return taken, cut, used
@@ -504,13 +498,13 @@ def _block_at(order: Sequence[int], index: int, blocks: BlockOf) -> tuple[list[i
     return members, following
 
 
-def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:
-    """``positions`` newest first by timestamp (ties keep their order), then the undated
-    ones in their order."""
+def _walk_order(items: Sequence[ContextItem]) -> list[int]:
+    """The positions of ``items`` newest first by timestamp (ties keep their order), then
+    the undated ones in their order."""
     dated: list[tuple[datetime, int]] = []
     undated: list[int] = []
-    for position in positions:
-        stamp = items[position].timestamp
+    for position, item in enumerate(items):
+        stamp = item.timestamp
         if stamp is None:
             undated.append(position)
         else:
@@ -521,9 +515,8 @@ def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[
 
 
 def _fast_walk_order(candidates: Candidates) -> list[int] | None:
-    """The walk order when every item of the pipeline's list has a timestamp and they
-    strictly increase in input order (a conversation): newest first is then simply
-    descending input position. ``None`` otherwise."""
+    """The walk order (descending input position) when the pipeline's items' timestamps
+    strictly increase in input order (a conversation), else ``None``."""
     stamps = [item.timestamp for item in candidates.items]
     if None in stamps:
         return None
@@ -540,16 +533,11 @@ def _share(
     scores: Sequence[float],
     blocks: BlockOf,
 ) -> list[list[int]]:
-    """The scored share's picks among ``older`` (the walk behind the window's cut, newest
-    first) within ``reserve`` tokens: whole *units* — each block (consecutive items of the
-    walk with the same block value), each item without one alone — as
-    :class:`~cupel.GreedySlice` picks items: by descending density (the unit's score over
-    its tokens; a zero-token unit first), equal densities in the Sort stage's order of
-    each unit's first member there, every unit that still fits taken. A unit's score is
-    the best of its members' scores (a question with its answer comes back when either
-    is relevant). A unit whose score is 0 (or less) is never taken: nothing speaks for it,
-    and the tokens it would take go back to the walk. Returns the units taken, in greedy
-    order, each in walk order."""
+    """The scored share's picks among ``older`` (the walk behind the window's cut) within
+    ``reserve`` tokens: whole units (a block, or an item without one), picked as
+    :class:`~cupel.GreedySlice` picks items by their best member's score per token (ties
+    in the Sort stage's order of their first members); a unit scoring 0 or less is never
+    taken. Returns the units taken, in greedy order, each in walk order."""
     units: list[list[int]] = []
     previous: object = _NO_BLOCK
     for position in older:
