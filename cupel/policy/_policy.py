@@ -95,8 +95,7 @@ class Policy(Spec):
     # -- building ---------------------------------------------------------------------
     def build_scorer(self) -> Scorer:
         """A fresh scorer as configured."""
-        scorer: Scorer = self.scorer._build("scorer")
-        return scorer
+        return self.scorer._build("scorer")
 
     def build_slicer(self) -> Slicer:
         """A fresh slicer as configured."""
@@ -121,8 +120,7 @@ class Policy(Spec):
     # -- serialization ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The JSON-compatible form: every field, ``None`` values left out."""
-        data: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
-        return data
+        return self.model_dump(mode="json", exclude_none=True)
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """The policy as JSON text."""

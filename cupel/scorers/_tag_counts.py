@@ -324,8 +324,7 @@ def _sparse_level(
         group.prefix[picked] = value
     group.alive = np.zeros(shape, dtype=np.bool_)
     group.alive[r, c] = held_by > 0
-    share: Ints = np.bincount(r, held_by, minlength=shape[0]).astype(np.int64)
-    return share
+    return np.bincount(r, held_by, minlength=shape[0]).astype(np.int64)
 
 
 def _unit_sets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:

@@ -157,8 +157,7 @@ class Embedder:
                 index=index,
             )
         norm = math.sqrt(math.fsum(float(v) * float(v) for v in vector))
-        unit: FloatArray = vector / norm if norm > 0.0 else vector
-        return unit
+        return vector / norm if norm > 0.0 else vector
 
     def vectors(self, texts: Sequence[str]) -> FloatArray:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in

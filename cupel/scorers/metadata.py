@@ -34,9 +34,7 @@ def _parse_trust(raw: Any) -> float | None:
     [0.85, 0.1, None, None, None, 2.0]
     """
     if isinstance(raw, str):
-        if _FLOAT_LITERAL.fullmatch(raw) is None:
-            return None
-        return float(raw)
+        return float(raw) if _FLOAT_LITERAL.fullmatch(raw) else None
     if not is_real(raw):
         return None
     try:

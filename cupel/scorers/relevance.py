@@ -494,8 +494,7 @@ class RelevanceScorer(ArrayScorer):
             return lexical
         semantic = np.maximum(self._cosines(self._embed, texts), 0.0)
         weight = self._weight
-        mixed: FloatArray = np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
-        return mixed
+        return np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
 
     def _lexical(self, texts: Sequence[str]) -> FloatArray:
         """BM25 over the pass on arrays: each distinct token of the stream is turned into
@@ -550,8 +549,7 @@ class RelevanceScorer(ArrayScorer):
         best = float(result.max())
         if best <= 0.0:
             return np.zeros(n)
-        scaled: FloatArray = result / best
-        return scaled
+        return result / best
 
     def __repr__(self) -> str:
         parts = [] if self._query is None else [repr(self._query)]

@@ -100,5 +100,4 @@ class ScaledScorer(ArrayScorer):
         if len(last) != n:  # an object listed twice: its last position's raw score
             raw = raw[[last[id(item)] for item in items]]
         with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in the definition
-            scaled: FloatArray = (raw - low) / (high - low)
-        return scaled
+            return (raw - low) / (high - low)

@@ -121,8 +121,7 @@ class TagScorer(ArrayScorer):
         owner = np.repeat(np.arange(n), np.fromiter(map(len, tags), np.intp, n))
         matched = np.bincount(owner, np.fromiter(found, np.float64, len(flat)), minlength=n)
         with np.errstate(over="ignore"):
-            result: FloatArray = np.minimum(matched / self._total, 1.0)
-        return result
+            return np.minimum(matched / self._total, 1.0)
 
     def _weight(self, tag: str) -> float:
         """The weight of one tag (0.0 when unweighted)."""

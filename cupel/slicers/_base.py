@@ -165,5 +165,4 @@ def fast_selector(slicer: object) -> Selector | None:
     candidates' positions in output order, or ``None`` when it cannot decide on arrays
     (the caller then runs ``slice_detailed``).
     """
-    select: Selector | None = fast_method(slicer, "_select_positions", ("slice", "slice_detailed"))
-    return select
+    return fast_method(slicer, "_select_positions", ("slice", "slice_detailed"))
