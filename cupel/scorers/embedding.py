@@ -159,6 +159,18 @@ class Embedder:
         norm = math.sqrt(math.fsum(float(v) * float(v) for v in vector))
         return vector / norm if norm > 0.0 else vector
 
+    def _call(self, given: str, call: Callable[[], Any]) -> Any:
+        """``call()`` of the model; its failure an EmbeddingError naming what it was ``given``."""
+        try:
+            return call()
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(
+                f"embedding model {self.name} failed on {given}: {type(exc).__name__}: {exc}",
+                model=self.name,
+            ) from exc
+
     def vectors(self, texts: Sequence[str]) -> FloatArray:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in
         the cache are sent to the model, once each, in one call."""
@@ -174,16 +186,7 @@ class Embedder:
         if not absent:
             return out if out is not None else np.zeros((0, self._dimension or 0))
         missing = list(dict.fromkeys(texts[i] for i in absent))
-        try:
-            raw = self._embed(missing)
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(
-                f"embedding model {self.name} failed on {len(missing)} texts: "
-                f"{type(exc).__name__}: {exc}",
-                model=self.name,
-            ) from exc
+        raw = self._call(f"{len(missing)} texts", lambda: self._embed(missing))
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
             raise EmbeddingError(
                 f"embedding model {self.name} returned {type(raw).__name__}, not a "
@@ -236,16 +239,10 @@ class Embedder:
             if known is not None:
                 self._queries.move_to_end(text)
                 return known
-        try:
-            raw: object = self._query(text) if self._query is not None else self._embed([text])[0]
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(
-                f"embedding model {self.name} failed on the query ({_short(text)}): "
-                f"{type(exc).__name__}: {exc}",
-                model=self.name,
-            ) from exc
+        raw = self._call(
+            f"the query ({_short(text)})",
+            lambda: self._query(text) if self._query is not None else self._embed([text])[0],
+        )
         with self._lock:
             self.calls += 1
             self.embedded += 1
