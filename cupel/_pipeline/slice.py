@@ -78,18 +78,16 @@ def slice_items(
     if select is not None and found is not None:
         order = ranking.order
         candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
-        positions = select(candidates, sliced_budget)
-        if positions is not None:
-            # Ruling 13: the selection enters the merge in the Sort stage's order.
-            selected = np.zeros(len(scoreable), dtype=np.bool_)
-            selected[order[positions]] = True
-            chosen = order[selected[order]]
-            return Sliced(
-                sliced_budget,
-                take(scoreable, chosen.tolist()),
-                found.scores[chosen],
-                int(found.tokens[chosen].sum()),
-            )
+        # Ruling 13: the selection enters the merge in the Sort stage's order.
+        selected = np.zeros(len(scoreable), dtype=np.bool_)
+        selected[order[select(candidates, sliced_budget)]] = True
+        chosen = order[selected[order]]
+        return Sliced(
+            sliced_budget,
+            take(scoreable, chosen.tolist()),
+            found.scores[chosen],
+            int(found.tokens[chosen].sum()),
+        )
     ranked = scored_pairs(*ranked_lists(scoreable, ranking))
     outcome = slice_detailed(slicer, ranked, sliced_budget)
     kept = _reassociate(ranked, outcome.selected, slicer)

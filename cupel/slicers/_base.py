@@ -143,26 +143,16 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.index)
 
-    def take(self, positions: IntArray) -> Candidates:
-        """The candidates at ``positions``, in that order."""
-        return Candidates(
-            self.items, self.index[positions], self.tokens[positions], self.scores[positions]
-        )
-
     def item_list(self) -> list[ContextItem]:
         """The candidates' items, in candidate order."""
         return list(map(self.items.__getitem__, self.index.tolist()))
 
 
-Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]
+Selector = Callable[[Candidates, ContextBudget], IntArray]
 
 
 def fast_selector(slicer: object) -> Selector | None:
-    """The array fast path of a built-in slicer, or ``None``.
-
-    A subclass overriding ``slice`` or ``slice_detailed`` keeps its behaviour (the rule
-    of :func:`cupel._fastpath.fast_method`). The selector returns the selected
-    candidates' positions in output order, or ``None`` when it cannot decide on arrays
-    (the caller then runs ``slice_detailed``).
-    """
+    """The array fast path of a built-in slicer (the selected candidates' positions, in
+    output order), or ``None``: a subclass overriding ``slice`` or ``slice_detailed`` keeps
+    its behaviour (the rule of :func:`cupel._fastpath.fast_method`)."""
     return fast_method(slicer, "_select_positions", ("slice", "slice_detailed"))

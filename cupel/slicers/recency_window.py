@@ -200,9 +200,8 @@ class RecencyWindowSlice(BaseSlicer):
         selected: Sequence[ContextItem],
         budget: ContextBudget,
     ) -> dict[int, ExclusionReason]:
-        """Why each candidate behind the window's cut was left out, keyed by ``id(item)``:
-        :class:`~cupel.OutsideWindow` with the tokens the unit at the cut needed and the
-        tokens left. (Used by the pipeline's report; candidates are ``scored``.)"""
+        """Why each candidate behind the window's cut was left out, by ``id(item)``:
+        :class:`~cupel.OutsideWindow` (the tokens the unit at the cut needed, those left)."""
         items = [entry.item for entry in scored]
         taken = {id(item) for item in selected}
         target = self._target([item.tokens for item in items], budget.target_tokens)
@@ -284,15 +283,11 @@ class RecencyWindowSlice(BaseSlicer):
 
 
 class GivenWindowShare(RecencyWindowSlice):
-    """A recency window given item by item, and the scored share of ``slicer`` over the
-    candidates outside it (the conversation layer's cache-stable window with a share: the
-    window is the replayed stable one, and the share recalls older units with what the
-    window leaves of the target).
-
-    Every candidate in ``window`` (by identity) is taken; then the units of the
-    candidates in ``recallable`` — blocks whole, items without a block alone — are picked
-    as the share picks them (:class:`RecencyWindowSlice`) with the tokens left. The others
-    are reported as ``Filtered(filter_name)``.
+    """A recency window given item by item (the conversation layer's replayed cache-stable
+    one), and the scored share of ``slicer`` over the candidates outside it: every
+    candidate in ``window`` (by identity) is taken, then the units of those in
+    ``recallable`` as the share picks them, with the tokens left. The others are reported
+    as ``Filtered(filter_name)``.
     """
 
     __slots__ = ("_filter", "_recallable", "_window")
@@ -350,11 +345,9 @@ def plain_window(
     target: int,
 ) -> list[int]:
     """The window ``slicer`` (with ``scored_share == 0``) takes from candidates given
-    newest first, as columns: ``tokens[i]`` and ``blocks[i]`` (the candidate's block
-    value, ``None``: a block of its own); ``target`` is the slicer's budget's target.
-    Returns the indices taken, in walk order — the same rule, run by the same walk, as
-    :meth:`RecencyWindowSlice.slice` (for callers that hold the columns, not the items:
-    the conversation layer's window without a report).
+    newest first as columns: ``tokens[i]`` and ``blocks[i]`` (the block value, ``None``:
+    a block of its own), within ``target``. Returns the indices taken, in walk order, by
+    the walk :meth:`RecencyWindowSlice.slice` runs (for the conversation layer).
 
     >>> plain_window(RecencyWindowSlice(), [5, 30, 10], [2, 1, 1], 40)  # block 1 needs 40
     [0]
