@@ -251,7 +251,7 @@ class RecencyWindowSlice(BaseSlicer):
         share = self.scored_share
         partial = self.partial_blocks
         if not share:
-            return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+            return _walk_newest(order, target, full, tokens, blocks, partial), []
         reserve = math.floor(share * target)
         # whole blocks only before the share: a block kept in part would leave a hole
         # inside its turn once the walk continues behind it
@@ -260,7 +260,7 @@ class RecencyWindowSlice(BaseSlicer):
             newest, end = _block_at(order, 0, blocks)  # it alone, the share gets the rest
             need = sum(tokens[p] for p in newest)
             if need > target:  # it does not fit whole: the plain window, no share
-                return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+                return _walk_newest(order, target, full, tokens, blocks, partial), []
             window, cut, used = newest, end, need
             reserve = min(reserve, target - need)
         units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
@@ -373,7 +373,7 @@ def plain_window(
         tokens,
         block_of,
         slicer.partial_blocks,
-    )[0]
+    )
 
 
 class _Blocks:
@@ -462,20 +462,19 @@ def _walk_newest(
     full: int,
     tokens: Sequence[int],
     blocks: BlockOf,
-    partial: bool = False,
-) -> tuple[list[int], int, int]:
-    """:func:`_walk` from the newest item with ``budget``; when that takes nothing (a
-    low-water mark below the newest block), the newest block alone (with ``partial``: its
-    newest item and its head) if it fits ``full``, the target before the mark."""
-    taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)
+    partial: bool,
+) -> list[int]:
+    """:func:`_walk`'s positions from the newest item with ``budget``; when that takes
+    nothing (a low-water mark below the newest block), the newest block alone (with
+    ``partial``: its newest item and its head) if it fits ``full``, the target before the
+    mark."""
+    taken = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)[0]
     if taken or budget >= full or not order:
-        return taken, cut, used
-    newest, end = _block_at(order, 0, blocks)
-    need = sum(tokens[p] for p in newest)
+        return taken
+    newest = _block_at(order, 0, blocks)[0]
     if partial and len(newest) > 2:
         newest = [newest[0], newest[-1]]
-        need = tokens[newest[0]] + tokens[newest[1]]
-    return (newest, end, need) if need <= full else (taken, cut, used)
+    return newest if sum(tokens[p] for p in newest) <= full else taken
 
 
 def _block_at(order: Sequence[int], index: int, blocks: BlockOf) -> tuple[list[int], int]:
