@@ -173,18 +173,15 @@ def _walk(root: type[Spec], loc: Sequence[int | str]) -> tuple[str, Any]:
             field = current.model_fields.get(element)
             path = f"{path}.{element}" if path else element
             current = _unwrap(field.annotation) if field is not None else None
-        elif origin is list and isinstance(element, int):
-            path += f"[{element}]"
-            current = _unwrap(get_args(current)[0])
+        elif element == "[key]":
+            continue
         elif origin is dict:
-            if element == "[key]":
-                continue
             path += f"[{element!r}]"
             current = _unwrap(get_args(current)[1])
         elif isinstance(element, int):
             path += f"[{element}]"
-            current = None
-        elif element != "[key]":
+            current = _unwrap(get_args(current)[0]) if origin is list else None
+        else:
             path = f"{path}.{element}" if path else element
             current = None
     return path, current
