@@ -240,9 +240,7 @@ def _describe(err: Mapping[str, Any], root: type[Spec]) -> list[tuple[str, str, 
 
 
 def _number_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def raise_policy_error(exc: ValidationError, root: type[Spec]) -> NoReturn:

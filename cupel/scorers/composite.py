@@ -61,7 +61,6 @@ class CompositeScorer(ArrayScorer):
             raise fail("CompositeScorer", "entries", "must hold at least one scorer entry", entries)
         scorers: list[Scorer] = []
         weights: list[float] = []
-        total = 0.0
         for index, entry in enumerate(entries):
             pair: Any = entry
             if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
@@ -74,7 +73,7 @@ class CompositeScorer(ArrayScorer):
             weight = finite_weight("CompositeScorer", field, raw_weight, positive=True)
             scorers.append(scorer)
             weights.append(weight)
-            total += weight
+        total = sum(weights, 0.0)
         if not math.isfinite(total):
             raise ScorerConfigError(
                 f"CompositeScorer: the sum of the entry weights must be finite, got {total!r}",

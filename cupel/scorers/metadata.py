@@ -121,6 +121,4 @@ class MetadataKeyScorer(BaseScorer):
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         raw = item.metadata.get(self._key)
-        if isinstance(raw, str) and str.__eq__(raw, self._value):
-            return self._boost
-        return 1.0
+        return self._boost if isinstance(raw, str) and str.__eq__(raw, self._value) else 1.0

@@ -35,9 +35,7 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
         count += 1
         if other < key:
             rank += 1
-    if count <= 1:
-        return 1.0
-    return rank / (count - 1)
+    return 1.0 if count <= 1 else rank / (count - 1)
 
 
 def rank_scores(keys: Sequence[Any]) -> FloatArray:

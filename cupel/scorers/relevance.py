@@ -547,9 +547,7 @@ class RelevanceScorer(ArrayScorer):
             tf_p = tf[present]
             result[present] += idf * (tf_p * (k1 + 1.0)) / (tf_p + norm[present])
         best = float(result.max())
-        if best <= 0.0:
-            return np.zeros(n)
-        return result / best
+        return result / best if best > 0.0 else np.zeros(n)
 
     def __repr__(self) -> str:
         parts = [] if self._query is None else [repr(self._query)]

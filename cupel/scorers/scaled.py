@@ -76,9 +76,7 @@ class ScaledScorer(ArrayScorer):
             if other is item:
                 raw = s
         low, high = _bounds(scores)
-        if high == low:
-            return 0.5
-        return (raw - low) / (high - low)
+        return 0.5 if high == low else (raw - low) / (high - low)
 
     def _scores_in(self, batches: Batches) -> FloatArray:
         """The min-max scaling of the inner batch. The bounds are the first minimum and

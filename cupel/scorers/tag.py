@@ -52,7 +52,6 @@ class TagScorer(ArrayScorer):
         checked: dict[str, float] = {}
         lookup: dict[str, float] = {}
         spelling: dict[str, str] = {}
-        total = 0.0
         for tag, raw_weight in tag_weights.items():
             if not isinstance(tag, str):
                 raise fail("TagScorer", "tag_weights", "keys must be strings", tag)
@@ -68,7 +67,7 @@ class TagScorer(ArrayScorer):
             spelling[key] = tag
             checked[tag] = weight
             lookup[key] = weight
-            total += weight
+        total = sum(lookup.values(), 0.0)
         if not math.isfinite(total):
             raise ScorerConfigError(
                 f"TagScorer: the sum of tag_weights must be finite, got {total!r}",

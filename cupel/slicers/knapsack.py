@@ -192,9 +192,7 @@ class KnapsackSlice(BaseSlicer):
             and -(-entry.item.tokens // bucket) > left
             and _scaled_value(entry.score) > 0  # else PackingChoice: left out at any bucket
         )
-        if not missed:
-            return None
-        return BucketRounding(bucket_size=bucket, unused_tokens=unused, items_left_out=missed)
+        return BucketRounding(bucket, unused, missed) if missed else None
 
 
 def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> npt.NDArray[np.bool_]:
@@ -297,9 +295,7 @@ def _scaled_value(score: float) -> int:
     if not score > 0:
         return 0
     scaled = score * _SCORE_SCALE
-    if math.isinf(scaled):
-        return int(sys.float_info.max)
-    return math.floor(scaled)
+    return int(sys.float_info.max) if math.isinf(scaled) else math.floor(scaled)
 
 
 def _positive_int(name: str, value: object) -> int:
