@@ -144,9 +144,7 @@ class _CountQuotaSlicer(BaseSlicer):
             if key in required:
                 partitions.setdefault(key, []).append(entry)
         committed: list[ContextItem] = []
-        committed_ids: set[int] = set()
         selected_count: dict[str, int] = {}
-        pre_allocated = 0
         shortfalls: list[CountRequirementShortfall] = []
         for quota in self._entries:
             if quota.require_count <= 0:
@@ -154,10 +152,7 @@ class _CountQuotaSlicer(BaseSlicer):
             # sorted() is stable: equal scores keep input order.
             candidates = sorted(partitions.get(quota.kind.key, ()), key=lambda entry: -entry.score)
             chosen = candidates[: quota.require_count]
-            for candidate in chosen:
-                committed.append(candidate.item)
-                committed_ids.add(id(candidate.item))
-                pre_allocated += candidate.item.tokens
+            committed.extend(candidate.item for candidate in chosen)
             satisfied = len(chosen)
             selected_count[quota.kind.key] = satisfied
             if satisfied < quota.require_count:
@@ -170,8 +165,9 @@ class _CountQuotaSlicer(BaseSlicer):
                 )
 
         # Phase 2: distribute the remaining budget over the residual candidates.
+        committed_ids = set(map(id, committed))
         residual = [s for s in scored if id(s.item) not in committed_ids]
-        residual_target = max(0, budget.target_tokens - pre_allocated)
+        residual_target = max(0, budget.target_tokens - sum(item.tokens for item in committed))
         residual_budget = ContextBudget(
             max_tokens=budget.max_tokens,
             target_tokens=min(residual_target, budget.max_tokens),
