@@ -84,11 +84,11 @@ class Embedder:
         self._query = query
         self.name = name if name is not None else getattr(embed, "__qualname__", repr(embed))
         self.max_texts = max_texts
-        self.calls = 0
-        self.embedded = 0
         self._start()
 
     def _start(self) -> None:
+        self.calls = 0
+        self.embedded = 0
         self._lock = threading.Lock()
         self._texts: OrderedDict[str, int] = OrderedDict()  # text -> its row of _matrix
         self._matrix: FloatArray = np.zeros((0, 0))
@@ -111,8 +111,6 @@ class Embedder:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.calls = 0
-        self.embedded = 0
         self._start()
 
     def __repr__(self) -> str:

@@ -150,21 +150,13 @@ class KnapsackSlice(BaseSlicer):
         total. (Used by the pipeline's report; the others keep its ``BudgetExceeded``.)"""
         available = budget.target_tokens - sum(item.tokens for item in selected)
         chosen = set(map(id, selected))
-        reasons: dict[int, ExclusionReason] = {}
-        shared: dict[int, PackingChoice] = {}
-        for entry in scored:
-            item = entry.item
-            tokens = item.tokens
-            if (
-                0 < tokens <= available
-                and _scaled_value(entry.score) == 0
-                and id(item) not in chosen
-            ):
-                reason = shared.get(tokens)
-                if reason is None:
-                    reason = shared[tokens] = PackingChoice(tokens, available)
-                reasons[id(item)] = reason
-        return reasons
+        return {
+            id(entry.item): PackingChoice(entry.item.tokens, available)
+            for entry in scored
+            if 0 < entry.item.tokens <= available
+            and _scaled_value(entry.score) == 0
+            and id(entry.item) not in chosen
+        }
 
     def bucket_rounding(
         self,
