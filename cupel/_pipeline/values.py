@@ -15,7 +15,6 @@ from cupel._model import ContextItem, ScoredItem
 __all__ = [
     "CONTENT",
     "ITEM",
-    "PINNED",
     "SCORE",
     "TOKENS",
     "as_list",
@@ -27,7 +26,6 @@ __all__ = [
 ITEM = itemgetter(0)
 SCORE = itemgetter(1)
 TOKENS = attrgetter("tokens")
-PINNED = attrgetter("pinned")
 CONTENT = attrgetter("content")
 
 

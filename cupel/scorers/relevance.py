@@ -52,11 +52,8 @@ function from texts to vectors), the score mixes in *semantic* relevance:
 - ``score(d) = (1 - w) * lexical(d) + w * semantic(d)`` with ``w = semantic_weight``
   (default 0.5), ``lexical(d)`` being the scaled BM25 score above.
 
-A weighted sum keeps each part's strength: an item that matches the words and the
-meaning comes first, one that matches only the meaning still scores above nothing, and
-``w`` reads as the share each part has of the score. Rank fusion (e.g. reciprocal rank)
-would drop the magnitudes — a near-tie and a gap count the same — and make an item's score
-depend on the ranks of the others. Cosines of real models rarely go below 0 and often
+A weighted sum keeps each part's magnitude (rank fusion would count a near-tie like a
+gap), and ``w`` reads as each part's share of the score. Cosines of real models often
 cluster (0.7-0.9 for related text), so the semantic part varies less than the lexical
 one: lower ``w`` to favour words, raise it to favour meaning.
 

@@ -57,15 +57,12 @@ _TOKENS = attrgetter("tokens")
 
 
 def greedy_positions(scores: FloatArray, tokens: npt.NDArray[Any], target: int) -> IntArray:
-    """The spec's GREEDY-SLICE as positions, in greedy order, on arrays: candidates
-    ranked by descending density ``score / tokens`` (zero-token items
-    ``sys.float_info.max``; equal densities in input order:
-    :func:`~cupel._fastpath.descending_order`), negative-token ones never taken. Walking
-    that order, every candidate up to the first one that does not fit is taken: the
-    longest prefix whose token sum is within the target (a cumulative sum and a binary
-    search). After that first miss only candidates no larger than the tokens then
-    remaining can still fit; they are walked in order, each taken while it fits.
-    ``tokens``: int64, or Python ints (an object array) when they exceed it."""
+    """The spec's GREEDY-SLICE as positions, in greedy order: candidates ranked by
+    descending density ``score / tokens`` (zero-token items ``sys.float_info.max``; ties
+    in input order), negative-token ones never taken. The longest prefix within the
+    target is taken at once (a cumulative sum and a binary search); after the first miss,
+    only candidates no larger than the tokens left are walked, each taken while it fits.
+    ``tokens``: int64, or Python ints (an object array) beyond it."""
     if len(tokens) == 0 or target <= 0:
         return np.zeros(0, dtype=np.intp)
     usable = np.flatnonzero(tokens >= 0)
