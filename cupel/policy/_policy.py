@@ -180,11 +180,6 @@ class Policy(Spec):
         return cls.from_json(text) if suffix == ".json" else cls.from_toml(text)
 
 
-_TOO_DEEP_TO_PARSE = (
-    f"nested too deeply to parse (policies may nest at most {MAX_POLICY_DEPTH} tables/arrays)"
-)
-
-
 def _parsed(
     loads: Callable[[Any], Any], error: type[Exception], language: str, text: str | bytes
 ) -> Any:
@@ -194,7 +189,8 @@ def _parsed(
     except error as exc:
         raise fail("", f"invalid {language}: {exc}", text) from None
     except RecursionError:
-        raise fail("", _TOO_DEEP_TO_PARSE, None) from None
+        limit = f"policies may nest at most {MAX_POLICY_DEPTH} tables/arrays"
+        raise fail("", f"nested too deeply to parse ({limit})", None) from None
 
 
 def _utf8(data: bytes, what: str) -> str:

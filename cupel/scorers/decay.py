@@ -359,9 +359,7 @@ class DecayScorer(ArrayScorer):
         return as_score(self._curve.apply(max(_ZERO, now - item.timestamp)), self._curve, item)
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        if item.timestamp is None:
-            return self._null_score
-        return self._score_at(item, self._now())
+        return self._null_score if item.timestamp is None else self._score_at(item, self._now())
 
     def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item, with the clock read once for the whole pass."""
