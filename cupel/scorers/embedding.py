@@ -26,7 +26,6 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
 from numbers import Real
 from typing import Any
 
@@ -90,9 +89,7 @@ class Embedder:
         self.calls = 0
         self.embedded = 0
         self._lock = threading.Lock()
-        self._texts: OrderedDict[str, int] = OrderedDict()  # text -> its row of _matrix
-        self._matrix: FloatArray = np.zeros((0, 0))
-        self._free: list[int] = []  # rows of _matrix not in use
+        self._texts: OrderedDict[str, FloatArray] = OrderedDict()  # least recently used first
         self._queries: OrderedDict[str, FloatArray] = OrderedDict()
         self._dimension: int | None = None
 
@@ -173,17 +170,21 @@ class Embedder:
         """The unit vectors of ``texts`` (one row each, in order); only the texts not in
         the cache are sent to the model, once each, in one call."""
         cache = self._texts
-        with self._lock:  # the known rows are copied out: another thread may evict them
-            rows = np.fromiter(map(cache.get, texts, repeat(-1)), np.intp, len(texts))
-            absent: list[int] = np.flatnonzero(rows < 0).tolist()
-            out = self._matrix[rows] if len(absent) < len(rows) else None
-            if out is not None:  # the texts found are the most recently used
-                move = cache.move_to_end
-                for text in compress(texts, rows >= 0):
-                    move(text)
-        if not absent:
-            return out if out is not None else np.zeros((0, self._dimension or 0))
-        missing = list(dict.fromkeys(texts[i] for i in absent))
+        with self._lock:
+            found = list(map(cache.get, texts))
+            for text, vector in zip(texts, found, strict=True):
+                if vector is not None:  # the texts found are the most recently used
+                    cache.move_to_end(text)
+        absent = [i for i, vector in enumerate(found) if vector is None]
+        if absent:
+            new = self._embed_missing(list(dict.fromkeys(texts[i] for i in absent)), texts)
+            for i in absent:
+                found[i] = new[texts[i]]
+        return np.array(found) if found else np.zeros((0, self._dimension or 0))
+
+    def _embed_missing(self, missing: list[str], texts: Sequence[str]) -> dict[str, FloatArray]:
+        """The unit vectors of ``missing`` (texts of ``texts``) from one call of the model,
+        kept in the cache, whose least recently used texts are evicted past ``max_texts``."""
         raw = self._call(f"{len(missing)} texts", lambda: self._embed(missing))
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
             raise EmbeddingError(
@@ -203,32 +204,12 @@ class Embedder:
             self.calls += 1
             self.embedded += len(missing)
             new = {t: self._unit(v, first[t], t) for t, v in zip(missing, listed, strict=True)}
-            self._store(new)
-        if out is None:
-            out = np.empty((len(texts), self._dimension or 0))
-        out[absent] = [new[texts[i]] for i in absent]
-        return out
-
-    def _store(self, new: dict[str, FloatArray]) -> None:
-        """Keep ``new``'s vectors (under the lock), evicting the least recently used; the
-        cache is one matrix (a row per text) and a dict from text to row."""
-        cache, free = self._texts, self._free
-        while cache and len(cache) + len(new) > self.max_texts:
-            free.append(cache.popitem(last=False)[1])
-        if len(free) < len(new):
-            old = self._matrix
-            size = max(len(old) + len(new) - len(free), min(2 * len(old), self.max_texts))
-            self._matrix = np.zeros((size, self._dimension or 0))
-            if len(old):
-                self._matrix[: len(old)] = old
-            free.extend(range(size - 1, len(old) - 1, -1))
-        for text, vector in new.items():
-            row = cache.get(text)  # another thread may have stored it meanwhile
-            cache[text] = row = free.pop() if row is None else row
-            cache.move_to_end(text)
-            self._matrix[row] = vector
-        while len(cache) > self.max_texts:  # a batch larger than the bound
-            free.append(cache.popitem(last=False)[1])
+            for text, vector in new.items():
+                self._texts[text] = vector
+                self._texts.move_to_end(text)
+            while len(self._texts) > self.max_texts:
+                self._texts.popitem(last=False)
+        return new
 
     def query(self, text: str) -> FloatArray:
         """The unit vector of the query ``text`` (cached like the texts)."""
