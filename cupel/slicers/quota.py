@@ -129,7 +129,7 @@ class QuotaSlice(BaseSlicer):
             kind_budget = kind_budgets[key]
             if kind_budget <= 0:
                 continue
-            cap = self._cap_tokens(key, target)
+            cap = self._limits(key, target)[1]
             sub_budget = ContextBudget(max_tokens=cap, target_tokens=kind_budget)
             outcome = slice_detailed(self._inner, items, sub_budget)
             calls += 1
@@ -147,23 +147,19 @@ class QuotaSlice(BaseSlicer):
         )
         return SliceOutcome(selected, tuple(exclusions), shortfalls)
 
-    def _require_tokens(self, key: str, target: int) -> int:
+    def _limits(self, key: str, target: int) -> tuple[int, int]:
+        """A kind's require and cap shares of ``target``, in tokens (rounded down)."""
         entry = self._by_key.get(key)
-        return 0 if entry is None else floor_times(target, entry.require / 100.0)
-
-    def _cap_tokens(self, key: str, target: int) -> int:
-        entry = self._by_key.get(key)
-        return target if entry is None else floor_times(target, entry.cap / 100.0)
+        if entry is None:
+            return 0, target
+        return floor_times(target, entry.require / 100.0), floor_times(target, entry.cap / 100.0)
 
     def _distribute_budget(self, masses: dict[str, int], target: int) -> dict[str, int]:
         """The spec's DISTRIBUTE-BUDGET: kind key -> token budget, rounded down."""
         # Every configured kind's require counts, present in the input or not.
-        total_required = sum(self._require_tokens(key, target) for key in self._by_key)
+        total_required = sum(self._limits(key, target)[0] for key in self._by_key)
         unassigned = max(0, target - total_required)
-        limits = {
-            key: (self._require_tokens(key, target), self._cap_tokens(key, target))
-            for key in masses
-        }
+        limits = {key: self._limits(key, target) for key in masses}
         distributable = sum(masses[key] for key, (require, cap) in limits.items() if cap > require)
         budgets: dict[str, int] = {}
         for key, (require, cap) in limits.items():
