@@ -233,9 +233,7 @@ def _describe(err: Mapping[str, Any], root: type[Spec]) -> list[tuple[str, str, 
         minimum = ctx.get("min_length", 1)
         entries = "entry" if minimum == 1 else "entries"
         return [(path, f"must hold at least {minimum} {entries}, got {value!r}", value)]
-    message = str(err.get("msg", "invalid"))
-    if message.startswith("Input should be "):
-        message = "must be " + message[len("Input should be ") :]
+    message = re.sub(r"^Input should be ", "must be ", str(err.get("msg", "invalid")))
     return [(path, f"{message}, got {value!r}", value)]
 
 
