@@ -60,6 +60,11 @@ def fail(owner: str, field: str, rule: str, value: Any) -> ConfigurationError:
     return refusal(owner, field, rule, value, SlicerConfigError)
 
 
+def is_number(value: object) -> bool:
+    """An ``int`` or ``float``, not a ``bool``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def floor_times(tokens: int, factor: float) -> int:
     """``floor(tokens * factor)`` as the spec computes it (a float product), for any token
     count: exactly that wherever ``tokens`` converts to a float, and the exact product

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
@@ -19,6 +20,7 @@ from cupel.slicers._base import (
     fail,
     floor_times,
     index_by_kind,
+    is_number,
     slice_detailed,
 )
 
@@ -170,12 +172,7 @@ class QuotaSlice(BaseSlicer):
         return budgets
 
 
-def _percent(name: str, value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0.0 <= value <= 100.0
-    ):
+def _percent(name: str, value: Any) -> float:
+    if not (is_number(value) and 0.0 <= value <= 100.0):  # NaN and infinities fail too
         raise fail("QuotaEntry", name, "must be a finite percentage between 0 and 100", value)
     return float(value)

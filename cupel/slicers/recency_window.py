@@ -81,7 +81,7 @@ from cupel._errors import ItemError, SlicerConfigError
 from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates, fail
+from cupel.slicers._base import BaseSlicer, Candidates, fail, is_number
 from cupel.slicers.greedy import greedy_positions
 
 __all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
@@ -126,28 +126,12 @@ class RecencyWindowSlice(BaseSlicer):
             raise fail(
                 "RecencyWindowSlice", "block_key", "must be a non-empty string or None", block_key
             )
-        if (
-            isinstance(scored_share, bool)
-            or not isinstance(scored_share, (int, float))
-            or not 0.0 <= scored_share < 1.0
-        ):
-            raise fail(
-                "RecencyWindowSlice",
-                "scored_share",
-                "must be a number with 0 <= scored_share < 1",
-                scored_share,
-            )
-        if low_water is not None and (
-            isinstance(low_water, bool)
-            or not isinstance(low_water, (int, float))
-            or not 0.0 < low_water <= 1.0
-        ):
-            raise fail(
-                "RecencyWindowSlice",
-                "low_water",
-                "must be None or a number with 0 < low_water <= 1",
-                low_water,
-            )
+        if not (is_number(scored_share) and 0.0 <= scored_share < 1.0):
+            rule = "must be a number with 0 <= scored_share < 1"
+            raise fail("RecencyWindowSlice", "scored_share", rule, scored_share)
+        if low_water is not None and not (is_number(low_water) and 0.0 < low_water <= 1.0):
+            rule = "must be None or a number with 0 < low_water <= 1"
+            raise fail("RecencyWindowSlice", "low_water", rule, low_water)
         if not isinstance(partial_blocks, bool):
             raise fail("RecencyWindowSlice", "partial_blocks", "must be a bool", partial_blocks)
         self.block_key = block_key
