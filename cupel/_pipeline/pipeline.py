@@ -58,12 +58,8 @@ def set_policy_resolver(resolver: PolicyResolver) -> None:
 
 def _require(obj: object, method: str, param: str, kind: str) -> None:
     if obj is None or not callable(getattr(obj, method, None)):
-        raise refusal(
-            "Pipeline",
-            param,
-            f"must be a {kind} (an object with a callable '{method}' method)",
-            obj,
-        )
+        rule = f"must be a {kind} (an object with a callable '{method}' method)"
+        raise refusal("Pipeline", param, rule, obj)
 
 
 class Pipeline:

@@ -93,12 +93,8 @@ def check_depth(data: Any, limit: int = MAX_POLICY_DEPTH) -> None:
             continue
         if depth > limit:
             shown = path if len(path) <= 200 else f"{path[:90]}...{path[-90:]}"
-            raise fail(
-                shown,
-                f"nested deeper than {limit} tables/arrays (the limit for policies, "
-                f"cupel.policy.MAX_POLICY_DEPTH)",
-                None,
-            )
+            why = "the limit for policies, cupel.policy.MAX_POLICY_DEPTH"
+            raise fail(shown, f"nested deeper than {limit} tables/arrays ({why})", None)
         stack.extend((inner, where, depth + 1) for where, inner in children)
 
 

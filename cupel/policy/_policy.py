@@ -84,11 +84,8 @@ class Policy(Spec):
         """
         for key in changes:
             if key not in type(self).model_fields:
-                raise fail(
-                    key,
-                    f"unknown key; allowed keys here: {', '.join(type(self).model_fields)}",
-                    changes[key],
-                )
+                allowed = ", ".join(type(self).model_fields)
+                raise fail(key, f"unknown key; allowed keys here: {allowed}", changes[key])
         current = {name: getattr(self, name) for name in type(self).model_fields}
         return type(self)(**{**current, **changes})
 
@@ -206,9 +203,6 @@ def _utf8(data: bytes, what: str) -> str:
 def _suffix(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
-        raise fail(
-            "",
-            f"policy file {str(path)!r}: the suffix must be .json or .toml, got {path.suffix!r}",
-            str(path),
-        )
+        rule = f"policy file {str(path)!r}: the suffix must be .json or .toml, got {path.suffix!r}"
+        raise fail("", rule, str(path))
     return suffix

@@ -50,13 +50,8 @@ class CompositeScorer(ArrayScorer):
         self, entries: Annotated[Sequence[tuple[Scorer, Positive]], Field(min_length=1)]
     ) -> None:
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
-            raise fail(
-                "CompositeScorer",
-                "entries",
-                "must be a sequence of (scorer, weight) pairs",
-                entries,
-                typed=True,
-            )
+            rule = "must be a sequence of (scorer, weight) pairs"
+            raise fail("CompositeScorer", "entries", rule, entries, typed=True)
         if len(entries) == 0:
             raise fail("CompositeScorer", "entries", "must hold at least one scorer entry", entries)
         scorers: list[Scorer] = []

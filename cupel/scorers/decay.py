@@ -262,13 +262,8 @@ def _clock(provider: Any) -> Callable[[], Any]:
     elif callable(provider):
         function, what = provider, "time_provider"
     else:
-        raise fail(
-            "DecayScorer",
-            "time_provider",
-            "must have a now() method or be a zero-argument callable returning a datetime",
-            provider,
-            typed=True,
-        )
+        rule = "must have a now() method or be a zero-argument callable returning a datetime"
+        raise fail("DecayScorer", "time_provider", rule, provider, typed=True)
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # no introspectable signature: trust it
@@ -314,13 +309,8 @@ class DecayScorer(ArrayScorer):
     ) -> None:
         self._clock = _clock(time_provider)
         if not isinstance(curve, DecayCurve):
-            raise fail(
-                "DecayScorer",
-                "curve",
-                "must be a DecayCurve (ExponentialDecay, StepDecay or WindowDecay)",
-                curve,
-                typed=True,
-            )
+            rule = "must be a DecayCurve (ExponentialDecay, StepDecay or WindowDecay)"
+            raise fail("DecayScorer", "curve", rule, curve, typed=True)
         self._provider = time_provider
         self._curve = curve
         self._null_score = finite_in_unit_interval(

@@ -356,13 +356,11 @@ class RelevanceScorer(ArrayScorer):
         weight = finite_in_unit_interval("RelevanceScorer", "semantic_weight", semantic_weight)
         if embed is not None and not isinstance(embed, Embedder):
             if not callable(embed):
-                raise fail(
-                    "RelevanceScorer",
-                    "embed",
+                rule = (
                     "must be an Embedder, a callable from a list of texts to one vector "
-                    "each, or None",
-                    embed,
+                    "each, or None"
                 )
+                raise fail("RelevanceScorer", "embed", rule, embed)
             embed = Embedder(embed)
         self._query = query
         self._k1 = k1_value

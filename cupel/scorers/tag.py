@@ -40,13 +40,8 @@ class TagScorer(ArrayScorer):
         self, tag_weights: Mapping[str, NonNegative], *, case_insensitive: bool = False
     ) -> None:
         if not isinstance(tag_weights, Mapping):
-            raise fail(
-                "TagScorer",
-                "tag_weights",
-                "must be a mapping of tag to weight",
-                tag_weights,
-                typed=True,
-            )
+            rule = "must be a mapping of tag to weight"
+            raise fail("TagScorer", "tag_weights", rule, tag_weights, typed=True)
         if not isinstance(case_insensitive, bool):
             raise fail("TagScorer", "case_insensitive", "must be a bool", case_insensitive)
         checked: dict[str, float] = {}

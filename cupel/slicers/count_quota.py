@@ -229,14 +229,12 @@ class CountQuotaSlice(_CountQuotaSlicer):
         if isinstance(inner, KnapsackSlice) or (
             isinstance(inner, _CountQuotaSlicer) and inner._uses_knapsack
         ):
-            raise fail(
-                "CountQuotaSlice",
-                "inner",
+            rule = (
                 f"must not be a {type(inner).__name__} (its output is not score-ordered, so "
                 f"cap enforcement could drop better items); use GreedySlice, or "
-                f"CountConstrainedKnapsackSlice for knapsack selection with count quotas",
-                inner,
+                f"CountConstrainedKnapsackSlice for knapsack selection with count quotas"
             )
+            raise fail("CountQuotaSlice", "inner", rule, inner)
         super().__init__(entries, scarcity)
         self._inner = inner
 

@@ -81,12 +81,10 @@ class KnapsackSlice(BaseSlicer):
             DEFAULT_MAX_CELLS if max_cells is None else _positive_int("max_cells", max_cells)
         )
         if self._max_cells > MAX_CELLS_LIMIT:
-            raise fail(
-                "KnapsackSlice",
-                "max_cells",
-                f"must be at most {MAX_CELLS_LIMIT:,} (the DP keep table takes one byte per cell)",
-                max_cells,
+            rule = (
+                f"must be at most {MAX_CELLS_LIMIT:,} (the DP keep table takes one byte per cell)"
             )
+            raise fail("KnapsackSlice", "max_cells", rule, max_cells)
 
     @property
     def bucket_size(self) -> int | Literal["auto"]:
