@@ -230,10 +230,9 @@ class Traced(Stages):
 def _recalled(
     units: Sequence[tuple[list[ContextItem], float]], scorer: Scorer | None
 ) -> tuple[Recalled, ...]:
-    """The report's :class:`~cupel.Recalled` units: each with the query terms its items
-    hold, by every scorer of the tree that tells them (``matches``: a bound
-    :class:`~cupel.RelevanceScorer`), in the order it gives them, and the best of their
-    ``similarity`` (``None`` from a scorer without an embedding)."""
+    """The report's :class:`~cupel.Recalled` units, each with the query terms its items
+    hold (``matches`` of each bound :class:`~cupel.RelevanceScorer` of the tree) and the
+    best of their ``similarity`` (``None`` without an embedding)."""
     matchers: list[Callable[[ContextItem], Sequence[str]]] = []
     similar: list[Callable[[Sequence[ContextItem]], float | None]] = []
     for node in () if scorer is None else walk(scorer):
@@ -283,12 +282,10 @@ def _slice_entries(
     budget: ContextBudget,
     explained: Mapping[int, ExclusionReason],
 ) -> list[ExcludedItem]:
-    """One exclusion per candidate the slicer did not select, in ranked order. An
-    object listed more than once (deduplication off) is counted per occurrence: the
-    first ones in ranked order are the selected ones (:func:`first_occurrences`). The reason of
-    each: a count cap's ``CountCapExceeded``, else the reason the slicer gave itself
-    (``explained``, keyed by ``id(item)``), else the budget's (:class:`_BudgetReasons`);
-    equal reasons (immutable values) are built once and shared."""
+    """One exclusion per candidate the slicer did not select (by occurrence:
+    :func:`first_occurrences`), in ranked order. The reason: a count cap's
+    ``CountCapExceeded``, else the one the slicer gave (``explained``, by ``id(item)``),
+    else the budget's (:class:`_BudgetReasons`)."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
     target = sliced.budget.target_tokens
@@ -349,10 +346,8 @@ def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[Exclu
 def _window_entries(
     placed: list[ContextItem], merged: Merged, classified: Classified
 ) -> list[IncludedItem]:
-    """One inclusion per placed item: pinned (score 1.0), zero-token or scored. The
-    window's items are told apart by identity, without reading them again: its pinned
-    items are the input's pinned ones (scored 1.0 in ``merged``), its zero-token ones
-    come from the token counts the Classify stage read."""
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored, told apart
+    by identity (the input's pinned items, the Classify stage's zero counts)."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
     ids = list(map(id, placed))
     scores = list(map(scores_by_id.__getitem__, ids))

@@ -53,13 +53,10 @@ def shared_subsets_pay(starts: Ints, tags: Ints) -> bool:
 
 def by_postings(starts: Ints, tags: Ints) -> Ints:
     """For each non-empty set ``k`` (distinct tag ids ``tags[starts[k]:starts[k + 1]]``):
-    the number of sets that share a tag with it, itself included.
-
-    Set ``k``'s entry for tag ``t`` pairs it with the sets after ``k`` in ``t``'s posting
-    list. The pairs of a chunk of sets are keyed ``(k - first) << shift | other`` and
-    sorted; each distinct key is one pair of sets sharing a tag, whichever tags they share,
-    and counts for both.
-    """
+    the number of sets that share a tag with it, itself included. The pairs of a chunk of
+    sets with the later sets of their tags' posting lists are keyed
+    ``(k - first) << shift | other`` and sorted: each distinct key is one pair sharing a
+    tag, whichever tags they share, and counts for both."""
     count = len(starts) - 1
     narrow = np.int32 if count < 2**31 else np.int64
     owner = np.repeat(np.arange(count, dtype=narrow), np.diff(starts))
@@ -107,17 +104,12 @@ def by_shared_subsets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> 
 
     The positions of *other* sets meeting ``s`` number
     ``sum over non-empty subsets u of s of (-1)^(|u|+1) * other(u, s)``, where
-    ``other(u, s)`` counts the positions of sets other than ``s`` that contain ``u``. Only
-    subsets with ``other > 0`` contribute, and a subset can have one only if every subset
-    one tag smaller does. The sets are grouped by length so that level ``k`` is one
-    ``(sets, comb(length, k))`` array of subset keys per group, computed from the level
-    before by column gathers.
-
-    A ``k``-subset's key is its rank among all ``k``-subsets or, past 2^62, the dense id
-    of its ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are
-    counted by one bincount, others by a sort that finds the keys held by more than one
-    set. A subset is only generated when every subset one tag smaller is shared
-    (apriori), and a set leaves once none of its subsets is.
+    ``other(u, s)`` counts the positions of sets other than ``s`` that contain ``u``. A
+    ``k``-subset is only generated when every subset one tag smaller is shared (apriori),
+    a set leaves once none of its subsets is, and the sets are grouped by length so that
+    level ``k`` is one ``(sets, comb(length, k))`` array of subset keys per group. A key is
+    the subset's rank among all ``k``-subsets or, past 2^62, the dense id of its prefix
+    times ``vocabulary`` plus its last tag.
     """
     extra = int(mult.sum()) - len(mult)
     if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position

@@ -109,10 +109,9 @@ def _describe(node: object) -> str:
 def check_nesting(owner: str, root: object) -> int:
     """Check the scorer graph under ``root`` (being built by ``owner``); return its depth.
 
-    A depth-first search by identity: a back edge (a scorer reachable from itself, ``root``
-    included) raises :class:`~cupel.CycleError`; a graph deeper than
-    :data:`MAX_SCORER_DEPTH` raises :class:`~cupel.ScorerConfigError`. Shared children
-    are visited once. Iterative, so deep nesting cannot exhaust the stack.
+    An iterative depth-first search by identity: a scorer reachable from itself raises
+    :class:`~cupel.CycleError`, a graph deeper than :data:`MAX_SCORER_DEPTH`
+    :class:`~cupel.ScorerConfigError`.
     """
     depth_of: dict[int, int] = {}
     path: list[object] = [root]

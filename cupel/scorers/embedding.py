@@ -1,15 +1,12 @@
 """Embedder: a user's embedding model as vectors for :class:`~cupel.RelevanceScorer`.
 
 An :class:`Embedder` wraps two functions of the user's model — texts to vectors, and the
-query to a vector (models may embed a query differently from a document) — and keeps
-each vector it got in a bounded cache keyed by the text itself: a selection over a
-growing conversation sends the model only the texts it has not embedded yet. Every
-vector is checked (a sequence of finite numbers, one dimension for all) and stored as a
-unit vector (float64), so the cosine of two texts is the dot product of their vectors.
-
-The adapters build one from a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``
-(their ``embeddings=`` argument) and find it again for the same model object on the
-next call (:func:`shared_embedder`), so the cache lasts as long as the model is used.
+query to a vector — and keeps each vector in a bounded cache keyed by the text: a
+selection over a growing conversation sends the model only the texts it has not embedded
+yet. Every vector is checked (finite numbers, one dimension for all) and stored as a unit
+vector, so the cosine of two texts is the dot product of their vectors. The adapters'
+``embeddings=`` find the same embedder again for the same model object
+(:func:`shared_embedder`), so the cache lasts as long as the model is used.
 
 >>> def letters(texts):
 ...     return [[t.count("a"), t.count("b")] for t in texts]

@@ -1,11 +1,9 @@
 """The slicer interface and the details a slicer can report besides its selection.
 
-A slicer picks, from score-descending ``ScoredItem``s, the items that fit a budget:
-``slice(scored, budget) -> list[ContextItem]``. The budget it receives is the pipeline's
-*effective* budget (``max_tokens`` and ``target_tokens`` only). Slicers that enforce
-count quotas also know which items they removed by a cap and which requirements they
-could not meet; they expose that through ``slice_detailed`` returning a
-:class:`SliceOutcome`, which the pipeline turns into report entries.
+A slicer picks, from score-descending ``ScoredItem``s, the items that fit the pipeline's
+effective budget: ``slice(scored, budget) -> list[ContextItem]``. Count-quota slicers
+also report the items a cap removed and the requirements they could not meet
+(``slice_detailed`` returning a :class:`SliceOutcome`).
 """
 
 from __future__ import annotations
@@ -133,12 +131,8 @@ def index_by_kind(
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """Score-descending slicer input as columns: candidate ``i`` is ``items[index[i]]``
-    with ``tokens[i]`` and ``scores[i]``.
-
-    Invariants (checked by whoever builds it): scores are float64 without NaN, tokens are
-    non-negative and sum to less than :data:`MAX_EXACT_TOKENS`. ``items``/``index`` let
-    the pipeline pass its own item list and sort order without building a new list.
-    """
+    with ``tokens[i]`` and ``scores[i]`` (float64 without NaN; non-negative tokens summing
+    below :data:`MAX_EXACT_TOKENS`, as whoever builds it checks)."""
 
     items: Sequence[ContextItem]
     index: IntArray

@@ -219,8 +219,7 @@ def _compress_values(values: list[int]) -> list[int]:
     differ there by a multiple of ``g``, more than everything below can make up: sums
     compare block by block, highest first. Each value becomes ``(value / g_block) *
     scale_block``, where ``scale_block`` is one more than the encoded total of the lower
-    blocks, which keeps that order. (Scores of ``inf`` next to ordinary ones, for
-    example, become a single small block on top.)
+    blocks, which keeps that order (``inf`` next to ordinary scores: one small top block).
     """
     if sum(values) <= _INT64_MAX:
         return values

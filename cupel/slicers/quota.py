@@ -107,13 +107,10 @@ class QuotaSlice(BaseSlicer):
         return self.slice_detailed(scored, budget).selected
 
     def slice_detailed(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> SliceOutcome:
-        """Like :meth:`slice`; also gathers the inner slicer's cap exclusions and shortfalls
-        (when ``inner`` enforces count quotas).
-
-        ``inner`` runs once per kind, so a count-quota inner judges each requirement per
-        partition: a requirement is reported once, and only if no partition met it. (Under
-        ``ScarcityBehavior.THROW`` such an inner raises in the first partition lacking a
-        required kind, which is usually every other partition: prefer ``DEGRADE`` there.)"""
+        """Like :meth:`slice`; also gathers a count-quota inner's cap exclusions and
+        shortfalls. ``inner`` runs once per kind, so a requirement is reported once, and
+        only if no partition met it. (Under ``ScarcityBehavior.THROW`` such an inner raises
+        in the first partition lacking a required kind: prefer ``DEGRADE`` there.)"""
         target = budget.target_tokens
         if not scored or target <= 0:
             return SliceOutcome([])
