@@ -306,10 +306,9 @@ def _slice_entries(
 
 
 class _BudgetReasons(dict[int, ExclusionReason]):
-    """The reason of an item the budget alone left out, by its token count, built once per
-    count and shared: ``PinnedOverride`` when it would fit the target without the pinned
-    items but not with them (``target < tokens <= without_pinned``), else
-    ``BudgetExceeded(tokens, available)``."""
+    """The reason of an item the budget alone left out, by its token count (built once per
+    count and shared): ``PinnedOverride`` when only the pinned items keep it from fitting
+    (``target < tokens <= without_pinned``), else ``BudgetExceeded(tokens, available)``."""
 
     def __init__(
         self, available: int, target: int, without_pinned: int, displaced: PinnedOverride | None

@@ -91,9 +91,8 @@ class ArrayScorer(BaseScorer):
 
     @abstractmethod
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """:meth:`_scores` within a pass whose batches so far are ``batches``: a scorer
-        with children takes their batches from it (:meth:`Batches.of`), so that a child
-        shared by several parents is scored once."""
+        """:meth:`_scores` within a pass's ``batches``, from which a scorer with children
+        takes theirs (:meth:`Batches.of`: a child shared by several parents is scored once)."""
 
     def _with_children(self, children: tuple[Scorer, ...]) -> ArrayScorer | None:
         """A copy of this scorer whose ``children()`` are ``children`` (same length and
@@ -155,10 +154,9 @@ def _as_scores(values: Any, scorer: object, items: Sequence[ContextItem]) -> Flo
 
 
 class Batches:
-    """One pass's scores: each distinct scorer object (by identity) scored once over
-    ``items``, however many composites share it; and the item fields the pass has read
-    already (``fields``: field name → one value per item, the Classify stage's), which
-    the built-in batches read through :meth:`column` instead of the items.
+    """One pass's scores, each distinct scorer object (by identity) scored once over
+    ``items``, and the item fields read already (``fields``: name → one value per item),
+    which the built-in batches read through :meth:`column`.
 
     >>> from cupel import ContextItem, KindScorer
     >>> kind = KindScorer()
@@ -197,13 +195,8 @@ class Batches:
 def batch_scores(
     scorer: Scorer, items: Sequence[ContextItem], fields: Mapping[str, list[Any]] | None = None
 ) -> FloatArray:
-    """Score a whole pass: the scorer's batch as a validated, read-only float64 array.
-
-    A built-in :class:`ArrayScorer` computes it on arrays; any other scorer through its
-    ``score_all(items)`` if it has one, else ``score(item, items)`` per item. Each
-    distinct scorer object of the tree is scored once (:class:`Batches`). ``fields``:
-    item fields already read (field name → one value per item).
-    """
+    """Score a whole pass: the scorer's batch (see the module) as a validated, read-only
+    float64 array. ``fields``: item fields already read (name → one value per item)."""
     return Batches(items, fields).of(scorer)
 
 

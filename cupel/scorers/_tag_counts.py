@@ -3,12 +3,10 @@ positions whose set shares a tag with it.
 
 Two methods, both exact:
 
-- :func:`by_postings`, the route: every pair of sets that share a tag is found in the
-  posting list of that tag (the sets holding it, ascending), with the smaller set's chunk
-  of sets, and counted once, whichever tags the two share, by one sort of the chunk's
-  keys. Time is bounded by the pairs in the posting lists,
-  ``sum(len(p) * (len(p) - 1) / 2)``, memory by the tags plus one chunk of
-  ``_CHUNK_PAIRS`` pairs; nothing depends exponentially on the tags per set.
+- :func:`by_postings`, the route: each pair of sets sharing a tag is found in that tag's
+  posting list and counted once, whichever tags the two share (one sort of a chunk's
+  keys). Time is bounded by the pairs in the posting lists, memory by the tags plus one
+  chunk of ``_CHUNK_PAIRS`` pairs; nothing is exponential in the tags per set.
 - :func:`by_shared_subsets`, for dense small vocabularies (posting lists so long that the
   pairs in them far outnumber the tag pairs of the sets): inclusion-exclusion over the
   subsets of each distinct set that some other set also contains, for sets of at most

@@ -30,11 +30,9 @@ class CompositeScorer(ArrayScorer):
 
     ``entries`` is a non-empty sequence of ``(scorer, weight)`` pairs; each weight must be
     a finite number > 0 and only their ratios matter. Children are evaluated in entry
-    order. Nesting is allowed, up to :data:`~cupel.scorers.MAX_SCORER_DEPTH` levels of
-    composite and scaled scorers; a scorer reachable from itself (through ``children()``,
-    compared by identity) raises :class:`~cupel.CycleError`. The result is always the
-    normalized weighted average, also for multiplier-style children such as
-    :class:`~cupel.scorers.MetadataKeyScorer`.
+    order and may nest up to :data:`~cupel.scorers.MAX_SCORER_DEPTH` levels; a scorer
+    reachable from itself raises :class:`~cupel.CycleError`. The result is the normalized
+    weighted average, also for multiplier children (:class:`~cupel.scorers.MetadataKeyScorer`).
 
     >>> from cupel import ContextItem
     >>> from cupel.scorers import KindScorer, ReflexiveScorer

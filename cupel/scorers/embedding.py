@@ -54,10 +54,9 @@ class Embedder:
     among the ``max_texts`` most recently used. ``name`` names the model in errors.
 
     ``calls`` counts the model's calls, ``embedded`` the texts (queries included) sent.
-    A zero vector stays zero (its cosine with anything is 0). Thread-safe: the cache is
-    guarded by a lock (two threads may embed the same new text twice, with one result).
-    Copies and pickles keep the model functions (a deep copy does not copy them) and
-    start with an empty cache.
+    A zero vector stays zero. Thread-safe (two threads may embed the same new text twice,
+    with one result). Copies and pickles keep the model functions (a deep copy does not
+    copy them) and start with an empty cache.
     """
 
     def __init__(

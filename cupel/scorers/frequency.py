@@ -85,9 +85,6 @@ def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | Non
     """The folded tag sets of a pass's positions: ``(row_starts, tags, vocabulary)``, where
     position ``i``'s sorted, distinct tag ids (below ``vocabulary``) are
     ``tags[row_starts[i]:row_starts[i + 1]]``; ``None`` when no position has a tag.
-
-    Each tag string is read once and each distinct one folded once; the rest is one sort
-    of ``(row, tag)`` keys.
     """
     rows = tag_tuples
     flat = list(chain.from_iterable(rows))

@@ -233,11 +233,10 @@ _STOPWORD_BYTES = tuple(sorted(word.encode("ascii") for word in STOPWORDS))
 
 
 def _candidates(tokens: Iterable[bytes], query: tuple[str, ...]) -> list[bytes]:
-    """The tokens whose terms are worked out one by one: every non-ASCII token, and the
-    ASCII ones that may give a query term. Any other ASCII token gives exactly one term
-    (never a query term) unless it is a stopword: a term is its token with at most a
-    suffix changed, and every term keeps at least its token's first ``len(term) - 1``
-    characters (the ``-y`` of ``-ies`` / ``-ied`` being the one added character)."""
+    """The tokens whose terms are worked out one by one: the non-ASCII ones and the ASCII
+    ones that may give a query term. Any other ASCII token gives one term, never a query
+    term, unless it is a stopword: a term keeps at least its token's first
+    ``len(term) - 1`` characters (``-ies`` / ``-ied`` → ``-y`` adds one)."""
     prefixes = tuple(term[: max(len(term) - 1, 1)].encode("utf-8") for term in query)
     return [token for token in tokens if not token.isascii() or token.startswith(prefixes)]
 

@@ -225,10 +225,9 @@ class RecencyWindowSlice(BaseSlicer):
         target: int,
         scores: Sequence[float],
     ) -> tuple[list[int], list[list[int]]]:
-        """Positions (into ``items``) of the window, in walk order — then the units the
-        scored share took from behind it (``scored_share``), then the rest of the walk —
-        and those units (each a list of positions in walk order). ``scores``: the
-        candidates' scores (read only with a share)."""
+        """Positions (into ``items``) of the window, in walk order (then the units the
+        scored share took from behind it, then the rest of the walk), and those units;
+        ``scores`` are read only with a share."""
         full = target
         target = self._target(tokens, target)
         blocks = _Blocks(self.block_key, items).of
