@@ -7,10 +7,8 @@ from itertools import compress
 from operator import and_, not_, or_
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from cupel._errors import ItemError, PinnedBudgetError
-from cupel._fastpath import MAX_EXACT_TOKENS, TokenArray, read_fields
+from cupel._fastpath import read_fields
 from cupel._model import ContextBudget, ContextItem
 from cupel._pipeline.values import TOKENS
 
@@ -19,12 +17,10 @@ __all__ = ["Classified", "classify"]
 
 class Classified(NamedTuple):
     """The input, split. ``tokens`` are the scoreable items' counts; ``total_tokens``
-    sums every input item's (negative ones included: ruling 3). ``token_array``:
-    ``tokens`` as int64 when every count is non-negative and the sum of all of them is
-    below :data:`~cupel._fastpath.MAX_EXACT_TOKENS` (what the array routes need, checked
-    here once), else ``None``. ``fields``: the fields the run's later stages read, one
-    value per scoreable item, read in the same sweep as the tokens (the stages are handed
-    them: :class:`~cupel.scorers._base.Batches`, Deduplicate)."""
+    sums every input item's (negative ones included: ruling 3). ``fields``: the fields
+    the run's later stages read, one value per scoreable item, read in the same sweep as
+    the tokens (the stages are handed them: :class:`~cupel.scorers._base.Batches`,
+    Deduplicate)."""
 
     items: Sequence[ContextItem]
     pinned: list[ContextItem]
@@ -33,7 +29,6 @@ class Classified(NamedTuple):
     negative: list[ContextItem]
     total_tokens: int
     pinned_tokens: int
-    token_array: TokenArray | None
     fields: dict[str, list[Any]]
 
 
@@ -43,11 +38,9 @@ def classify(
     """Split ``items``; raise :class:`~cupel.PinnedBudgetError` when the pinned items
     alone need more than ``max_tokens - output_reserve``.
 
-    One chunked sweep (:func:`~cupel._fastpath.read_fields`) checks that every element is
-    a ContextItem and reads the token counts, pinned flags and the fields ``names`` that
-    the run's later stages read (:meth:`Pipeline._fields_read`); the split
-    itself is a few C-level passes (``compress``), skipped when nothing is pinned or
-    negative."""
+    One sweep (:func:`~cupel._fastpath.read_fields`) checks that every element is a
+    ContextItem and reads the token counts, pinned flags and the fields ``names`` that
+    the run's later stages read (:meth:`Pipeline._fields_read`)."""
     read = read_fields(items, ("tokens", "pinned", *names), ContextItem)
     if read is None:
         bad = next(i for i, item in enumerate(items) if not isinstance(item, ContextItem))
@@ -82,15 +75,5 @@ def classify(
         negative,
         total,
         pinned_tokens,
-        _token_array(tokens),
         dict(zip(names, columns, strict=True)),
     )
-
-
-def _token_array(tokens: list[int]) -> TokenArray | None:
-    """The scoreable ``tokens`` (never negative) as int64 when their sum is below
-    :data:`~cupel._fastpath.MAX_EXACT_TOKENS` (every count then fits, and int64 sums of
-    them are exact); else ``None``."""
-    if not tokens or sum(tokens) >= MAX_EXACT_TOKENS:
-        return None
-    return np.array(tokens, dtype=np.int64)

@@ -52,10 +52,8 @@ def deduplicate(classified: Classified, scores: FloatArray | list[Any], enabled:
 
 
 def _distinct(contents: list[str]) -> bool:
-    """Whether the contents are pairwise distinct: their hashes read into an array and
-    sorted (cheaper than a set of the strings once the set outgrows the CPU cache, and
-    never much dearer); pairwise distinct hashes mean distinct contents, and otherwise
-    (equal contents or a hash collision) the set of the contents decides."""
+    """Whether the contents are pairwise distinct: their sorted hashes are (cheaper than a
+    set of large strings), or else (equal contents or a collision) the set decides."""
     hashes = np.fromiter(map(hash, contents), dtype=np.int64, count=len(contents))
     hashes.sort()
     return not (hashes[1:] == hashes[:-1]).any() or len(set(contents)) == len(contents)

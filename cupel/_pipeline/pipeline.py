@@ -58,12 +58,8 @@ def set_policy_resolver(resolver: PolicyResolver) -> None:
 
 def _require(obj: object, method: str, param: str, kind: str) -> None:
     if obj is None or not callable(getattr(obj, method, None)):
-        raise refusal(
-            "Pipeline",
-            param,
-            f"must be a {kind} (an object with a callable '{method}' method)",
-            obj,
-        )
+        rule = f"must be a {kind} (an object with a callable '{method}' method)"
+        raise refusal("Pipeline", param, rule, obj)
 
 
 class Pipeline:
@@ -227,13 +223,7 @@ class Pipeline:
         stages: Stages,
         on_overflow: OverflowCallback | None,
     ) -> ContextResult:
-        """The six stages (see :mod:`cupel._pipeline`); ``stages`` reports them or not.
-
-        From Score to Slice the candidates travel as positions into the scoreable items
-        with their scores as a float64 array; a built-in slicer that selects on columns
-        is given the scores and token counts as arrays, any other slicer the spec's
-        ScoredItem list. The placer is always given the merged window's ScoredItems.
-        """
+        """The six stages (see :mod:`cupel._pipeline`); ``stages`` reports them or not."""
         classified = stages.classify(items, budget, self._fields_read())
         scores = stages.score(self.scorer, classified)
         survivors = stages.deduplicate(classified, scores, self.deduplication)

@@ -1,10 +1,9 @@
 """Budget probes: one pipeline's window at many budgets over the same items.
 
-Classify, Score, Deduplicate and Sort do not depend on the budget (only Classify's
-pinned-budget check does, and a probe repeats it), so :class:`BudgetProbe` runs them
-once and each probe runs Slice and the merge of Place — which decide the window's
-membership; the placer only orders it. A probe's window holds exactly the items
-``pipeline.run(items, budget)`` returns (tested against it), without a report.
+Classify, Score, Deduplicate and Sort do not depend on the budget (but for the pinned
+check, which a probe repeats), so :class:`BudgetProbe` runs them once and each probe runs
+Slice and Place's merge, which decide the window's membership: the items
+``pipeline.run(items, budget)`` returns, without a report.
 
 >>> from cupel import ContextBudget, ContextItem, Pipeline, PriorityScorer
 >>> items = [ContextItem(content=c, tokens=t, priority=p)

@@ -1,32 +1,22 @@
 """Report building (private): the stages as a traced run sees them.
 
-:data:`UNTRACED` runs the six stages and nothing else. :class:`Traced` runs the same
-stage functions and, around each, tells the collector what it decided: the stage's
-start, its exclusions (and inclusions), its timing event. Selection never reads the
-collector, so a traced run selects exactly what an untraced one does; the report is
-built from the stages' results, in the order the collector has always received them.
-
-Each stage's entries come from one builder (``_negative_entries``, ``_duplicate_entries``,
-``_slice_entries``, ``_truncation_entries``, ``_window_entries``) that gathers the
-stage's columns — items, scores, reasons (equal reasons built once and shared) — and
-makes the entries from them in bulk (:func:`~cupel.diagnostics._entries.entries`). When
-a collector needs them one by one (observers at item detail, OpenTelemetry, a
-subclass's ``on_excluded``), the builder runs as the stage ends and each entry is passed
-on; when it does not (:func:`~cupel.diagnostics._collectors.deferring`: ``dry_run``'s
-collector), the builder itself is handed over and the report runs it on its first read
-of ``included`` / ``excluded``: the same entries, built later
-(tests/core/perf/test_perf_report.py).
+:data:`UNTRACED` runs the six stages and nothing else; :class:`Traced` runs the same
+stage functions and tells the collector what each decided (its start, exclusions,
+inclusions, timing), so a traced run selects exactly what an untraced one does. Each
+stage's entries come from one builder (``_negative_entries``, ``_slice_entries``, ...)
+that makes them in bulk; a collector that needs them one by one gets them as the stage
+ends, any other (:func:`~cupel.diagnostics._collectors.deferring`) the builder itself,
+which the report runs on its first read (tests/core/perf/test_perf_report.py).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import compress
 from operator import not_
 from time import perf_counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, OverflowStrategy
@@ -36,7 +26,7 @@ from cupel._pipeline.place import Merged, OverflowCallback, arrange, merge
 from cupel._pipeline.score import score
 from cupel._pipeline.slice import Sliced, slice_items
 from cupel._pipeline.sort import Ranking, ranked_lists, sort
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, scored_pairs
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, as_list, first_occurrences, scored_pairs
 from cupel.diagnostics._collectors import TraceCollector, deferring
 from cupel.diagnostics._entries import ExcludedItem, IncludedItem, entries
 from cupel.diagnostics._events import OverflowEvent, PipelineStage, TraceEvent
@@ -52,46 +42,28 @@ from cupel.diagnostics._reasons import (
 )
 from cupel.diagnostics._report import SelectionReport
 from cupel.placers._base import Placer
-from cupel.scorers._base import Scorer
+from cupel.scorers._base import Scorer, walk
 from cupel.slicers._base import Slicer
 
 __all__ = ["UNTRACED", "Placed", "Stages", "Traced"]
 
 
-class Placed:
+class Placed(NamedTuple):
     """The window in placed order, its token total and the overflow event (if any)."""
 
-    __slots__ = ("items", "overflow", "tokens")
-
-    def __init__(
-        self, items: list[ContextItem], tokens: int, overflow: OverflowEvent | None
-    ) -> None:
-        self.items = items
-        self.tokens = tokens
-        self.overflow = overflow
+    items: list[ContextItem]
+    tokens: int
+    overflow: OverflowEvent | None
 
 
 class Stages:
     """The six stages, untraced."""
 
-    def classify(
-        self, items: Sequence[ContextItem], budget: ContextBudget, names: Sequence[str] = ()
-    ) -> Classified:
-        return classify(items, budget, names)
-
-    def score(self, scorer: Scorer, classified: Classified) -> FloatArray:
-        return score(scorer, classified)
-
-    def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
-        return deduplicate(classified, scores, enabled)
-
-    def sort(self, classified: Classified, scores: FloatArray, survivors: Survivors) -> Ranking:
-        return sort(classified, scores, survivors)
-
-    def slice(
-        self, slicer: Slicer, classified: Classified, ranking: Ranking, budget: ContextBudget
-    ) -> Sliced:
-        return slice_items(slicer, classified, ranking, budget)
+    classify = staticmethod(classify)
+    score = staticmethod(score)
+    deduplicate = staticmethod(deduplicate)
+    sort = staticmethod(sort)
+    slice = staticmethod(slice_items)
 
     def place(
         self,
@@ -158,7 +130,9 @@ class Traced(Stages):
         self._done(PipelineStage.SCORE, start, len(classified.scoreable))
         return scores
 
-    def deduplicate(self, classified: Classified, scores: FloatArray, enabled: bool) -> Survivors:
+    def deduplicate(
+        self, classified: Classified, scores: FloatArray | list[Any], enabled: bool
+    ) -> Survivors:
         start = self._start(PipelineStage.DEDUPLICATE)
         scoreable = classified.scoreable
         survivors = deduplicate(classified, scores, enabled)
@@ -256,28 +230,18 @@ class Traced(Stages):
 def _recalled(
     units: Sequence[tuple[list[ContextItem], float]], scorer: Scorer | None
 ) -> tuple[Recalled, ...]:
-    """The report's :class:`~cupel.Recalled` units: each with the query terms its items
-    hold, by every scorer of the tree that tells them (``matches``: a bound
-    :class:`~cupel.RelevanceScorer`), in the order it gives them, and the best of their
-    ``similarity`` (``None`` from a scorer without an embedding)."""
+    """The report's :class:`~cupel.Recalled` units, each with the query terms its items
+    hold (``matches`` of each bound :class:`~cupel.RelevanceScorer` of the tree) and the
+    best of their ``similarity`` (``None`` without an embedding)."""
     matchers: list[Callable[[ContextItem], Sequence[str]]] = []
     similar: list[Callable[[Sequence[ContextItem]], float | None]] = []
-    stack: list[Any] = [] if scorer is None else [scorer]
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in () if scorer is None else walk(scorer):
         matches = getattr(node, "matches", None)
         if callable(matches) and getattr(node, "query", None) is not None:
             matchers.append(matches)
             similarity = getattr(node, "similarity", None)
             if callable(similarity):
                 similar.append(similarity)
-        children = getattr(node, "children", None)
-        if callable(children):
-            stack.extend(reversed(tuple(children())))
     out: list[Recalled] = []
     for items, score_ in units:
         terms: dict[str, None] = {}
@@ -318,12 +282,10 @@ def _slice_entries(
     budget: ContextBudget,
     explained: Mapping[int, ExclusionReason],
 ) -> list[ExcludedItem]:
-    """One exclusion per candidate the slicer did not select, in ranked order. An
-    object listed more than once (deduplication off) is counted per occurrence: the
-    first ones in ranked order are the selected ones (:func:`_left_out`). The reason of
-    each: a count cap's ``CountCapExceeded``, else the reason the slicer gave itself
-    (``explained``, keyed by ``id(item)``), else the budget's (:class:`_BudgetReasons`);
-    equal reasons (immutable values) are built once and shared."""
+    """One exclusion per candidate the slicer did not select (by occurrence:
+    :func:`first_occurrences`), in ranked order. The reason: a count cap's
+    ``CountCapExceeded``, else the one the slicer gave (``explained``, by ``id(item)``),
+    else the budget's (:class:`_BudgetReasons`)."""
     outcome = sliced.outcome if sliced.outcome is not None else SliceOutcome(sliced.items)
     pinned = classified.pinned
     target = sliced.budget.target_tokens
@@ -336,36 +298,17 @@ def _slice_entries(
         (id(c.item), CountCapExceeded(c.kind, c.cap, c.count)) for c in outcome.cap_exclusions
     )
     keys = list(map(id, ranked_items))
-    left_out = _left_out(keys, list(map(id, sliced.items)))
+    left_out = list(map(not_, first_occurrences(keys, list(map(id, sliced.items)))))
     items = list(compress(ranked_items, left_out))
     fallback = map(by_budget.__getitem__, map(TOKENS, items))
     reasons = list(map(given.get, compress(keys, left_out), fallback))
     return entries(ExcludedItem, items, list(compress(ranked_scores, left_out)), reasons)
 
 
-def _left_out(keys: list[int], selected: list[int]) -> list[bool]:
-    """Per candidate (``keys``: ids in ranked order), whether the slicer left it out: a
-    key selected ``k`` times is selected at its first ``k`` occurrences.
-
-    >>> _left_out([7, 8, 7, 9, 7], [7, 9, 7])
-    [False, True, False, False, True]
-    """
-    quota = Counter(selected)
-    get = quota.get
-    left: list[bool] = []
-    for key in keys:
-        times = get(key, 0)
-        if times:
-            quota[key] = times - 1
-        left.append(not times)
-    return left
-
-
 class _BudgetReasons(dict[int, ExclusionReason]):
-    """The reason of an item the budget alone left out, by its token count, built once per
-    count and shared: ``PinnedOverride`` when it would fit the target without the pinned
-    items but not with them (``target < tokens <= without_pinned``), else
-    ``BudgetExceeded(tokens, available)``."""
+    """The reason of an item the budget alone left out, by its token count (built once per
+    count and shared): ``PinnedOverride`` when only the pinned items keep it from fitting
+    (``target < tokens <= without_pinned``), else ``BudgetExceeded(tokens, available)``."""
 
     def __init__(
         self, available: int, target: int, without_pinned: int, displaced: PinnedOverride | None
@@ -402,10 +345,8 @@ def _truncation_entries(merged: Merged, pinned: list[ContextItem]) -> list[Exclu
 def _window_entries(
     placed: list[ContextItem], merged: Merged, classified: Classified
 ) -> list[IncludedItem]:
-    """One inclusion per placed item: pinned (score 1.0), zero-token or scored. The
-    window's items are told apart by identity, without reading them again: its pinned
-    items are the input's pinned ones (scored 1.0 in ``merged``), its zero-token ones
-    come from the token counts the Classify stage read."""
+    """One inclusion per placed item: pinned (score 1.0), zero-token or scored, told apart
+    by identity (the input's pinned items, the Classify stage's zero counts)."""
     scores_by_id = dict(zip(map(id, merged.items), as_list(merged.scores), strict=True))
     ids = list(map(id, placed))
     scores = list(map(scores_by_id.__getitem__, ids))

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from cupel._errors import CupelError
-from cupel._fastpath import FloatArray, IntArray
+from cupel._fastpath import FloatArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel._pipeline.classify import Classified
 from cupel._pipeline.sort import Ranking, ranked_lists
-from cupel._pipeline.values import ITEM, SCORE, TOKENS, scored_pairs, take
+from cupel._pipeline.values import ITEM, SCORE, TOKENS, first_occurrences, scored_pairs, take
 from cupel.diagnostics._outcomes import SliceOutcome
 from cupel.slicers._base import Candidates, Slicer, fast_selector, floor_times, slice_detailed
 
@@ -73,12 +74,13 @@ def slice_items(
     scoreable = classified.scoreable
     sliced_budget = effective_budget(budget, classified.pinned_tokens)
     found = ranking.columns
-    chosen = _array_slice(slicer, scoreable, ranking, sliced_budget)
-    if chosen is not None and found is not None:
-        # Ruling 13: the selection enters the merge in the Sort stage's order.
+    select = fast_selector(slicer)
+    if select is not None and found is not None:
         order = ranking.order
+        candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
+        # Ruling 13: the selection enters the merge in the Sort stage's order.
         selected = np.zeros(len(scoreable), dtype=np.bool_)
-        selected[chosen] = True
+        selected[order[select(candidates, sliced_budget)]] = True
         chosen = order[selected[order]]
         return Sliced(
             sliced_budget,
@@ -95,29 +97,12 @@ def slice_items(
     )
 
 
-def _array_slice(
-    slicer: Slicer, scoreable: list[ContextItem], ranking: Ranking, budget: ContextBudget
-) -> IntArray | None:
-    """The built-in slicer's array fast path: the selected positions into
-    ``scoreable`` (in the slicer's output order), or ``None`` (no array path)."""
-    found = ranking.columns
-    select = fast_selector(slicer)
-    if select is None or found is None:
-        return None
-    order = ranking.order
-    candidates = Candidates(scoreable, order, found.tokens[order], found.scores[order])
-    positions = select(candidates, budget)
-    return None if positions is None else order[positions]
-
-
 def _reassociate(
     ranked: list[ScoredItem], selected: Sequence[ContextItem], slicer: object
 ) -> list[ScoredItem]:
-    """The slicer's selection with its scores, in ranked order (ruling 13: the selection
-    enters the merge in the Sort stage's order, whatever order the slicer returned it
-    in). Items are matched by identity; the slicer must return a subset of its candidates
-    (an object listed n times may be selected at most n times, its first occurrences in
-    ranked order being the selected ones)."""
+    """The slicer's selection with its scores, in ranked order (ruling 13). Items are
+    matched by identity; the slicer must return a subset of its candidates (an object
+    listed n times at most n times: :func:`first_occurrences`)."""
     ids = list(map(id, map(ITEM, ranked)))
     present = dict.fromkeys(ids)
     wanted = list(map(id, selected))
@@ -132,9 +117,4 @@ def _reassociate(
         available = Counter(ids)
         if any(count > available[key] for key, count in remaining.items()):
             raise CupelError(f"slicer {slicer!r} returned the same item more than once")
-    kept: list[ScoredItem] = []
-    for key, entry in zip(ids, ranked, strict=True):
-        if remaining[key] > 0:
-            remaining[key] -= 1
-            kept.append(entry)
-    return kept
+    return list(compress(ranked, first_occurrences(ids, wanted)))

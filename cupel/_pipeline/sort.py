@@ -35,7 +35,7 @@ def sort(classified: Classified, scores: FloatArray, survivors: Survivors) -> Ra
     else:
         kept = np.array(positions, dtype=np.intp)
         order = kept[descending_order(scores[kept])]
-    found = columns(scores, classified.tokens, nonnegative=True, token_array=classified.token_array)
+    found = columns(scores, classified.tokens, nonnegative=True)
     return Ranking(order, scores, found)
 
 

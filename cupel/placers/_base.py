@@ -38,5 +38,4 @@ def placed_order(placer: object) -> Order | None:
     order, the very computation its ``place`` runs (which builds no ScoredItems and needs
     no check that the window came back whole); ``None`` for any other placer, and for a
     subclass overriding ``place`` (the rule of :func:`cupel._fastpath.fast_method`)."""
-    order: Order | None = fast_method(placer, "_order", ("place",))
-    return order
+    return fast_method(placer, "_order", ("place",))

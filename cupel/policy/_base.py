@@ -93,12 +93,8 @@ def check_depth(data: Any, limit: int = MAX_POLICY_DEPTH) -> None:
             continue
         if depth > limit:
             shown = path if len(path) <= 200 else f"{path[:90]}...{path[-90:]}"
-            raise fail(
-                shown,
-                f"nested deeper than {limit} tables/arrays (the limit for policies, "
-                f"cupel.policy.MAX_POLICY_DEPTH)",
-                None,
-            )
+            why = "the limit for policies, cupel.policy.MAX_POLICY_DEPTH"
+            raise fail(shown, f"nested deeper than {limit} tables/arrays ({why})", None)
         stack.extend((inner, where, depth + 1) for where, inner in children)
 
 
@@ -173,18 +169,15 @@ def _walk(root: type[Spec], loc: Sequence[int | str]) -> tuple[str, Any]:
             field = current.model_fields.get(element)
             path = f"{path}.{element}" if path else element
             current = _unwrap(field.annotation) if field is not None else None
-        elif origin is list and isinstance(element, int):
-            path += f"[{element}]"
-            current = _unwrap(get_args(current)[0])
+        elif element == "[key]":
+            continue
         elif origin is dict:
-            if element == "[key]":
-                continue
             path += f"[{element!r}]"
             current = _unwrap(get_args(current)[1])
         elif isinstance(element, int):
             path += f"[{element}]"
-            current = None
-        elif element != "[key]":
+            current = _unwrap(get_args(current)[0]) if origin is list else None
+        else:
             path = f"{path}.{element}" if path else element
             current = None
     return path, current
@@ -236,16 +229,12 @@ def _describe(err: Mapping[str, Any], root: type[Spec]) -> list[tuple[str, str, 
         minimum = ctx.get("min_length", 1)
         entries = "entry" if minimum == 1 else "entries"
         return [(path, f"must hold at least {minimum} {entries}, got {value!r}", value)]
-    message = str(err.get("msg", "invalid"))
-    if message.startswith("Input should be "):
-        message = "must be " + message[len("Input should be ") :]
+    message = re.sub(r"^Input should be ", "must be ", str(err.get("msg", "invalid")))
     return [(path, f"{message}, got {value!r}", value)]
 
 
 def _number_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def raise_policy_error(exc: ValidationError, root: type[Spec]) -> NoReturn:

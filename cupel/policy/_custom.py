@@ -88,25 +88,20 @@ class CustomScorerSpec(Spec):
     def _build(self, path: str) -> Scorer:
         factory = _REGISTRY.get(self.name)
         if factory is None:
-            raise fail(
-                f"{path}.name",
-                f"unknown custom scorer {self.name!r} ({_registered_text()})",
-                self.name,
-            )
+            rule = f"unknown custom scorer {self.name!r} ({_registered_text()})"
+            raise fail(f"{path}.name", rule, self.name)
         try:
             scorer = factory(**self.params)
         except Exception as exc:
-            raise fail(
-                f"{path}.params",
+            rule = (
                 f"custom scorer {self.name!r} could not be built from params "
-                f"{self.params!r}: {type(exc).__name__}: {exc}",
-                self.params,
-            ) from exc
-        if not callable(getattr(scorer, "score", None)):
-            raise fail(
-                f"{path}.name",
-                f"the factory of custom scorer {self.name!r} returned {scorer!r}, which is "
-                f"not a scorer (no callable 'score' method)",
-                self.name,
+                f"{self.params!r}: {type(exc).__name__}: {exc}"
             )
+            raise fail(f"{path}.params", rule, self.params) from exc
+        if not callable(getattr(scorer, "score", None)):
+            rule = (
+                f"the factory of custom scorer {self.name!r} returned {scorer!r}, which is "
+                f"not a scorer (no callable 'score' method)"
+            )
+            raise fail(f"{path}.name", rule, self.name)
         return scorer

@@ -33,14 +33,14 @@ import re
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from operator import getitem
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Strict, create_model
 
 from cupel._labels import ChoiceEnum
-from cupel._params import LIVE, REQUIRED, Configurable, Named, Param, params
+from cupel._params import LIVE, Configurable, Named, Param, params
 from cupel.policy._base import Spec
 from cupel.scorers._base import Scorer
 from cupel.scorers.decay import (
@@ -49,6 +49,7 @@ from cupel.scorers.decay import (
     FixedTimeProvider,
     SystemTimeProvider,
     TimeProvider,
+    as_utc,
     duration_from_seconds,
 )
 from cupel.slicers._base import Slicer
@@ -61,6 +62,7 @@ __all__ = [
     "rebuild",
     "spec_of",
     "specs",
+    "stem",
     "tuple_spec",
 ]
 
@@ -180,10 +182,8 @@ def _optional(annotation: Any) -> tuple[Any, bool]:
     return (rest[0] if len(rest) == 1 else Union[rest]), True  # noqa: UP007
 
 
-def _default(param: Param, fallback: Any = REQUIRED) -> Any:
-    if not param.required:
-        return param.default
-    return ... if fallback is REQUIRED else fallback
+def _default(param: Param) -> Any:
+    return ... if param.required else param.default
 
 
 def _get(key: str) -> Build:
@@ -293,12 +293,12 @@ def _singular(name: str) -> str:
 
 def _sequence_rule(owner: type, param: Param, element: Any, meta: tuple[Any, ...]) -> Rule:
     name = param.name
-    stem = _stem(owner)
+    prefix = stem(owner)
     if get_origin(element) is tuple and get_args(element)[0] is Scorer:
         weight = _strict(get_args(element)[1])
         entry = _tuple_spec(
-            f"{stem}EntrySpec",
-            f"One child of a :class:`{stem}Spec`: a scorer and its (relative) weight.",
+            f"{prefix}EntrySpec",
+            f"One child of a :class:`{prefix}Spec`: a scorer and its (relative) weight.",
             {"weight": (weight, ...), "scorer": ("ScorerSpec", ...)},
         )
 
@@ -313,8 +313,8 @@ def _sequence_rule(owner: type, param: Param, element: Any, meta: tuple[Any, ...
     if get_origin(element) is tuple:
         parts = [_scalar(owner, _named(part), part) for part in get_args(element)]
         row = _tuple_spec(
-            f"{stem}{_singular(name)}Spec",
-            f"One element of a :class:`{stem}Spec`'s ``{name}``.",
+            f"{prefix}{_singular(name)}Spec",
+            f"One element of a :class:`{prefix}Spec`'s ``{name}``.",
             {key: (annotation, ...) for key, annotation, _ in parts},
         )
 
@@ -351,9 +351,9 @@ def _tuple_spec(name: str, doc: str, fields: dict[str, Any]) -> type[Spec]:
     return model
 
 
-def _stem(cls: type) -> str:
+def stem(cls: type) -> str:
     """``CompositeScorer`` → ``Composite``, ``StepDecay`` → ``Step``."""
-    return re.sub(r"(Scorer|Slice|Decay)$", "", cls.__name__)
+    return re.sub(r"(Scorer|Slice|Decay|Placer)$", "", cls.__name__)
 
 
 # -- enums and clocks ---------------------------------------------------------------------
@@ -370,9 +370,7 @@ def choice(enum: type[ChoiceEnum]) -> Any:
 
 
 def _utc(value: datetime | None) -> datetime | None:
-    if value is None or (value.tzinfo is not None and value.utcoffset() is not None):
-        return value
-    return value.replace(tzinfo=timezone.utc)
+    return None if value is None else as_utc(value)
 
 
 def _iso(value: datetime | None) -> str | None:

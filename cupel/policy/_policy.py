@@ -84,19 +84,15 @@ class Policy(Spec):
         """
         for key in changes:
             if key not in type(self).model_fields:
-                raise fail(
-                    key,
-                    f"unknown key; allowed keys here: {', '.join(type(self).model_fields)}",
-                    changes[key],
-                )
+                allowed = ", ".join(type(self).model_fields)
+                raise fail(key, f"unknown key; allowed keys here: {allowed}", changes[key])
         current = {name: getattr(self, name) for name in type(self).model_fields}
         return type(self)(**{**current, **changes})
 
     # -- building ---------------------------------------------------------------------
     def build_scorer(self) -> Scorer:
         """A fresh scorer as configured."""
-        scorer: Scorer = self.scorer._build("scorer")
-        return scorer
+        return self.scorer._build("scorer")
 
     def build_slicer(self) -> Slicer:
         """A fresh slicer as configured."""
@@ -121,8 +117,7 @@ class Policy(Spec):
     # -- serialization ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The JSON-compatible form: every field, ``None`` values left out."""
-        data: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
-        return data
+        return self.model_dump(mode="json", exclude_none=True)
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """The policy as JSON text."""
@@ -182,11 +177,6 @@ class Policy(Spec):
         return cls.from_json(text) if suffix == ".json" else cls.from_toml(text)
 
 
-_TOO_DEEP_TO_PARSE = (
-    f"nested too deeply to parse (policies may nest at most {MAX_POLICY_DEPTH} tables/arrays)"
-)
-
-
 def _parsed(
     loads: Callable[[Any], Any], error: type[Exception], language: str, text: str | bytes
 ) -> Any:
@@ -196,7 +186,8 @@ def _parsed(
     except error as exc:
         raise fail("", f"invalid {language}: {exc}", text) from None
     except RecursionError:
-        raise fail("", _TOO_DEEP_TO_PARSE, None) from None
+        limit = f"policies may nest at most {MAX_POLICY_DEPTH} tables/arrays"
+        raise fail("", f"nested too deeply to parse ({limit})", None) from None
 
 
 def _utf8(data: bytes, what: str) -> str:
@@ -212,9 +203,6 @@ def _utf8(data: bytes, what: str) -> str:
 def _suffix(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
-        raise fail(
-            "",
-            f"policy file {str(path)!r}: the suffix must be .json or .toml, got {path.suffix!r}",
-            str(path),
-        )
+        rule = f"policy file {str(path)!r}: the suffix must be .json or .toml, got {path.suffix!r}"
+        raise fail("", rule, str(path))
     return suffix

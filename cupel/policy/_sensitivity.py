@@ -144,36 +144,26 @@ def policy_sensitivity(
             "policy_sensitivity requires at least 2 variants", field="variants", value=variants
         )
     pipelines: list[tuple[str, Pipeline]] = []
-    seen: set[str] = set()
     for index, variant in enumerate(variants):
+        where = f"variants[{index}]"
         if not isinstance(variant, tuple) or len(variant) != 2:
-            raise refusal(
-                "policy_sensitivity",
-                f"variants[{index}]",
-                "must be a (label, policy) pair",
-                variant,
-            )
+            raise refusal("policy_sensitivity", where, "must be a (label, policy) pair", variant)
         label, policy = variant
         if not isinstance(label, str):
-            raise refusal(
-                "policy_sensitivity", f"variants[{index}]", "label must be a string", label
-            )
-        if label in seen:
+            raise refusal("policy_sensitivity", where, "label must be a string", label)
+        if any(label == known for known, _ in pipelines):
             raise ConfigurationError(
-                f"policy_sensitivity: variants[{index}] repeats the label {label!r}; "
-                f"labels must be distinct",
-                field=f"variants[{index}]",
+                f"policy_sensitivity: {where} repeats the label {label!r}; labels must be distinct",
+                field=where,
                 value=label,
             )
-        seen.add(label)
-        pipelines.append((label, resolve_pipeline(policy, field=f"variants[{index}] policy")))
+        pipelines.append((label, resolve_pipeline(policy, field=f"{where} policy")))
 
-    reports: list[tuple[str, SelectionReport]] = []
-    included: list[set[str]] = []
-    for label, pipeline in pipelines:
-        report = require_report(pipeline.dry_run(items, budget).report)
-        reports.append((label, report))
-        included.append({entry.item.content for entry in report.included})
+    reports = [
+        (label, require_report(pipeline.dry_run(items, budget).report))
+        for label, pipeline in pipelines
+    ]
+    included = [{entry.item.content for entry in report.included} for _, report in reports]
 
     diffs: list[PolicySensitivityDiffEntry] = []
     for content in dict.fromkeys(item.content for item in items):

@@ -17,7 +17,7 @@ from pydantic import BeforeValidator, Field
 from cupel.placers import ChronologicalPlacer, UShapedPlacer
 from cupel.policy._base import fail, type_shorthand
 from cupel.policy._custom import CustomScorerSpec
-from cupel.policy._derive import ComponentSpec, rebuild, spec_of, tuple_spec
+from cupel.policy._derive import ComponentSpec, rebuild, spec_of, stem, tuple_spec
 from cupel.scorers import (
     CompositeScorer,
     DecayScorer,
@@ -110,13 +110,11 @@ def type_name(cls: type) -> str:
     >>> type_name(CountConstrainedKnapsackSlice), type_name(UShapedPlacer)
     ('count_constrained_knapsack', 'u_shaped')
     """
-    stem = re.sub(r"(Scorer|Slice|Decay|Placer)$", "", cls.__name__)
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", stem).lower()
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", stem(cls)).lower()
 
 
 def _spec_name(cls: type) -> str:
-    stem = re.sub(r"(Scorer|Slice|Decay)$", "", cls.__name__)
-    return f"{stem}CurveSpec" if cls in CURVES else f"{stem}Spec"
+    return f"{stem(cls)}CurveSpec" if cls in CURVES else f"{stem(cls)}Spec"
 
 
 def _derive(classes: tuple[type, ...]) -> list[type[ComponentSpec]]:

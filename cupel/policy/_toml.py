@@ -41,12 +41,8 @@ def check_toml(value: Any, path: str, *, free: bool) -> None:
         for index, inner in enumerate(value):
             check_toml(inner, f"{path}[{index}]", free=free)
     elif not isinstance(value, (bool, Enum, int, float, str, datetime, date, time)):
-        raise fail(
-            path,
-            f"{type(value).__name__} {value!r} cannot be written as TOML"
-            + (" (TOML has no null; leave the key out)" if value is None else ""),
-            value,
-        )
+        null = " (TOML has no null; leave the key out)" if value is None else ""
+        raise fail(path, f"{type(value).__name__} {value!r} cannot be written as TOML{null}", value)
 
 
 def _toml_value(value: Any) -> str:

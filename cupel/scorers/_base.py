@@ -1,22 +1,14 @@
 """The scorer interface.
 
-A scorer maps an item (and its peers) to a float: ``score(item, all_items)``. That is all
-a custom scorer has to implement. The pipeline scores a whole pass at once through
-:func:`batch_scores`, which calls a scorer's ``score_all(items)`` batch method when it has
-one (:class:`BaseScorer`'s loops over ``score``), else ``score`` per item.
-
-The built-ins that score relative to the pass are :class:`ArrayScorer`\\ s: their batch
-is one whole-pass algorithm returning a float64 numpy array (``_scores``), O(N log N) or
-less instead of the O(N^2) of calling ``score`` per item; ``score_all`` is that array as
-a list. A user's subclass of a built-in that overrides ``score`` (or ``score_all``) is
-scored through its override, never through the built-in batch (the rule of
-:func:`cupel._fastpath.fast_method`, shared with the slicers and placers).
-
-Every value a scorer returns is checked once, where the batch is taken: scores are real
-numbers that fit an IEEE 754 double (NaN and infinities included); anything else raises
-:class:`~cupel.ScoreError` naming the scorer and the item. Within one pass, each distinct
-scorer object is scored once, however many composites share it: the pass's batches
-travel explicitly (a :class:`Batches` handed from parent to child).
+A scorer maps an item (and its peers) to a float: ``score(item, all_items)``, all that a
+custom scorer implements. The pipeline scores a whole pass at once (:func:`batch_scores`):
+a built-in :class:`ArrayScorer` by one whole-pass algorithm on arrays (O(N log N) or less,
+where per-item calls of a relative scorer are O(N^2)), any other scorer through its
+``score_all(items)`` if it has one, else ``score`` per item. A user's subclass overriding
+``score`` (or ``score_all``) is scored through its override
+(:func:`cupel._fastpath.fast_method`). Every score is checked once, where the batch is
+taken (:func:`as_score`), and each distinct scorer object is scored once per pass,
+however many composites share it (:class:`Batches`).
 """
 
 from __future__ import annotations
@@ -24,10 +16,10 @@ from __future__ import annotations
 import numbers
 import reprlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from operator import attrgetter
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 
@@ -44,8 +36,10 @@ __all__ = [
     "Scorer",
     "as_score",
     "batch_scores",
+    "children_of",
     "fields_read",
     "score_all",
+    "walk",
 ]
 
 
@@ -79,10 +73,8 @@ class BaseScorer(Configurable, ABC):
 
 
 class ArrayScorer(BaseScorer):
-    """A built-in whose batch is one whole-pass algorithm, :meth:`_scores`, returning a
-    float64 array. ``score_all`` returns that array as a list. A subclass that overrides
-    ``score`` is scored through its ``score`` instead.
-    """
+    """A built-in whose batch is one whole-pass algorithm returning a float64 array
+    (``score_all`` is that array as a list), unless a subclass overrides ``score``."""
 
     _fields: ClassVar[tuple[str, ...]] = ()
     """The item fields the batch reads (through :meth:`Batches.column`)."""
@@ -90,23 +82,21 @@ class ArrayScorer(BaseScorer):
     def score_all(self, items: Sequence[ContextItem]) -> list[float]:
         if fast_method(self, "_scores", ("score",)) is None:  # a subclass's score() rules
             return BaseScorer.score_all(self, items)
-        result: list[float] = self._scores_in(Batches(items)).tolist()
+        result: list[float] = self._scores(items).tolist()
         return result
 
-    @abstractmethod
     def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
         """Every item's score as a float64 array."""
+        return self._scores_in(Batches(items))
 
+    @abstractmethod
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """:meth:`_scores` within a pass whose batches so far are ``batches``: a scorer
-        with children overrides it and takes their batches from it (:meth:`Batches.of`),
-        so that a child shared by several parents is scored once."""
-        return self._scores(batches.items)
+        """:meth:`_scores` within a pass's ``batches``, from which a scorer with children
+        takes theirs (:meth:`Batches.of`: a child shared by several parents is scored once)."""
 
     def _with_children(self, children: tuple[Scorer, ...]) -> ArrayScorer | None:
         """A copy of this scorer whose ``children()`` are ``children`` (same length and
-        order, otherwise the same configuration), or ``None`` when it cannot be rebuilt
-        (the default; the scorers with children override it)."""
+        order), or ``None`` when it cannot be rebuilt (the default)."""
         return None
 
 
@@ -164,10 +154,9 @@ def _as_scores(values: Any, scorer: object, items: Sequence[ContextItem]) -> Flo
 
 
 class Batches:
-    """One pass's scores: each distinct scorer object (by identity) scored once over
-    ``items``, however many composites share it; and the item fields the pass has read
-    already (``fields``: field name → one value per item, the Classify stage's), which
-    the built-in batches read through :meth:`column` instead of the items.
+    """One pass's scores, each distinct scorer object (by identity) scored once over
+    ``items``, and the item fields read already (``fields``: name → one value per item),
+    which the built-in batches read through :meth:`column`.
 
     >>> from cupel import ContextItem, KindScorer
     >>> kind = KindScorer()
@@ -206,19 +195,22 @@ class Batches:
 def batch_scores(
     scorer: Scorer, items: Sequence[ContextItem], fields: Mapping[str, list[Any]] | None = None
 ) -> FloatArray:
-    """Score a whole pass: the scorer's batch as a validated, read-only float64 array.
-
-    A built-in :class:`ArrayScorer` computes it on arrays; any other scorer through its
-    ``score_all(items)`` if it has one, else ``score(item, items)`` per item. Each
-    distinct scorer object of the tree is scored once (:class:`Batches`). ``fields``:
-    item fields already read (field name → one value per item).
-    """
+    """Score a whole pass: the scorer's batch (see the module) as a validated, read-only
+    float64 array. ``fields``: item fields already read (name → one value per item)."""
     return Batches(items, fields).of(scorer)
+
+
+def _batched(scorer: object) -> TypeGuard[ArrayScorer]:
+    """Whether ``scorer`` is scored through its built-in batch (no override of its own)."""
+    return (
+        isinstance(scorer, ArrayScorer)
+        and fast_method(scorer, "_scores", ("score", "score_all")) is not None
+    )
 
 
 def _batch(scorer: Scorer, batches: Batches) -> FloatArray:
     items = batches.items
-    if isinstance(scorer, ArrayScorer) and fast_method(scorer, "_scores", ("score", "score_all")):
+    if _batched(scorer):
         return scorer._scores_in(batches)
     method = getattr(scorer, "score_all", None)
     if callable(method):
@@ -226,6 +218,32 @@ def _batch(scorer: Scorer, batches: Batches) -> FloatArray:
     else:
         raw = [scorer.score(item, items) for item in items]
     return _as_scores(raw, scorer, items)
+
+
+def children_of(scorer: object) -> tuple[Scorer, ...]:
+    """What ``scorer`` delegates to: its ``children()``, if it has that method."""
+    method = getattr(scorer, "children", None)
+    return tuple(method()) if callable(method) else ()
+
+
+def walk(scorer: Scorer, descend: Callable[[Scorer], bool] | None = None) -> Iterator[Scorer]:
+    """Each distinct scorer (by identity) of the tree under ``scorer``, depth first in
+    child order; the children of a scorer for which ``descend`` is false are skipped.
+
+    >>> from cupel import CompositeScorer, KindScorer
+    >>> kind = KindScorer()
+    >>> [type(s).__name__ for s in walk(CompositeScorer([(kind, 1), (kind, 2)]))]
+    ['CompositeScorer', 'KindScorer']
+    """
+    pending = [scorer]
+    seen: list[Scorer] = []
+    while pending:
+        current = pending.pop()
+        if not any(current is done for done in seen):
+            seen.append(current)
+            yield current
+            if descend is None or descend(current):
+                pending.extend(reversed(children_of(current)))
 
 
 def fields_read(scorer: Scorer) -> tuple[str, ...]:
@@ -238,18 +256,9 @@ def fields_read(scorer: Scorer) -> tuple[str, ...]:
     ('timestamp', 'kind')
     """
     names: dict[str, None] = {}
-    pending: list[Scorer] = [scorer]
-    seen: list[Scorer] = []
-    while pending:
-        current = pending.pop()
-        if any(current is done for done in seen):
-            continue
-        seen.append(current)
-        if isinstance(current, ArrayScorer) and fast_method(
-            current, "_scores", ("score", "score_all")
-        ):
+    for current in walk(scorer, _batched):
+        if _batched(current):
             names.update(dict.fromkeys(current._fields))
-            pending.extend(reversed(current.children()))
     return tuple(names)
 
 

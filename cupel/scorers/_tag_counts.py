@@ -3,18 +3,15 @@ positions whose set shares a tag with it.
 
 Two methods, both exact:
 
-- :func:`by_postings`, the route: every pair of sets that share a tag is found in the
-  posting list of that tag (the sets holding it, ascending), with the smaller set's chunk
-  of sets, and counted once, whichever tags the two share, by one sort of the chunk's
-  keys. Time is bounded by the pairs in the posting lists,
-  ``sum(len(p) * (len(p) - 1) / 2)``, memory by the tags plus one chunk of
-  ``_CHUNK_PAIRS`` pairs; nothing depends exponentially on the tags per set.
+- :func:`by_postings`, the route: each pair of sets sharing a tag is found in that tag's
+  posting list and counted once, whichever tags the two share (one sort of a chunk's
+  keys). Time is bounded by the pairs in the posting lists, memory by the tags plus one
+  chunk of ``_CHUNK_PAIRS`` pairs; nothing is exponential in the tags per set.
 - :func:`by_shared_subsets`, for dense small vocabularies (posting lists so long that the
   pairs in them far outnumber the tag pairs of the sets): inclusion-exclusion over the
   subsets of each distinct set that some other set also contains, for sets of at most
   ``_COMBINATION_TAGS`` tags (at most 2^12 subsets each; :func:`shared_subsets_pay`
-  decides). A 16-tag vocabulary has about 10^10 posting-list pairs at 100,000 items of
-  8 tags, a 1,000-tag one 3 * 10^8, against 2.8 * 10^6 tag pairs.
+  decides).
 """
 
 from __future__ import annotations
@@ -54,13 +51,10 @@ def shared_subsets_pay(starts: Ints, tags: Ints) -> bool:
 
 def by_postings(starts: Ints, tags: Ints) -> Ints:
     """For each non-empty set ``k`` (distinct tag ids ``tags[starts[k]:starts[k + 1]]``):
-    the number of sets that share a tag with it, itself included.
-
-    Set ``k``'s entry for tag ``t`` pairs it with the sets after ``k`` in ``t``'s posting
-    list. The pairs of a chunk of sets are keyed ``(k - first) << shift | other`` and
-    sorted; each distinct key is one pair of sets sharing a tag, whichever tags they share,
-    and counts for both.
-    """
+    the number of sets that share a tag with it, itself included. The pairs of a chunk of
+    sets with the later sets of their tags' posting lists are keyed
+    ``(k - first) << shift | other`` and sorted: each distinct key is one pair sharing a
+    tag, whichever tags they share, and counts for both."""
     count = len(starts) - 1
     narrow = np.int32 if count < 2**31 else np.int64
     owner = np.repeat(np.arange(count, dtype=narrow), np.diff(starts))
@@ -108,21 +102,12 @@ def by_shared_subsets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> 
 
     The positions of *other* sets meeting ``s`` number
     ``sum over non-empty subsets u of s of (-1)^(|u|+1) * other(u, s)``, where
-    ``other(u, s)`` counts the positions of sets other than ``s`` that contain ``u``. Only
-    subsets with ``other > 0`` contribute, and a subset can have one only if every subset
-    one tag smaller does. The sets are grouped by length so that level ``k`` is one
-    ``(sets, comb(length, k))`` array of subset keys per group, computed from the level
-    before by column gathers.
-
-    A ``k``-subset's key is its rank among all ``k``-subsets (``sum comb(t_j, j)`` over its
-    sorted tags, ``comb`` read from a table) or, past 2^62, the dense id of its
-    ``(k-1)``-prefix times ``vocabulary`` plus its last tag. Small key ranges are counted
-    by one bincount; otherwise a sort finds the keys held by more than one set (a key held
-    once adds nothing; below 2^31 the 32-bit keys alone are sorted and the records holding
-    a repeated key found through a hash table) and only those records are touched again.
-    A subset is only generated when every subset one tag smaller is shared (apriori), and
-    a set leaves once none of its subsets is. When few sets repeat, each position is
-    counted as a set of its own (no weights).
+    ``other(u, s)`` counts the positions of sets other than ``s`` that contain ``u``. A
+    ``k``-subset is only generated when every subset one tag smaller is shared (apriori),
+    a set leaves once none of its subsets is, and the sets are grouped by length so that
+    level ``k`` is one ``(sets, comb(length, k))`` array of subset keys per group. A key is
+    the subset's rank among all ``k``-subsets or, past 2^62, the dense id of its prefix
+    times ``vocabulary`` plus its last tag.
     """
     extra = int(mult.sum()) - len(mult)
     if extra > 0 and 32 * extra <= len(mult):  # few repeated sets: one unit set per position
@@ -329,8 +314,7 @@ def _sparse_level(
         group.prefix[picked] = value
     group.alive = np.zeros(shape, dtype=np.bool_)
     group.alive[r, c] = held_by > 0
-    share: Ints = np.bincount(r, held_by, minlength=shape[0]).astype(np.int64)
-    return share
+    return np.bincount(r, held_by, minlength=shape[0]).astype(np.int64)
 
 
 def _unit_sets(starts: Ints, tags: Ints, mult: Ints, vocabulary: int) -> Ints:

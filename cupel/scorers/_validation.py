@@ -9,6 +9,7 @@ from typing import Any
 
 from cupel._errors import ConfigurationError, CycleError, ScorerConfigError, refusal
 from cupel._model import ContextItem
+from cupel.scorers._base import children_of
 
 __all__ = [
     "MAX_SCORER_DEPTH",
@@ -100,12 +101,6 @@ would exhaust Python's stack."""
 _DONE = object()
 
 
-def _children(node: object) -> tuple[object, ...]:
-    """What ``node`` delegates to, via its ``children()`` method if it has one."""
-    method = getattr(node, "children", None)
-    return tuple(method()) if callable(method) else ()
-
-
 def _describe(node: object) -> str:
     # Not repr(): the repr of a scorer on a cycle may itself recurse.
     return f"{type(node).__name__}@{id(node):#x}"
@@ -114,15 +109,14 @@ def _describe(node: object) -> str:
 def check_nesting(owner: str, root: object) -> int:
     """Check the scorer graph under ``root`` (being built by ``owner``); return its depth.
 
-    A depth-first search by identity: a back edge (a scorer reachable from itself, ``root``
-    included) raises :class:`~cupel.CycleError`; a graph deeper than
-    :data:`MAX_SCORER_DEPTH` raises :class:`~cupel.ScorerConfigError`. Shared children
-    are visited once. Iterative, so deep nesting cannot exhaust the stack.
+    An iterative depth-first search by identity: a scorer reachable from itself raises
+    :class:`~cupel.CycleError`, a graph deeper than :data:`MAX_SCORER_DEPTH`
+    :class:`~cupel.ScorerConfigError`.
     """
     depth_of: dict[int, int] = {}
     path: list[object] = [root]
     on_path: set[int] = {id(root)}
-    stack: list[Iterator[object]] = [iter(_children(root))]
+    stack: list[Iterator[object]] = [iter(children_of(root))]
     deepest_child: list[int] = [0]
     while stack:
         child = next(stack[-1], _DONE)
@@ -150,7 +144,7 @@ def check_nesting(owner: str, root: object) -> int:
             continue
         path.append(child)
         on_path.add(id(child))
-        stack.append(iter(_children(child)))
+        stack.append(iter(children_of(child)))
         deepest_child.append(0)
     depth = depth_of[id(root)]
     if depth > MAX_SCORER_DEPTH:

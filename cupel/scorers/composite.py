@@ -30,11 +30,9 @@ class CompositeScorer(ArrayScorer):
 
     ``entries`` is a non-empty sequence of ``(scorer, weight)`` pairs; each weight must be
     a finite number > 0 and only their ratios matter. Children are evaluated in entry
-    order. Nesting is allowed, up to :data:`~cupel.scorers.MAX_SCORER_DEPTH` levels of
-    composite and scaled scorers; a scorer reachable from itself (through ``children()``,
-    compared by identity) raises :class:`~cupel.CycleError`. The result is always the
-    normalized weighted average, also for multiplier-style children such as
-    :class:`~cupel.scorers.MetadataKeyScorer`.
+    order and may nest up to :data:`~cupel.scorers.MAX_SCORER_DEPTH` levels; a scorer
+    reachable from itself raises :class:`~cupel.CycleError`. The result is the normalized
+    weighted average, also for multiplier children (:class:`~cupel.scorers.MetadataKeyScorer`).
 
     >>> from cupel import ContextItem
     >>> from cupel.scorers import KindScorer, ReflexiveScorer
@@ -50,18 +48,12 @@ class CompositeScorer(ArrayScorer):
         self, entries: Annotated[Sequence[tuple[Scorer, Positive]], Field(min_length=1)]
     ) -> None:
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
-            raise fail(
-                "CompositeScorer",
-                "entries",
-                "must be a sequence of (scorer, weight) pairs",
-                entries,
-                typed=True,
-            )
+            rule = "must be a sequence of (scorer, weight) pairs"
+            raise fail("CompositeScorer", "entries", rule, entries, typed=True)
         if len(entries) == 0:
             raise fail("CompositeScorer", "entries", "must hold at least one scorer entry", entries)
         scorers: list[Scorer] = []
         weights: list[float] = []
-        total = 0.0
         for index, entry in enumerate(entries):
             pair: Any = entry
             if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
@@ -74,7 +66,7 @@ class CompositeScorer(ArrayScorer):
             weight = finite_weight("CompositeScorer", field, raw_weight, positive=True)
             scorers.append(scorer)
             weights.append(weight)
-            total += weight
+        total = sum(weights, 0.0)
         if not math.isfinite(total):
             raise ScorerConfigError(
                 f"CompositeScorer: the sum of the entry weights must be finite, got {total!r}",
@@ -105,14 +97,9 @@ class CompositeScorer(ArrayScorer):
             result += as_score(scorer.score(item, all_items), scorer, item) * weight
         return result
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """The weighted sum as an array, accumulated child by child in entry order
-        (``0.0 + s1 * w1 + s2 * w2 ...``, the same IEEE 754 operations as the per-item
-        loop). Each distinct child is scored once per pass (``batches``), even when it
-        appears in several entries or at several levels of nested composites."""
+        """The weighted sum, accumulated child by child in entry order (the per-item loop's
+        IEEE 754 operations); each distinct child is scored once per pass (``batches``)."""
         items = batches.items
         result = np.zeros(len(items))
         scaled = np.empty(len(items))  # one buffer for every child's ``s * w``

@@ -24,7 +24,7 @@ from pydantic import Field
 from cupel._errors import ScorerConfigError
 from cupel._model import ContextItem
 from cupel._params import Named, UnitInterval
-from cupel.scorers._base import ArrayScorer, FloatArray, as_score
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray, as_score
 from cupel.scorers._validation import fail, finite_in_unit_interval, number
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "SystemTimeProvider",
     "TimeProvider",
     "WindowDecay",
+    "as_utc",
     "duration_from_seconds",
 ]
 
@@ -46,7 +47,7 @@ StepWindow = tuple[Annotated[timedelta, Named("max_age")], Annotated[UnitInterva
 """One step of a :class:`StepDecay`: ``(max_age, score)``."""
 
 
-def _as_utc(value: datetime) -> datetime:
+def as_utc(value: datetime) -> datetime:
     """Naive datetimes are UTC; aware ones keep their instant."""
     if value.tzinfo is None or value.utcoffset() is None:
         return value.replace(tzinfo=timezone.utc)
@@ -88,7 +89,7 @@ class FixedTimeProvider:
     def __init__(self, instant: datetime) -> None:
         if not isinstance(instant, datetime):
             raise fail("FixedTimeProvider", "instant", "must be a datetime", instant, typed=True)
-        self._instant = _as_utc(instant)
+        self._instant = as_utc(instant)
 
     @property
     def instant(self) -> datetime:
@@ -261,13 +262,8 @@ def _clock(provider: Any) -> Callable[[], Any]:
     elif callable(provider):
         function, what = provider, "time_provider"
     else:
-        raise fail(
-            "DecayScorer",
-            "time_provider",
-            "must have a now() method or be a zero-argument callable returning a datetime",
-            provider,
-            typed=True,
-        )
+        rule = "must have a now() method or be a zero-argument callable returning a datetime"
+        raise fail("DecayScorer", "time_provider", rule, provider, typed=True)
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # no introspectable signature: trust it
@@ -313,13 +309,8 @@ class DecayScorer(ArrayScorer):
     ) -> None:
         self._clock = _clock(time_provider)
         if not isinstance(curve, DecayCurve):
-            raise fail(
-                "DecayScorer",
-                "curve",
-                "must be a DecayCurve (ExponentialDecay, StepDecay or WindowDecay)",
-                curve,
-                typed=True,
-            )
+            rule = "must be a DecayCurve (ExponentialDecay, StepDecay or WindowDecay)"
+            raise fail("DecayScorer", "curve", rule, curve, typed=True)
         self._provider = time_provider
         self._curve = curve
         self._null_score = finite_in_unit_interval(
@@ -350,7 +341,7 @@ class DecayScorer(ArrayScorer):
                 field="time_provider",
                 value=self._provider,
             )
-        return _as_utc(now)
+        return as_utc(now)
 
     def _score_at(self, item: ContextItem, now: datetime) -> float:
         if item.timestamp is None:
@@ -358,12 +349,11 @@ class DecayScorer(ArrayScorer):
         return as_score(self._curve.apply(max(_ZERO, now - item.timestamp)), self._curve, item)
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        if item.timestamp is None:
-            return self._null_score
-        return self._score_at(item, self._now())
+        return self._null_score if item.timestamp is None else self._score_at(item, self._now())
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
+    def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item, with the clock read once for the whole pass."""
+        items = batches.items
         if all(item.timestamp is None for item in items):
             return np.full(len(items), self._null_score)
         now = self._now()

@@ -1,15 +1,12 @@
 """Embedder: a user's embedding model as vectors for :class:`~cupel.RelevanceScorer`.
 
 An :class:`Embedder` wraps two functions of the user's model — texts to vectors, and the
-query to a vector (models may embed a query differently from a document) — and keeps
-each vector it got in a bounded cache keyed by the text itself: a selection over a
-growing conversation sends the model only the texts it has not embedded yet. Every
-vector is checked (a sequence of finite numbers, one dimension for all) and stored as a
-unit vector (float64), so the cosine of two texts is the dot product of their vectors.
-
-The adapters build one from a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``
-(their ``embeddings=`` argument) and find it again for the same model object on the
-next call (:func:`shared_embedder`), so the cache lasts as long as the model is used.
+query to a vector — and keeps each vector in a bounded cache keyed by the text: a
+selection over a growing conversation sends the model only the texts it has not embedded
+yet. Every vector is checked (finite numbers, one dimension for all) and stored as a unit
+vector, so the cosine of two texts is the dot product of their vectors. The adapters'
+``embeddings=`` find the same embedder again for the same model object
+(:func:`shared_embedder`), so the cache lasts as long as the model is used.
 
 >>> def letters(texts):
 ...     return [[t.count("a"), t.count("b")] for t in texts]
@@ -26,13 +23,12 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
-from cupel._errors import ConfigurationError, EmbeddingError
+from cupel._errors import EmbeddingError, refusal
 from cupel.scorers._base import FloatArray
 
 __all__ = ["EmbedQuery", "EmbedTexts", "Embedder", "model_embedder", "shared_embedder"]
@@ -58,10 +54,9 @@ class Embedder:
     among the ``max_texts`` most recently used. ``name`` names the model in errors.
 
     ``calls`` counts the model's calls, ``embedded`` the texts (queries included) sent.
-    A zero vector stays zero (its cosine with anything is 0). Thread-safe: the cache is
-    guarded by a lock (two threads may embed the same new text twice, with one result).
-    Copies and pickles keep the model functions (a deep copy does not copy them) and
-    start with an empty cache.
+    A zero vector stays zero. Thread-safe (two threads may embed the same new text twice,
+    with one result). Copies and pickles keep the model functions (a deep copy does not
+    copy them) and start with an empty cache.
     """
 
     def __init__(
@@ -73,38 +68,24 @@ class Embedder:
         max_texts: int = DEFAULT_MAX_TEXTS,
     ) -> None:
         if not callable(embed):
-            raise ConfigurationError(
-                f"Embedder: embed must be a callable taking a list of texts and returning "
-                f"one vector per text, got {type(embed).__name__} {embed!r}",
-                field="embed",
-                value=embed,
-            )
+            rule = "must be a callable taking a list of texts and returning one vector per text"
+            raise refusal("Embedder", "embed", rule, embed, typed=True)
         if query is not None and not callable(query):
-            raise ConfigurationError(
-                f"Embedder: query must be a callable taking one text and returning its "
-                f"vector, or None, got {type(query).__name__} {query!r}",
-                field="query",
-                value=query,
-            )
+            rule = "must be a callable taking one text and returning its vector, or None"
+            raise refusal("Embedder", "query", rule, query, typed=True)
         if isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1:
-            raise ConfigurationError(
-                f"Embedder: max_texts must be an int >= 1, got {max_texts!r}",
-                field="max_texts",
-                value=max_texts,
-            )
+            raise refusal("Embedder", "max_texts", "must be an int >= 1", max_texts)
         self._embed = embed
         self._query = query
         self.name = name if name is not None else getattr(embed, "__qualname__", repr(embed))
         self.max_texts = max_texts
-        self.calls = 0
-        self.embedded = 0
         self._start()
 
     def _start(self) -> None:
+        self.calls = 0
+        self.embedded = 0
         self._lock = threading.Lock()
-        self._texts: OrderedDict[str, int] = OrderedDict()  # text -> its row of _matrix
-        self._matrix: FloatArray = np.zeros((0, 0))
-        self._free: list[int] = []  # rows of _matrix not in use
+        self._texts: OrderedDict[str, FloatArray] = OrderedDict()  # least recently used first
         self._queries: OrderedDict[str, FloatArray] = OrderedDict()
         self._dimension: int | None = None
 
@@ -123,8 +104,6 @@ class Embedder:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.calls = 0
-        self.embedded = 0
         self._start()
 
     def __repr__(self) -> str:
@@ -169,36 +148,40 @@ class Embedder:
                 index=index,
             )
         norm = math.sqrt(math.fsum(float(v) * float(v) for v in vector))
-        unit: FloatArray = vector / norm if norm > 0.0 else vector
-        return unit
+        return vector / norm if norm > 0.0 else vector
 
-    def vectors(self, texts: Sequence[str]) -> FloatArray:
-        """The unit vectors of ``texts`` (one row each, in order); only the texts not in
-        the cache are sent to the model, once each, in one call. The cache is one matrix
-        (a row per text) and a dict from text to row: the known rows are read by one
-        look-up per text and one indexing of the matrix."""
-        cache = self._texts
-        with self._lock:  # the known rows are copied out: another thread may evict them
-            rows = np.fromiter(map(cache.get, texts, repeat(-1)), np.intp, len(texts))
-            absent: list[int] = np.flatnonzero(rows < 0).tolist()
-            out = self._matrix[rows] if len(absent) < len(rows) else None
-            if out is not None:  # the texts found are the most recently used
-                move = cache.move_to_end
-                for text in compress(texts, rows >= 0):
-                    move(text)
-        if not absent:
-            return out if out is not None else np.zeros((0, self._dimension or 0))
-        missing = list(dict.fromkeys(texts[i] for i in absent))
+    def _call(self, given: str, call: Callable[[], Any]) -> Any:
+        """``call()`` of the model; its failure an EmbeddingError naming what it was ``given``."""
         try:
-            raw = self._embed(missing)
+            return call()
         except EmbeddingError:
             raise
         except Exception as exc:
             raise EmbeddingError(
-                f"embedding model {self.name} failed on {len(missing)} texts: "
-                f"{type(exc).__name__}: {exc}",
+                f"embedding model {self.name} failed on {given}: {type(exc).__name__}: {exc}",
                 model=self.name,
             ) from exc
+
+    def vectors(self, texts: Sequence[str]) -> FloatArray:
+        """The unit vectors of ``texts`` (one row each, in order); only the texts not in
+        the cache are sent to the model, once each, in one call."""
+        cache = self._texts
+        with self._lock:
+            found = list(map(cache.get, texts))
+            for text, vector in zip(texts, found, strict=True):
+                if vector is not None:  # the texts found are the most recently used
+                    cache.move_to_end(text)
+        absent = [i for i, vector in enumerate(found) if vector is None]
+        if absent:
+            new = self._embed_missing(list(dict.fromkeys(texts[i] for i in absent)), texts)
+            for i in absent:
+                found[i] = new[texts[i]]
+        return np.array(found) if found else np.zeros((0, self._dimension or 0))
+
+    def _embed_missing(self, missing: list[str], texts: Sequence[str]) -> dict[str, FloatArray]:
+        """The unit vectors of ``missing`` (texts of ``texts``) from one call of the model,
+        kept in the cache, whose least recently used texts are evicted past ``max_texts``."""
+        raw = self._call(f"{len(missing)} texts", lambda: self._embed(missing))
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
             raise EmbeddingError(
                 f"embedding model {self.name} returned {type(raw).__name__}, not a "
@@ -217,32 +200,12 @@ class Embedder:
             self.calls += 1
             self.embedded += len(missing)
             new = {t: self._unit(v, first[t], t) for t, v in zip(missing, listed, strict=True)}
-            self._store(new)
-        if out is None:
-            out = np.empty((len(texts), self._dimension or 0))
-        out[absent] = [new[texts[i]] for i in absent]
-        return out
-
-    def _store(self, new: dict[str, FloatArray]) -> None:
-        """Keep ``new``'s vectors (under the lock), the least recently used evicted first
-        to make room: the matrix grows past ``max_texts`` rows only for a larger batch."""
-        cache, free = self._texts, self._free
-        while cache and len(cache) + len(new) > self.max_texts:
-            free.append(cache.popitem(last=False)[1])
-        if len(free) < len(new):
-            old = self._matrix
-            size = max(len(old) + len(new) - len(free), min(2 * len(old), self.max_texts))
-            self._matrix = np.zeros((size, self._dimension or 0))
-            if len(old):
-                self._matrix[: len(old)] = old
-            free.extend(range(size - 1, len(old) - 1, -1))
-        for text, vector in new.items():
-            row = cache.get(text)  # another thread may have stored it meanwhile
-            cache[text] = row = free.pop() if row is None else row
-            cache.move_to_end(text)
-            self._matrix[row] = vector
-        while len(cache) > self.max_texts:  # a batch larger than the bound
-            free.append(cache.popitem(last=False)[1])
+            for text, vector in new.items():
+                self._texts[text] = vector
+                self._texts.move_to_end(text)
+            while len(self._texts) > self.max_texts:
+                self._texts.popitem(last=False)
+        return new
 
     def query(self, text: str) -> FloatArray:
         """The unit vector of the query ``text`` (cached like the texts)."""
@@ -251,16 +214,10 @@ class Embedder:
             if known is not None:
                 self._queries.move_to_end(text)
                 return known
-        try:
-            raw: object = self._query(text) if self._query is not None else self._embed([text])[0]
-        except EmbeddingError:
-            raise
-        except Exception as exc:
-            raise EmbeddingError(
-                f"embedding model {self.name} failed on the query ({_short(text)}): "
-                f"{type(exc).__name__}: {exc}",
-                model=self.name,
-            ) from exc
+        raw = self._call(
+            f"the query ({_short(text)})",
+            lambda: self._query(text) if self._query is not None else self._embed([text])[0],
+        )
         with self._lock:
             self.calls += 1
             self.embedded += 1

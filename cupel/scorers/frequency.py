@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from itertools import chain, count, filterfalse
-from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
 
 from cupel._model import ContextItem, ascii_fold
-from cupel.scorers._base import ArrayScorer, FloatArray
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray
 from cupel.scorers._tag_counts import Ints, by_postings, by_shared_subsets, shared_subsets_pay
 
 __all__ = ["FrequencyScorer"]
-
-_TAGS = attrgetter("tags")
 
 
 class FrequencyScorer(ArrayScorer):
@@ -26,12 +24,10 @@ class FrequencyScorer(ArrayScorer):
     denominator stays ``len(all_items) - 1``. Tagless items score 0.0 and never count as
     peers; a pass of one item scores 0.0.
 
-    ``score_all`` counts, for each position, the positions whose folded tag set meets its
-    own, exactly (:mod:`cupel.scorers._tag_counts`): by merging the tags' posting lists
-    (each pair of positions sharing a tag found once, in chunks: time and memory bounded
-    by the pairs in the posting lists), or, for dense small vocabularies where those pairs
-    far outnumber the tag pairs of the items, by inclusion-exclusion over the subsets of
-    each distinct set that another set shares.
+    ``score_all`` counts exactly, for each position, the positions whose folded tag set
+    meets its own: by merging the tags' posting lists (time and memory bounded by the
+    pairs in them), or, for dense small vocabularies, by inclusion-exclusion over the
+    subsets each distinct set shares with another.
 
     >>> from cupel import ContextItem
     >>> items = [ContextItem(content=c, tokens=1, tags=t)
@@ -52,17 +48,15 @@ class FrequencyScorer(ArrayScorer):
                 matching += 1
         return matching / (len(all_items) - 1)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        """``score`` for every item at once.
-
-        ``touching`` counts, for each tagged position, the positions whose set meets its
-        own (its own positions included); the item's peers are that minus the positions
-        holding the item itself, which the per-item definition skips by identity.
-        """
+    def _scores_in(self, batches: Batches) -> FloatArray:
+        """``score`` for every item: ``touching`` counts, per tagged position, the
+        positions whose set meets its own (its own included); the peers are that minus
+        the positions holding the item itself, which ``score`` skips by identity."""
+        items = batches.items
         n = len(items)
         if n <= 1:
             return np.zeros(n)
-        found = _tag_rows(list(map(_TAGS, items)))
+        found = _tag_rows(batches.column("tags"))
         if found is None:
             return np.zeros(n)
         row_starts, tags, vocabulary = found
@@ -91,10 +85,6 @@ def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | Non
     """The folded tag sets of a pass's positions: ``(row_starts, tags, vocabulary)``, where
     position ``i``'s sorted, distinct tag ids (below ``vocabulary``) are
     ``tags[row_starts[i]:row_starts[i + 1]]``; ``None`` when no position has a tag.
-
-    Each tag string is touched once (one dict pass at C level) and each distinct tag once
-    more (folding); the rest is integer array work without a Python loop: one sort of
-    ``(row, tag)`` keys. Only tags with an upper-case letter are folded.
     """
     rows = tag_tuples
     flat = list(chain.from_iterable(rows))
@@ -133,8 +123,20 @@ def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | Non
 
 def _distinct_sets(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints, Ints]:
     """The rows' distinct sets: ``(set_of_row, starts, tags)``, where row ``r`` holds set
-    ``set_of_row[r]`` (-1 for empty rows), whose tags are ``tags[starts[k]:starts[k + 1]]``."""
-    set_of_row, first_rows = _merge_rows(tags, row_starts[:-1], lengths)
+    ``set_of_row[r]`` (-1 for empty rows), whose tags are ``tags[starts[k]:starts[k + 1]]``.
+    Equal rows (sorted tag ids) are found by their bytes."""
+    buffer = tags.astype(np.int64).tobytes()
+    canonical: dict[bytes, int] = {}
+    set_of_row = np.fromiter(
+        (
+            canonical.setdefault(buffer[8 * a : 8 * a + 8 * n], len(canonical)) if n else -1
+            for a, n in zip(row_starts.tolist(), lengths.tolist(), strict=False)
+        ),
+        dtype=np.int64,
+        count=len(lengths),
+    )
+    first_rows = np.flatnonzero(set_of_row >= 0)
+    first_rows = first_rows[np.unique(set_of_row[first_rows], return_index=True)[1]]
     set_lengths = lengths[first_rows]
     starts = np.zeros(len(first_rows) + 1, dtype=np.int64)
     np.cumsum(set_lengths, out=starts[1:])
@@ -143,61 +145,12 @@ def _distinct_sets(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, I
     return set_of_row, starts, tags[gather]
 
 
-_ODD = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _merge_rows(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints]:
-    """Equal rows (sorted tag ids ``tags[row_starts[r]:][:lengths[r]]``) merged into sets:
-    ``(set_of_row, first_rows)`` with -1 for empty rows and ``first_rows[k]`` a row holding
-    set ``k``. Rows are grouped by a polynomial hash and every row is compared with its
-    group's first row; on a collision they are merged by their bytes instead."""
-    row_of = np.repeat(np.arange(len(lengths)), lengths)
-    position = np.arange(len(tags)) - row_starts[row_of]
-    powers = np.cumprod(np.full(int(lengths.max()), _ODD, dtype=np.uint64))
-    terms = (tags.astype(np.uint64) + np.uint64(1)) * powers[position]
-    tagged = np.flatnonzero(lengths)
-    hashes = np.add.reduceat(terms, row_starts[tagged]) ^ lengths[tagged].astype(np.uint64)
-    order = np.argsort(hashes)
-    ordered = hashes[order]
-    fresh = np.concatenate(([True], ordered[1:] != ordered[:-1]))
-    group = np.empty(len(tagged), dtype=np.int64)
-    group[order] = np.cumsum(fresh) - 1
-    first_rows = tagged[order[fresh]]
-    set_of_row = np.full(len(lengths), -1, dtype=np.int64)
-    set_of_row[tagged] = group
-    first_row = first_rows[set_of_row[row_of]]
-    if np.array_equal(lengths[first_rows[group]], lengths[tagged]) and np.array_equal(
-        tags, tags[row_starts[first_row] + position]
-    ):
-        return set_of_row, first_rows
-    return _merge_rows_by_bytes(tags, row_starts, lengths)
-
-
-def _merge_rows_by_bytes(tags: Ints, row_starts: Ints, lengths: Ints) -> tuple[Ints, Ints]:
-    """:func:`_merge_rows` with a dict of the rows' bytes (no hash collisions)."""
-    buffer = tags.astype(np.int64).tobytes()
-    canonical: dict[bytes, int] = {}
-    set_of_row = np.fromiter(
-        (
-            canonical.setdefault(buffer[8 * a : 8 * a + 8 * n], len(canonical)) if n else -1
-            for a, n in zip(row_starts.tolist(), lengths.tolist(), strict=True)
-        ),
-        dtype=np.int64,
-        count=len(lengths),
-    )
-    first_rows = np.flatnonzero(set_of_row >= 0)
-    first_rows = first_rows[np.unique(set_of_row[first_rows], return_index=True)[1]]
-    return set_of_row, first_rows
-
-
 def _own_positions(items: Sequence[ContextItem], tagged: npt.NDArray[np.bool_]) -> FloatArray:
     """For tagged items, the number of positions holding that very object (usually 1)."""
     own: FloatArray = tagged.astype(np.float64)
     if len(set(map(id, items))) == len(items):
         return own
-    counts: dict[int, int] = {}
-    for item in items:
-        counts[id(item)] = counts.get(id(item), 0) + 1
+    counts = Counter(map(id, items))
     return own * np.fromiter(
         (counts[id(item)] for item in items), dtype=np.float64, count=len(items)
     )

@@ -69,7 +69,6 @@ class KindScorer(ArrayScorer):
                     value=dict(source),
                 )
             checked[kind] = weight
-        # A plain dict (picklable); the property hands out a read-only view.
         self._weights: dict[ContextKind, float] = checked
         self._lookup = {kind.key: weight for kind, weight in checked.items()}
 
@@ -82,9 +81,6 @@ class KindScorer(ArrayScorer):
         return self._lookup.get(item.kind.key, 0.0)
 
     _fields = ("kind",)
-
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
 
     def _scores_in(self, batches: Batches) -> FloatArray:
         """``score`` for every item: each item's folded kind (``kind.key``) looked up."""

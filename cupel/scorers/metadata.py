@@ -34,9 +34,7 @@ def _parse_trust(raw: Any) -> float | None:
     [0.85, 0.1, None, None, None, 2.0]
     """
     if isinstance(raw, str):
-        if _FLOAT_LITERAL.fullmatch(raw) is None:
-            return None
-        return float(raw)
+        return float(raw) if _FLOAT_LITERAL.fullmatch(raw) else None
     if not is_real(raw):
         return None
     try:
@@ -123,6 +121,4 @@ class MetadataKeyScorer(BaseScorer):
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
         raw = item.metadata.get(self._key)
-        if isinstance(raw, str) and str.__eq__(raw, self._value):
-            return self._boost
-        return 1.0
+        return self._boost if isinstance(raw, str) and str.__eq__(raw, self._value) else 1.0

@@ -7,10 +7,10 @@ keyed item scores 1.0 and items without a key score 0.0. Ties share a rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,22 +35,16 @@ def _rank_score(key: _K | None, keys: Sequence[_K | None]) -> float:
         count += 1
         if other < key:
             rank += 1
-    if count <= 1:
-        return 1.0
-    return rank / (count - 1)
+    return 1.0 if count <= 1 else rank / (count - 1)
 
 
 def rank_scores(keys: Sequence[Any]) -> FloatArray:
     """Every key's rank score at once, in O(N log N): what :func:`_rank_score` gives per key.
 
-    A key's rank is the number of strictly smaller keys among the keyed ones (equal keys
-    share it; equality is the keys' own, so equal instants in different time zones tie):
-    the keyed values are sorted once, and walking the sorted list backwards into a dict
-    leaves, for each distinct key, the index of its first occurrence. Keyed values that
-    already strictly increase (a chronological history: one pass of ``<`` over
-    neighbours shows it) are that sort's result, so their ranks are their positions.
-    ``None`` has rank 0, which divides to 0.0. The division ``rank / (keyed - 1)`` is the
-    same IEEE 754 division as the per-item algorithm's.
+    A key's rank, the number of strictly smaller keyed values (equal keys share it, by
+    the keys' own equality), is the index of its first occurrence among the sorted keyed
+    values; values that already strictly increase (a chronological history) are their
+    own sort. ``None`` ranks 0.
 
     >>> rank_scores([3, None, 1, 3, 2]).tolist()
     [0.6666666666666666, 0.0, 0.0, 0.6666666666666666, 0.3333333333333333]
@@ -75,24 +69,18 @@ def rank_scores(keys: Sequence[Any]) -> FloatArray:
     return ranks
 
 
-class _RankScorer(ArrayScorer, Generic[_K]):
-    """Shared rank algorithm; subclasses say which field is the key."""
-
-    _key: Callable[[ContextItem], _K | None]
+class _RankScorer(ArrayScorer):
+    """Shared rank algorithm; subclasses name the key field (``_fields``)."""
 
     def score(self, item: ContextItem, all_items: Sequence[ContextItem]) -> float:
-        return _rank_score(self._key(item), [self._key(other) for other in all_items])
-
-    _field: str
-
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
+        key = attrgetter(self._fields[0])
+        return _rank_score(key(item), list(map(key, all_items)))
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        return rank_scores(batches.column(self._field))
+        return rank_scores(batches.column(self._fields[0]))
 
 
-class RecencyScorer(_RankScorer[datetime]):
+class RecencyScorer(_RankScorer):
     """More recent ``timestamp`` → higher score; the newest item scores 1.0, the oldest 0.0.
 
     >>> from datetime import datetime
@@ -104,12 +92,10 @@ class RecencyScorer(_RankScorer[datetime]):
     [0.0, 0.5, 1.0, 0.0]
     """
 
-    _key = staticmethod(attrgetter("timestamp"))
-    _field = "timestamp"
     _fields = ("timestamp",)
 
 
-class PriorityScorer(_RankScorer[int]):
+class PriorityScorer(_RankScorer):
     """Higher ``priority`` → higher score; the highest scores 1.0, the lowest 0.0.
 
     >>> from cupel import ContextItem
@@ -118,6 +104,4 @@ class PriorityScorer(_RankScorer[int]):
     [1.0, 0.3333333333333333, 0.3333333333333333, 0.0]
     """
 
-    _key = staticmethod(attrgetter("priority"))
-    _field = "priority"
     _fields = ("priority",)

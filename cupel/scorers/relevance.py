@@ -52,11 +52,8 @@ function from texts to vectors), the score mixes in *semantic* relevance:
 - ``score(d) = (1 - w) * lexical(d) + w * semantic(d)`` with ``w = semantic_weight``
   (default 0.5), ``lexical(d)`` being the scaled BM25 score above.
 
-A weighted sum keeps each part's strength: an item that matches the words and the
-meaning comes first, one that matches only the meaning still scores above nothing, and
-``w`` reads as the share each part has of the score. Rank fusion (e.g. reciprocal rank)
-would drop the magnitudes — a near-tie and a gap count the same — and make an item's score
-depend on the ranks of the others. Cosines of real models rarely go below 0 and often
+A weighted sum keeps each part's magnitude (rank fusion would count a near-tie like a
+gap), and ``w`` reads as each part's share of the score. Cosines of real models often
 cluster (0.7-0.9 for related text), so the semantic part varies less than the lexical
 one: lower ``w`` to favour words, raise it to favour meaning.
 
@@ -83,12 +80,12 @@ from typing import Annotated
 
 import numpy as np
 
-from cupel._errors import ConfigurationError, EmbeddingError, ScorerConfigError
+from cupel._errors import ConfigurationError, EmbeddingError, refusal
 from cupel._model import ContextItem
 from cupel._params import LIVE, NonNegative, UnitInterval
 from cupel._text import is_unicode_text
-from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer
-from cupel.scorers._validation import fail, number
+from cupel.scorers._base import ArrayScorer, Batches, FloatArray, Scorer, children_of, walk
+from cupel.scorers._validation import fail, finite_in_unit_interval, number
 from cupel.scorers.embedding import Embedder, EmbedTexts
 
 __all__ = [
@@ -236,11 +233,10 @@ _STOPWORD_BYTES = tuple(sorted(word.encode("ascii") for word in STOPWORDS))
 
 
 def _candidates(tokens: Iterable[bytes], query: tuple[str, ...]) -> list[bytes]:
-    """The tokens whose terms are worked out one by one: every non-ASCII token, and the
-    ASCII ones that may give a query term. Any other ASCII token gives exactly one term
-    (never a query term) unless it is a stopword: a term is its token with at most a
-    suffix changed, and every term keeps at least its token's first ``len(term) - 1``
-    characters (the ``-y`` of ``-ies`` / ``-ied`` being the one added character)."""
+    """The tokens whose terms are worked out one by one: the non-ASCII ones and the ASCII
+    ones that may give a query term. Any other ASCII token gives one term, never a query
+    term, unless it is a stopword: a term keeps at least its token's first
+    ``len(term) - 1`` characters (``-ies`` / ``-ied`` → ``-y`` adds one)."""
     prefixes = tuple(term[: max(len(term) - 1, 1)].encode("utf-8") for term in query)
     return [token for token in tokens if not token.isascii() or token.startswith(prefixes)]
 
@@ -345,11 +341,8 @@ class RelevanceScorer(ArrayScorer):
     ) -> None:
         if query is not None:
             if not isinstance(query, str):
-                raise ScorerConfigError(
-                    f"RelevanceScorer: query must be text (a str) or None, "
-                    f"got {type(query).__name__} {query!r}",
-                    field="query",
-                    value=query,
+                raise fail(
+                    "RelevanceScorer", "query", "must be text (a str) or None", query, typed=True
                 )
             if not is_unicode_text(query):
                 raise fail(
@@ -358,26 +351,15 @@ class RelevanceScorer(ArrayScorer):
         k1_value = number("RelevanceScorer", "k1", k1)
         if not (math.isfinite(k1_value) and k1_value >= 0.0):
             raise fail("RelevanceScorer", "k1", "must be a finite number >= 0", k1)
-        b_value = number("RelevanceScorer", "b", b)
-        if not (math.isfinite(b_value) and 0.0 <= b_value <= 1.0):
-            raise fail("RelevanceScorer", "b", "must be a finite number in [0.0, 1.0]", b)
-        weight = number("RelevanceScorer", "semantic_weight", semantic_weight)
-        if not (math.isfinite(weight) and 0.0 <= weight <= 1.0):
-            raise fail(
-                "RelevanceScorer",
-                "semantic_weight",
-                "must be a finite number in [0.0, 1.0]",
-                semantic_weight,
-            )
+        b_value = finite_in_unit_interval("RelevanceScorer", "b", b)
+        weight = finite_in_unit_interval("RelevanceScorer", "semantic_weight", semantic_weight)
         if embed is not None and not isinstance(embed, Embedder):
             if not callable(embed):
-                raise fail(
-                    "RelevanceScorer",
-                    "embed",
+                rule = (
                     "must be an Embedder, a callable from a list of texts to one vector "
-                    "each, or None",
-                    embed,
+                    "each, or None"
                 )
+                raise fail("RelevanceScorer", "embed", rule, embed)
             embed = Embedder(embed)
         self._query = query
         self._k1 = k1_value
@@ -489,9 +471,6 @@ class RelevanceScorer(ArrayScorer):
         self._require_bound()
         return math.nan
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _require_bound(self) -> None:
         if self._query is None:
             raise ConfigurationError(
@@ -509,15 +488,12 @@ class RelevanceScorer(ArrayScorer):
             return lexical
         semantic = np.maximum(self._cosines(self._embed, texts), 0.0)
         weight = self._weight
-        mixed: FloatArray = np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
-        return mixed
+        return np.minimum((1.0 - weight) * lexical + weight * semantic, 1.0)
 
     def _lexical(self, texts: Sequence[str]) -> FloatArray:
-        """BM25 over the pass on arrays. The texts are tokenised into one stream
-        (:func:`_token_stream`); each token is looked up once in a dict (its first
-        position is its id), each distinct token is turned into terms once, and only the
-        query's terms are counted per item. The per-term contributions are added in query
-        order, as the definition sums them."""
+        """BM25 over the pass on arrays: each distinct token of the stream is turned into
+        terms once, only the query's terms are counted per item, and the per-term
+        contributions are added in query order, as the definition sums them."""
         n = len(texts)
         query = self._terms
         if n == 0 or not query:
@@ -565,10 +541,7 @@ class RelevanceScorer(ArrayScorer):
             tf_p = tf[present]
             result[present] += idf * (tf_p * (k1 + 1.0)) / (tf_p + norm[present])
         best = float(result.max())
-        if best <= 0.0:
-            return np.zeros(n)
-        scaled: FloatArray = result / best
-        return scaled
+        return result / best if best > 0.0 else np.zeros(n)
 
     def __repr__(self) -> str:
         parts = [] if self._query is None else [repr(self._query)]
@@ -583,11 +556,6 @@ class RelevanceScorer(ArrayScorer):
         return f"RelevanceScorer({', '.join(parts)})"
 
 
-def _children(scorer: object) -> tuple[Scorer, ...]:
-    method = getattr(scorer, "children", None)
-    return tuple(method()) if callable(method) else ()
-
-
 def has_relevance(scorer: Scorer) -> bool:
     """Whether the scorer tree under ``scorer`` holds a :class:`RelevanceScorer`.
 
@@ -595,7 +563,7 @@ def has_relevance(scorer: Scorer) -> bool:
     >>> has_relevance(KindScorer()), has_relevance(CompositeScorer([(RelevanceScorer(), 1)]))
     (False, True)
     """
-    return _any(scorer, lambda current: isinstance(current, RelevanceScorer))
+    return any(isinstance(current, RelevanceScorer) for current in walk(scorer))
 
 
 def needs_query(scorer: Scorer) -> bool:
@@ -606,21 +574,9 @@ def needs_query(scorer: Scorer) -> bool:
     >>> needs_query(CompositeScorer([(KindScorer(), 1), (RelevanceScorer(), 1)]))
     True
     """
-    return _any(scorer, lambda current: isinstance(current, RelevanceScorer) and not current.bound)
-
-
-def _any(scorer: Scorer, test: Callable[[object], bool]) -> bool:
-    pending: list[object] = [scorer]
-    seen: list[object] = []
-    while pending:
-        current = pending.pop()
-        if any(current is done for done in seen):
-            continue
-        seen.append(current)
-        if test(current):
-            return True
-        pending.extend(_children(current))
-    return False
+    return any(
+        isinstance(current, RelevanceScorer) and not current.bound for current in walk(scorer)
+    )
 
 
 EMBEDDINGS_FIX = "embeddings= needs a policy with relevance, e.g. policy='recall'"
@@ -646,8 +602,8 @@ def with_embedder(scorer: Scorer, embed: Embedder | EmbedTexts) -> Scorer:
             field="embeddings",
             value=embed,
         )
-    done: list[tuple[object, Scorer]] = []
-    return _rebuild(scorer, lambda found: found.with_embedder(embedder), done, "with_embedder")
+    fix = "give the RelevanceScorer its embedding (RelevanceScorer(embed=...))"
+    return _rebuild(scorer, lambda found: found.with_embedder(embedder), "with_embedder", "a", fix)
 
 
 def bind_query(scorer: Scorer, query: str) -> Scorer:
@@ -663,60 +619,50 @@ def bind_query(scorer: Scorer, query: str) -> Scorer:
     CompositeScorer([(KindScorer(), 0.5), (RelevanceScorer('cats'), 0.5)])
     """
     if not isinstance(query, str):
-        raise ConfigurationError(
-            f"with_query: query must be text (a str), got {type(query).__name__} {query!r}",
-            field="query",
-            value=query,
-        )
+        raise refusal("with_query", "query", "must be text (a str)", query, typed=True)
     if not needs_query(scorer):
         return scorer
-    done: list[tuple[object, Scorer]] = []
     return _rebuild(
         scorer,
         lambda found: found if found.bound else found.with_query(query),
-        done,
         "with_query",
+        "an unbound",
+        "bind the RelevanceScorer (RelevanceScorer(query) or .with_query(query))",
     )
 
 
 def _rebuild(
     scorer: Scorer,
     change: Callable[[RelevanceScorer], RelevanceScorer],
-    done: list[tuple[object, Scorer]],
     where: str,
+    held: str,
+    fix: str,
 ) -> Scorer:
-    for old, new in done:
-        if old is scorer:
-            return new
-    if isinstance(scorer, RelevanceScorer):
-        result: Scorer = change(scorer)
-    else:
-        children = _children(scorer)
-        rebuilt_children = tuple(_rebuild(child, change, done, where) for child in children)
-        if all(new is old for new, old in zip(rebuilt_children, children, strict=True)):
-            result = scorer
+    """``scorer``'s tree with each :class:`RelevanceScorer` replaced by ``change`` of it,
+    the scorers above rebuilt (``_with_children``) and shared ones kept shared; one that
+    cannot be rebuilt raises, named with ``where``, ``held`` and ``fix``."""
+    done: list[tuple[object, Scorer]] = []
+
+    def rebuild(node: Scorer) -> Scorer:
+        for old, new in done:
+            if old is node:
+                return new
+        result: Scorer | None = node
+        if isinstance(node, RelevanceScorer):
+            result = change(node)
         else:
-            rebuilt = (
-                scorer._with_children(rebuilt_children) if isinstance(scorer, ArrayScorer) else None
-            )
-            if rebuilt is None:
-                held, fix = (
-                    (
-                        "an unbound",
-                        "bind the RelevanceScorer (RelevanceScorer(query) or .with_query(query))",
-                    )
-                    if where == "with_query"
-                    else (
-                        "a",
-                        "give the RelevanceScorer its embedding (RelevanceScorer(embed=...))",
-                    )
-                )
+            children = children_of(node)
+            rebuilt = tuple(map(rebuild, children))
+            if any(new is not old for new, old in zip(rebuilt, children, strict=True)):
+                result = node._with_children(rebuilt) if isinstance(node, ArrayScorer) else None
+            if result is None:
                 raise ConfigurationError(
-                    f"{where}: {type(scorer).__name__} holds {held} RelevanceScorer but cannot "
+                    f"{where}: {type(node).__name__} holds {held} RelevanceScorer but cannot "
                     f"be rebuilt with new children; {fix} before building it",
                     field="scorer",
-                    value=scorer,
+                    value=node,
                 )
-            result = rebuilt
-    done.append((scorer, result))
-    return result
+        done.append((node, result))
+        return result
+
+    return rebuild(scorer)

@@ -37,8 +37,7 @@ class ScaledScorer(ArrayScorer):
     max and scales to NaN itself (all-NaN passes give NaN everywhere); an infinite min or
     max makes the finite items scale to NaN or 0.0/1.0 as IEEE 754 arithmetic dictates.
 
-    ``score_all`` runs the inner scorer's batch once per pass (O(N) plus the inner cost),
-    where per-item ``score`` calls re-score the whole pass each time.
+    ``score_all`` runs the inner scorer's batch once per pass (O(N) plus the inner cost).
 
     >>> from cupel import ContextItem
     >>> from cupel.scorers import ReflexiveScorer
@@ -77,21 +76,13 @@ class ScaledScorer(ArrayScorer):
             if other is item:
                 raw = s
         low, high = _bounds(scores)
-        if high == low:
-            return 0.5
-        return (raw - low) / (high - low)
-
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
+        return 0.5 if high == low else (raw - low) / (high - low)
 
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """The min-max scaling of the inner batch (scored once per pass), on arrays. The
-        bounds are the first minimum and maximum of the non-NaN scores (``argmin`` /
-        ``argmax``), exactly what the spec's strict ``<`` / ``>`` scan keeps, including
-        which of 0.0 and -0.0; with none, the scan's ``inf`` / ``-inf``. The scaling is
-        the same elementwise IEEE 754 arithmetic. Like ``score``, which finds the scored
-        item by identity, an object listed twice takes the raw score of its last
-        position."""
+        """The min-max scaling of the inner batch. The bounds are the first minimum and
+        maximum of the non-NaN scores, what the spec's strict ``<`` / ``>`` scan keeps
+        (0.0 or -0.0 included; with none, ``inf`` / ``-inf``); like ``score``, an object
+        listed twice takes the raw score of its last position."""
         items = batches.items
         raw = batches.of(self._inner)
         check_batch("ScaledScorer", self._inner, raw, items)
@@ -107,5 +98,4 @@ class ScaledScorer(ArrayScorer):
         if len(last) != n:  # an object listed twice: its last position's raw score
             raw = raw[[last[id(item)] for item in items]]
         with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in the definition
-            scaled: FloatArray = (raw - low) / (high - low)
-        return scaled
+            return (raw - low) / (high - low)

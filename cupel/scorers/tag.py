@@ -40,19 +40,13 @@ class TagScorer(ArrayScorer):
         self, tag_weights: Mapping[str, NonNegative], *, case_insensitive: bool = False
     ) -> None:
         if not isinstance(tag_weights, Mapping):
-            raise fail(
-                "TagScorer",
-                "tag_weights",
-                "must be a mapping of tag to weight",
-                tag_weights,
-                typed=True,
-            )
+            rule = "must be a mapping of tag to weight"
+            raise fail("TagScorer", "tag_weights", rule, tag_weights, typed=True)
         if not isinstance(case_insensitive, bool):
             raise fail("TagScorer", "case_insensitive", "must be a bool", case_insensitive)
         checked: dict[str, float] = {}
         lookup: dict[str, float] = {}
         spelling: dict[str, str] = {}
-        total = 0.0
         for tag, raw_weight in tag_weights.items():
             if not isinstance(tag, str):
                 raise fail("TagScorer", "tag_weights", "keys must be strings", tag)
@@ -68,14 +62,13 @@ class TagScorer(ArrayScorer):
             spelling[key] = tag
             checked[tag] = weight
             lookup[key] = weight
-            total += weight
+        total = sum(lookup.values(), 0.0)
         if not math.isfinite(total):
             raise ScorerConfigError(
                 f"TagScorer: the sum of tag_weights must be finite, got {total!r}",
                 field="tag_weights",
                 value=dict(tag_weights),
             )
-        # A plain dict (picklable); the property hands out a read-only view.
         self._tag_weights: dict[str, float] = checked
         self._lookup = lookup
         self._case_insensitive = case_insensitive
@@ -106,13 +99,9 @@ class TagScorer(ArrayScorer):
 
     _fields = ("tags",)
 
-    def _scores(self, items: Sequence[ContextItem]) -> FloatArray:
-        return self._scores_in(Batches(items))
-
     def _scores_in(self, batches: Batches) -> FloatArray:
-        """``score`` for every item: each tag's weight looked up (folded once per distinct
-        spelling when case-insensitive), then summed per item by ``np.bincount``, which adds
-        them in tag order from 0.0 as ``score`` does (an unmatched tag adds 0.0)."""
+        """``score`` for every item: the tags' weights summed per item by ``np.bincount``
+        (in tag order from 0.0, as ``score`` adds them)."""
         tags = batches.column("tags")
         n = len(tags)
         if self._total == 0.0:
@@ -126,8 +115,7 @@ class TagScorer(ArrayScorer):
         owner = np.repeat(np.arange(n), np.fromiter(map(len, tags), np.intp, n))
         matched = np.bincount(owner, np.fromiter(found, np.float64, len(flat)), minlength=n)
         with np.errstate(over="ignore"):
-            result: FloatArray = np.minimum(matched / self._total, 1.0)
-        return result
+            return np.minimum(matched / self._total, 1.0)
 
     def _weight(self, tag: str) -> float:
         """The weight of one tag (0.0 when unweighted)."""

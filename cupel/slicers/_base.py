@@ -1,11 +1,9 @@
 """The slicer interface and the details a slicer can report besides its selection.
 
-A slicer picks, from score-descending ``ScoredItem``s, the items that fit a budget:
-``slice(scored, budget) -> list[ContextItem]``. The budget it receives is the pipeline's
-*effective* budget (``max_tokens`` and ``target_tokens`` only). Slicers that enforce
-count quotas also know which items they removed by a cap and which requirements they
-could not meet; they expose that through ``slice_detailed`` returning a
-:class:`SliceOutcome`, which the pipeline turns into report entries.
+A slicer picks, from score-descending ``ScoredItem``s, the items that fit the pipeline's
+effective budget: ``slice(scored, budget) -> list[ContextItem]``. Count-quota slicers
+also report the items a cap removed and the requirements they could not meet
+(``slice_detailed`` returning a :class:`SliceOutcome`).
 """
 
 from __future__ import annotations
@@ -18,12 +16,7 @@ from fractions import Fraction
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from cupel._errors import ConfigurationError, ItemError, SlicerConfigError, refusal
-from cupel._fastpath import (
-    FloatArray,
-    TokenArray,
-    fast_method,
-)
-from cupel._fastpath import IntArray as IntArray  # re-exported (recency_window reads it here)
+from cupel._fastpath import FloatArray, IntArray, TokenArray, fast_method
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem
 from cupel._params import Configurable
 from cupel.diagnostics._outcomes import SliceOutcome
@@ -63,6 +56,11 @@ class BaseSlicer(Configurable, ABC):
 def fail(owner: str, field: str, rule: str, value: Any) -> ConfigurationError:
     """The usual slicer refusal (:func:`~cupel._errors.refusal`), a SlicerConfigError."""
     return refusal(owner, field, rule, value, SlicerConfigError)
+
+
+def is_number(value: object) -> bool:
+    """An ``int`` or ``float``, not a ``bool``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def floor_times(tokens: int, factor: float) -> int:
@@ -133,12 +131,8 @@ def index_by_kind(
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """Score-descending slicer input as columns: candidate ``i`` is ``items[index[i]]``
-    with ``tokens[i]`` and ``scores[i]``.
-
-    Invariants (checked by whoever builds it): scores are float64 without NaN, tokens are
-    non-negative and sum to less than :data:`MAX_EXACT_TOKENS`. ``items``/``index`` let
-    the pipeline pass its own item list and sort order without building a new list.
-    """
+    with ``tokens[i]`` and ``scores[i]`` (float64 without NaN; non-negative tokens summing
+    below :data:`MAX_EXACT_TOKENS`, as whoever builds it checks)."""
 
     items: Sequence[ContextItem]
     index: IntArray
@@ -148,27 +142,16 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.index)
 
-    def take(self, positions: IntArray) -> Candidates:
-        """The candidates at ``positions``, in that order."""
-        return Candidates(
-            self.items, self.index[positions], self.tokens[positions], self.scores[positions]
-        )
-
     def item_list(self) -> list[ContextItem]:
         """The candidates' items, in candidate order."""
         return list(map(self.items.__getitem__, self.index.tolist()))
 
 
-Selector = Callable[[Candidates, ContextBudget], "IntArray | None"]
+Selector = Callable[[Candidates, ContextBudget], IntArray]
 
 
 def fast_selector(slicer: object) -> Selector | None:
-    """The array fast path of a built-in slicer, or ``None``.
-
-    A subclass overriding ``slice`` or ``slice_detailed`` keeps its behaviour (the rule
-    of :func:`cupel._fastpath.fast_method`). The selector returns the selected
-    candidates' positions in output order, or ``None`` when it cannot decide on arrays
-    (the caller then runs ``slice_detailed``).
-    """
-    select: Selector | None = fast_method(slicer, "_select_positions", ("slice", "slice_detailed"))
-    return select
+    """The array fast path of a built-in slicer (the selected candidates' positions, in
+    output order), or ``None``: a subclass overriding ``slice`` or ``slice_detailed`` keeps
+    its behaviour (the rule of :func:`cupel._fastpath.fast_method`)."""
+    return fast_method(slicer, "_select_positions", ("slice", "slice_detailed"))

@@ -58,9 +58,7 @@ class CountConstrainedKnapsackSlice(_CountQuotaSlicer):
 
     def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
         picked = self._knapsack.slice(residual, budget)
-        scores: dict[int, float] = {}
-        for entry in residual:
-            scores.setdefault(id(entry.item), entry.score)
+        scores = {id(entry.item): entry.score for entry in reversed(residual)}  # first wins
         # sorted() is stable: equal scores keep the knapsack's output order.
         picked.sort(key=lambda item: -scores[id(item)])
         return SliceOutcome(picked)

@@ -144,20 +144,15 @@ class _CountQuotaSlicer(BaseSlicer):
             if key in required:
                 partitions.setdefault(key, []).append(entry)
         committed: list[ContextItem] = []
-        committed_ids: set[int] = set()
         selected_count: dict[str, int] = {}
-        pre_allocated = 0
         shortfalls: list[CountRequirementShortfall] = []
         for quota in self._entries:
             if quota.require_count <= 0:
                 continue
             # sorted() is stable: equal scores keep input order.
-            candidates = sorted(partitions.get(quota.kind.key, ()), key=_negated_score)
+            candidates = sorted(partitions.get(quota.kind.key, ()), key=lambda entry: -entry.score)
             chosen = candidates[: quota.require_count]
-            for candidate in chosen:
-                committed.append(candidate.item)
-                committed_ids.add(id(candidate.item))
-                pre_allocated += candidate.item.tokens
+            committed.extend(candidate.item for candidate in chosen)
             satisfied = len(chosen)
             selected_count[quota.kind.key] = satisfied
             if satisfied < quota.require_count:
@@ -170,8 +165,9 @@ class _CountQuotaSlicer(BaseSlicer):
                 )
 
         # Phase 2: distribute the remaining budget over the residual candidates.
+        committed_ids = set(map(id, committed))
         residual = [s for s in scored if id(s.item) not in committed_ids]
-        residual_target = max(0, budget.target_tokens - pre_allocated)
+        residual_target = max(0, budget.target_tokens - sum(item.tokens for item in committed))
         residual_budget = ContextBudget(
             max_tokens=budget.max_tokens,
             target_tokens=min(residual_target, budget.max_tokens),
@@ -195,10 +191,6 @@ class _CountQuotaSlicer(BaseSlicer):
     @abstractmethod
     def _distribute(self, residual: list[ScoredItem], budget: ContextBudget) -> SliceOutcome:
         """Phase 2: select from ``residual`` within ``budget``, in the order phase 3 uses."""
-
-
-def _negated_score(entry: ScoredItem) -> float:
-    return -entry.score
 
 
 class CountQuotaSlice(_CountQuotaSlicer):
@@ -237,14 +229,12 @@ class CountQuotaSlice(_CountQuotaSlicer):
         if isinstance(inner, KnapsackSlice) or (
             isinstance(inner, _CountQuotaSlicer) and inner._uses_knapsack
         ):
-            raise fail(
-                "CountQuotaSlice",
-                "inner",
+            rule = (
                 f"must not be a {type(inner).__name__} (its output is not score-ordered, so "
                 f"cap enforcement could drop better items); use GreedySlice, or "
-                f"CountConstrainedKnapsackSlice for knapsack selection with count quotas",
-                inner,
+                f"CountConstrainedKnapsackSlice for knapsack selection with count quotas"
             )
+            raise fail("CountQuotaSlice", "inner", rule, inner)
         super().__init__(entries, scarcity)
         self._inner = inner
 

@@ -41,7 +41,7 @@ class GreedySlice(BaseSlicer):
         items = list(map(_ITEM, scored))
         scores = np.array(list(map(_SCORE, scored)), dtype=np.float64)
         sizes = list(map(_TOKENS, items))
-        tokens = np.array(sizes, dtype=np.int64 if _fits_int64(sizes) else object)
+        tokens = np.array(sizes, dtype=np.int64 if sum(map(abs, sizes)) < 2**63 else object)
         positions = greedy_positions(scores, tokens, budget.target_tokens)
         return list(map(items.__getitem__, positions.tolist()))
 
@@ -56,21 +56,13 @@ _SCORE = itemgetter(1)
 _TOKENS = attrgetter("tokens")
 
 
-def _fits_int64(sizes: list[int]) -> bool:
-    """Whether token counts and their running sums all fit int64."""
-    return sum(map(abs, sizes)) < 2**63
-
-
 def greedy_positions(scores: FloatArray, tokens: npt.NDArray[Any], target: int) -> IntArray:
-    """The spec's GREEDY-SLICE as positions, in greedy order, on arrays: candidates
-    ranked by descending density ``score / tokens`` (zero-token items
-    ``sys.float_info.max``; equal densities in input order:
-    :func:`~cupel._fastpath.descending_order`), negative-token ones never taken. Walking
-    that order, every candidate up to the first one that does not fit is taken: the
-    longest prefix whose token sum is within the target (a cumulative sum and a binary
-    search). After that first miss only candidates no larger than the tokens then
-    remaining can still fit; they are walked in order, each taken while it fits.
-    ``tokens``: int64, or Python ints (an object array) when they exceed it."""
+    """The spec's GREEDY-SLICE as positions, in greedy order: candidates ranked by
+    descending density ``score / tokens`` (zero-token items ``sys.float_info.max``; ties
+    in input order), negative-token ones never taken. The longest prefix within the
+    target is taken at once (a cumulative sum and a binary search); after the first miss,
+    only candidates no larger than the tokens left are walked, each taken while it fits.
+    ``tokens``: int64, or Python ints (an object array) beyond it."""
     if len(tokens) == 0 or target <= 0:
         return np.zeros(0, dtype=np.intp)
     usable = np.flatnonzero(tokens >= 0)

@@ -48,20 +48,14 @@ class KnapsackSlice(BaseSlicer):
     1000)`` (1 token up to a 1,000-token target), so small budgets are packed exactly and
     rounding never costs an item more than 0.1% of the budget.
 
-    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``; ``None``,
-    the default, means :attr:`DEFAULT_MAX_CELLS`) is
-    refused with :class:`~cupel.TableTooLargeError` before anything is allocated; raise
-    ``bucket_size`` to shrink it. When rounding left out an item that fits the tokens left,
-    the report's ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`); an item
-    that fits the tokens left but scores under 0.0001 (so adds nothing to the total) is
-    reported as :class:`~cupel.PackingChoice`.
-    ``max_cells`` itself is at most
-    :data:`MAX_CELLS_LIMIT`.
-
-    The DP always runs on int64 arrays, whatever the scores: values too large for int64
-    sums (scores of 1e12 and more, infinities) are first compressed into smaller
-    integers that compare exactly as the originals do, or else added in several int64
-    words; the selection is the one exact integer arithmetic gives.
+    A DP table of more than ``max_cells`` cells (``candidates x (capacity + 1)``; ``None``
+    means :attr:`DEFAULT_MAX_CELLS`; at most :data:`MAX_CELLS_LIMIT`) is refused with
+    :class:`~cupel.TableTooLargeError` before anything is allocated; raise ``bucket_size``
+    to shrink it. When rounding left out an item that fits the tokens left, the report's
+    ``bucket_rounding`` says so (:class:`~cupel.BucketRounding`); an item that fits but
+    scores under 0.0001 (adding nothing) is reported as :class:`~cupel.PackingChoice`.
+    The DP is exact integer arithmetic on int64 arrays whatever the scores (1e12 and
+    more, infinities included).
 
     >>> from cupel._model import ContextBudget, ContextItem, ScoredItem
     >>> scored = [ScoredItem(ContextItem(content="big", tokens=60), 0.9),
@@ -87,12 +81,10 @@ class KnapsackSlice(BaseSlicer):
             DEFAULT_MAX_CELLS if max_cells is None else _positive_int("max_cells", max_cells)
         )
         if self._max_cells > MAX_CELLS_LIMIT:
-            raise fail(
-                "KnapsackSlice",
-                "max_cells",
-                f"must be at most {MAX_CELLS_LIMIT:,} (the DP keep table takes one byte per cell)",
-                max_cells,
+            rule = (
+                f"must be at most {MAX_CELLS_LIMIT:,} (the DP keep table takes one byte per cell)"
             )
+            raise fail("KnapsackSlice", "max_cells", rule, max_cells)
 
     @property
     def bucket_size(self) -> int | Literal["auto"]:
@@ -156,21 +148,13 @@ class KnapsackSlice(BaseSlicer):
         total. (Used by the pipeline's report; the others keep its ``BudgetExceeded``.)"""
         available = budget.target_tokens - sum(item.tokens for item in selected)
         chosen = set(map(id, selected))
-        reasons: dict[int, ExclusionReason] = {}
-        shared: dict[int, PackingChoice] = {}
-        for entry in scored:
-            item = entry.item
-            tokens = item.tokens
-            if (
-                0 < tokens <= available
-                and _scaled_value(entry.score) == 0
-                and id(item) not in chosen
-            ):
-                reason = shared.get(tokens)
-                if reason is None:
-                    reason = shared[tokens] = PackingChoice(tokens, available)
-                reasons[id(item)] = reason
-        return reasons
+        return {
+            id(entry.item): PackingChoice(entry.item.tokens, available)
+            for entry in scored
+            if 0 < entry.item.tokens <= available
+            and _scaled_value(entry.score) == 0
+            and id(entry.item) not in chosen
+        }
 
     def bucket_rounding(
         self,
@@ -198,23 +182,17 @@ class KnapsackSlice(BaseSlicer):
             and -(-entry.item.tokens // bucket) > left
             and _scaled_value(entry.score) > 0  # else PackingChoice: left out at any bucket
         )
-        if not missed:
-            return None
-        return BucketRounding(bucket_size=bucket, unused_tokens=unused, items_left_out=missed)
+        return BucketRounding(bucket, unused, missed) if missed else None
 
 
 def _fill_keep_table(weights: list[int], values: list[int], capacity: int) -> npt.NDArray[np.bool_]:
     """The spec's 1-D DP, one vectorized step per item; returns the ``keep`` table.
 
-    The pseudocode walks ``w`` from ``capacity`` down to ``dw`` so that ``dp[w - dw]``
-    still holds the previous item's row. Computing ``dp[:capacity + 1 - dw] + dv`` as a
-    new array before writing reproduces exactly that, and ``>`` (strict) keeps its tie
-    behaviour: an item is kept only where it is strictly better.
-
-    Only comparisons of sums decide the table, so the values may be replaced by any
-    integers whose subset sums compare the same (:func:`_compress_values`). If their
-    total still exceeds int64, the sums are kept in several int64 words
-    (:func:`_fill_keep_table_wide`).
+    ``dp[:capacity + 1 - dw] + dv``, a new array, still holds the previous item's row as
+    the pseudocode's downward walk does, and ``>`` (strict) keeps its ties. Only
+    comparisons of sums decide the table, so the values may be any integers whose subset
+    sums compare the same (:func:`_compress_values`); past int64, the sums are kept in
+    several int64 words (:func:`_fill_keep_table_wide`).
     """
     compressed = _compress_values(values)
     if sum(compressed) > _INT64_MAX:
@@ -241,8 +219,7 @@ def _compress_values(values: list[int]) -> list[int]:
     differ there by a multiple of ``g``, more than everything below can make up: sums
     compare block by block, highest first. Each value becomes ``(value / g_block) *
     scale_block``, where ``scale_block`` is one more than the encoded total of the lower
-    blocks, which keeps that order. (Scores of ``inf`` next to ordinary ones, for
-    example, become a single small block on top.)
+    blocks, which keeps that order (``inf`` next to ordinary scores: one small top block).
     """
     if sum(values) <= _INT64_MAX:
         return values
@@ -307,9 +284,7 @@ def _scaled_value(score: float) -> int:
     if not score > 0:
         return 0
     scaled = score * _SCORE_SCALE
-    if math.isinf(scaled):
-        return int(sys.float_info.max)
-    return math.floor(scaled)
+    return int(sys.float_info.max) if math.isinf(scaled) else math.floor(scaled)
 
 
 def _positive_int(name: str, value: object) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 from cupel._errors import SlicerConfigError
 from cupel._model import ContextBudget, ContextItem, ContextKind, ScoredItem, ascii_fold
@@ -18,6 +20,7 @@ from cupel.slicers._base import (
     fail,
     floor_times,
     index_by_kind,
+    is_number,
     slice_detailed,
 )
 
@@ -104,13 +107,10 @@ class QuotaSlice(BaseSlicer):
         return self.slice_detailed(scored, budget).selected
 
     def slice_detailed(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> SliceOutcome:
-        """Like :meth:`slice`; also gathers the inner slicer's cap exclusions and shortfalls
-        (when ``inner`` enforces count quotas).
-
-        ``inner`` runs once per kind, so a count-quota inner judges each requirement per
-        partition: a requirement is reported once, and only if no partition met it. (Under
-        ``ScarcityBehavior.THROW`` such an inner raises in the first partition lacking a
-        required kind, which is usually every other partition: prefer ``DEGRADE`` there.)"""
+        """Like :meth:`slice`; also gathers a count-quota inner's cap exclusions and
+        shortfalls. ``inner`` runs once per kind, so a requirement is reported once, and
+        only if no partition met it. (Under ``ScarcityBehavior.THROW`` such an inner raises
+        in the first partition lacking a required kind: prefer ``DEGRADE`` there.)"""
         target = budget.target_tokens
         if not scored or target <= 0:
             return SliceOutcome([])
@@ -128,7 +128,7 @@ class QuotaSlice(BaseSlicer):
             kind_budget = kind_budgets[key]
             if kind_budget <= 0:
                 continue
-            cap = self._cap_tokens(key, target)
+            cap = self._limits(key, target)[1]
             sub_budget = ContextBudget(max_tokens=cap, target_tokens=kind_budget)
             outcome = slice_detailed(self._inner, items, sub_budget)
             calls += 1
@@ -140,27 +140,25 @@ class QuotaSlice(BaseSlicer):
         # as unmet. A requirement is unmet only when no partition met it; then the best
         # partition's count is the satisfied count.
         shortfalls = tuple(
-            max(reports, key=_satisfied) for reports in short.values() if len(reports) == calls
+            max(reports, key=attrgetter("satisfied_count"))
+            for reports in short.values()
+            if len(reports) == calls
         )
         return SliceOutcome(selected, tuple(exclusions), shortfalls)
 
-    def _require_tokens(self, key: str, target: int) -> int:
+    def _limits(self, key: str, target: int) -> tuple[int, int]:
+        """A kind's require and cap shares of ``target``, in tokens (rounded down)."""
         entry = self._by_key.get(key)
-        return 0 if entry is None else floor_times(target, entry.require / 100.0)
-
-    def _cap_tokens(self, key: str, target: int) -> int:
-        entry = self._by_key.get(key)
-        return target if entry is None else floor_times(target, entry.cap / 100.0)
+        if entry is None:
+            return 0, target
+        return floor_times(target, entry.require / 100.0), floor_times(target, entry.cap / 100.0)
 
     def _distribute_budget(self, masses: dict[str, int], target: int) -> dict[str, int]:
         """The spec's DISTRIBUTE-BUDGET: kind key -> token budget, rounded down."""
         # Every configured kind's require counts, present in the input or not.
-        total_required = sum(self._require_tokens(key, target) for key in self._by_key)
+        total_required = sum(self._limits(key, target)[0] for key in self._by_key)
         unassigned = max(0, target - total_required)
-        limits = {
-            key: (self._require_tokens(key, target), self._cap_tokens(key, target))
-            for key in masses
-        }
+        limits = {key: self._limits(key, target) for key in masses}
         distributable = sum(masses[key] for key, (require, cap) in limits.items() if cap > require)
         budgets: dict[str, int] = {}
         for key, (require, cap) in limits.items():
@@ -171,16 +169,7 @@ class QuotaSlice(BaseSlicer):
         return budgets
 
 
-def _satisfied(shortfall: CountRequirementShortfall) -> int:
-    return shortfall.satisfied_count
-
-
-def _percent(name: str, value: object) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not 0.0 <= value <= 100.0
-    ):
+def _percent(name: str, value: Any) -> float:
+    if not (is_number(value) and 0.0 <= value <= 100.0):  # NaN and infinities fail too
         raise fail("QuotaEntry", name, "must be a finite percentage between 0 and 100", value)
     return float(value)

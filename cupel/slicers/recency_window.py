@@ -70,18 +70,18 @@ Without blocks the answer A1 would be kept without its question Q1:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
-from typing import Any
 
 import numpy as np
 
 from cupel._errors import ItemError, SlicerConfigError
+from cupel._fastpath import IntArray
 from cupel._model import ContextBudget, ContextItem, ScoredItem
 from cupel.diagnostics._reasons import ExclusionReason, Filtered, OutsideWindow
-from cupel.slicers._base import BaseSlicer, Candidates, IntArray, fail
+from cupel.slicers._base import BaseSlicer, Candidates, fail, is_number
 from cupel.slicers.greedy import greedy_positions
 
 __all__ = ["DEFAULT_BLOCK_KEY", "GivenWindowShare", "RecencyWindowSlice", "plain_window"]
@@ -90,6 +90,9 @@ DEFAULT_BLOCK_KEY = "cupel:turn"
 """The metadata key whose value groups items into blocks (a chat turn)."""
 
 _NO_BLOCK = object()
+
+BlockOf = Callable[[int], object]
+"""The block of the candidate at a position (``_NO_BLOCK``: a block of its own)."""
 
 
 class RecencyWindowSlice(BaseSlicer):
@@ -123,46 +126,18 @@ class RecencyWindowSlice(BaseSlicer):
             raise fail(
                 "RecencyWindowSlice", "block_key", "must be a non-empty string or None", block_key
             )
-        if (
-            isinstance(scored_share, bool)
-            or not isinstance(scored_share, (int, float))
-            or not 0.0 <= scored_share < 1.0
-        ):
-            raise fail(
-                "RecencyWindowSlice",
-                "scored_share",
-                "must be a number with 0 <= scored_share < 1",
-                scored_share,
-            )
-        if low_water is not None and (
-            isinstance(low_water, bool)
-            or not isinstance(low_water, (int, float))
-            or not 0.0 < low_water <= 1.0
-        ):
-            raise fail(
-                "RecencyWindowSlice",
-                "low_water",
-                "must be None or a number with 0 < low_water <= 1",
-                low_water,
-            )
+        if not (is_number(scored_share) and 0.0 <= scored_share < 1.0):
+            rule = "must be a number with 0 <= scored_share < 1"
+            raise fail("RecencyWindowSlice", "scored_share", rule, scored_share)
+        if low_water is not None and not (is_number(low_water) and 0.0 < low_water <= 1.0):
+            rule = "must be None or a number with 0 < low_water <= 1"
+            raise fail("RecencyWindowSlice", "low_water", rule, low_water)
         if not isinstance(partial_blocks, bool):
             raise fail("RecencyWindowSlice", "partial_blocks", "must be a bool", partial_blocks)
         self.block_key = block_key
         self.scored_share = float(scored_share)
         self.low_water = None if low_water is None else float(low_water)
         self.partial_blocks = partial_blocks
-
-    def __repr__(self) -> str:
-        parts = []
-        if self.block_key != DEFAULT_BLOCK_KEY:
-            parts.append(f"block_key={self.block_key!r}")
-        if self.scored_share:
-            parts.append(f"scored_share={self.scored_share!r}")
-        if self.low_water is not None:
-            parts.append(f"low_water={self.low_water!r}")
-        if self.partial_blocks:
-            parts.append("partial_blocks=True")
-        return f"RecencyWindowSlice({', '.join(parts)})"
 
     def _key(self) -> tuple[str | None, float, float | None, bool]:
         return (self.block_key, self.scored_share, self.low_water, self.partial_blocks)
@@ -174,9 +149,6 @@ class RecencyWindowSlice(BaseSlicer):
 
     def __hash__(self) -> int:
         return hash((type(self), *self._key()))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, self._key())
 
     # -- the spec's list interface ----------------------------------------------------
     def slice(self, scored: Sequence[ScoredItem], budget: ContextBudget) -> list[ContextItem]:
@@ -190,19 +162,16 @@ class RecencyWindowSlice(BaseSlicer):
     ) -> tuple[list[int], list[list[int]]]:
         """:meth:`_choose` over the spec's list interface (``items``: ``scored``'s items)."""
         tokens = [item.tokens for item in items]
-        order = _walk_order(items, range(len(items)))
+        order = _walk_order(items)
         scores = [entry.score for entry in scored]
         return self._choose(items, tokens, order, budget.target_tokens, scores)
 
     def recalled(
         self, scored: Sequence[ScoredItem], budget: ContextBudget
     ) -> list[tuple[list[ContextItem], float]]:
-        """The units the scored share took from behind the window (``scored_share > 0``)
-        and the walk did not reach after it (those are in its stretch), in the order the
-        share took them: each unit's items (newest first, as walked) and its score (the
-        best of its members'; see the module documentation). Empty without a share.
-        (Used by the pipeline's report; candidates are ``scored``, in the Sort stage's
-        order.)"""
+        """The units the scored share recalled from behind the window (not those the walk
+        reached after it), in the order it took them: each unit's items (newest first) and
+        its score (its best member's). Empty without a share; the report's ``recalled``."""
         if not self.scored_share or not scored or budget.target_tokens <= 0:
             return []
         items = [entry.item for entry in scored]
@@ -215,21 +184,16 @@ class RecencyWindowSlice(BaseSlicer):
         selected: Sequence[ContextItem],
         budget: ContextBudget,
     ) -> dict[int, ExclusionReason]:
-        """Why each candidate behind the window's cut was left out, keyed by ``id(item)``:
-        :class:`~cupel.OutsideWindow` with the tokens the unit at the cut needed and the
-        tokens left. (Used by the pipeline's report; candidates are ``scored``.)"""
+        """Why each candidate behind the window's cut was left out, by ``id(item)``:
+        :class:`~cupel.OutsideWindow` (the tokens the unit at the cut needed, those left)."""
         items = [entry.item for entry in scored]
         taken = {id(item) for item in selected}
         target = self._target([item.tokens for item in items], budget.target_tokens)
         available = target - sum(item.tokens for item in selected)
-        order = _walk_order(items, range(len(items)))
-        blocks = _Blocks(self.block_key, items)
-        cut = 0
-        for position in order:
-            if id(items[position]) not in taken:
-                cut = position
-                break
-        else:
+        order = _walk_order(items)
+        blocks = _Blocks(self.block_key, items).of
+        cut = next((position for position in order if id(items[position]) not in taken), None)
+        if cut is None:
             return {}
         # the unit at the cut: its block's members that were not taken
         members = _block_at(order, order.index(cut), blocks)[0]
@@ -247,7 +211,7 @@ class RecencyWindowSlice(BaseSlicer):
         tokens: list[int] = candidates.tokens.tolist()
         order = _fast_walk_order(candidates)
         if order is None:
-            order = _walk_order(items, range(len(items)))
+            order = _walk_order(items)
         scores: list[float] = candidates.scores.tolist() if self.scored_share else []
         chosen = self._choose(items, tokens, order, target, scores)[0]
         return np.array(chosen, dtype=np.intp)
@@ -261,17 +225,16 @@ class RecencyWindowSlice(BaseSlicer):
         target: int,
         scores: Sequence[float],
     ) -> tuple[list[int], list[list[int]]]:
-        """Positions (into ``items``) of the window, in walk order — then the units the
-        scored share took from behind it (``scored_share``), then the rest of the walk —
-        and those units (each a list of positions in walk order). ``scores``: the
-        candidates' scores (read only with a share)."""
+        """Positions (into ``items``) of the window, in walk order (then the units the
+        scored share took from behind it, then the rest of the walk), and those units;
+        ``scores`` are read only with a share."""
         full = target
         target = self._target(tokens, target)
-        blocks = _Blocks(self.block_key, items)
+        blocks = _Blocks(self.block_key, items).of
         share = self.scored_share
         partial = self.partial_blocks
         if not share:
-            return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+            return _walk_newest(order, target, full, tokens, blocks, partial), []
         reserve = math.floor(share * target)
         # whole blocks only before the share: a block kept in part would leave a hole
         # inside its turn once the walk continues behind it
@@ -280,7 +243,7 @@ class RecencyWindowSlice(BaseSlicer):
             newest, end = _block_at(order, 0, blocks)  # it alone, the share gets the rest
             need = sum(tokens[p] for p in newest)
             if need > target:  # it does not fit whole: the plain window, no share
-                return _walk_newest(order, target, full, tokens, blocks, partial)[0], []
+                return _walk_newest(order, target, full, tokens, blocks, partial), []
             window, cut, used = newest, end, need
             reserve = min(reserve, target - need)
         units = _share(order[cut:], reserve, tokens, scores, blocks) if reserve > 0 else []
@@ -303,15 +266,11 @@ class RecencyWindowSlice(BaseSlicer):
 
 
 class GivenWindowShare(RecencyWindowSlice):
-    """A recency window given item by item, and the scored share of ``slicer`` over the
-    candidates outside it (the conversation layer's cache-stable window with a share: the
-    window is the replayed stable one, and the share recalls older units with what the
-    window leaves of the target).
-
-    Every candidate in ``window`` (by identity) is taken; then the units of the
-    candidates in ``recallable`` — blocks whole, items without a block alone — are picked
-    as the share picks them (:class:`RecencyWindowSlice`) with the tokens left. The others
-    are reported as ``Filtered(filter_name)``.
+    """A recency window given item by item (the conversation layer's replayed cache-stable
+    one), and the scored share of ``slicer`` over the candidates outside it: every
+    candidate in ``window`` (by identity) is taken, then the units of those in
+    ``recallable`` as the share picks them, with the tokens left. The others are reported
+    as ``Filtered(filter_name)``.
     """
 
     __slots__ = ("_filter", "_recallable", "_window")
@@ -346,7 +305,7 @@ class GivenWindowShare(RecencyWindowSlice):
         window = [p for p in order if id(items[p]) in given]
         rest = [p for p in order if id(items[p]) in recallable]
         left = target - sum(tokens[p] for p in window)
-        blocks = _Blocks(self.block_key, items)
+        blocks = _Blocks(self.block_key, items).of
         units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
         return [*window, *(p for unit in units for p in unit)], units
 
@@ -369,11 +328,9 @@ def plain_window(
     target: int,
 ) -> list[int]:
     """The window ``slicer`` (with ``scored_share == 0``) takes from candidates given
-    newest first, as columns: ``tokens[i]`` and ``blocks[i]`` (the candidate's block
-    value, ``None``: a block of its own); ``target`` is the slicer's budget's target.
-    Returns the indices taken, in walk order — the same rule, run by the same walk, as
-    :meth:`RecencyWindowSlice.slice` (for callers that hold the columns, not the items:
-    the conversation layer's window without a report).
+    newest first as columns: ``tokens[i]`` and ``blocks[i]`` (the block value, ``None``:
+    a block of its own), within ``target``. Returns the indices taken, in walk order, by
+    the walk :meth:`RecencyWindowSlice.slice` runs (for the conversation layer).
 
     >>> plain_window(RecencyWindowSlice(), [5, 30, 10], [2, 1, 1], 40)  # block 1 needs 40
     [0]
@@ -386,39 +343,19 @@ def plain_window(
         )
     if not tokens or target <= 0:
         return []
+    values = None if slicer.block_key is None else blocks
+
+    def block_of(position: int) -> object:
+        value = None if values is None else values[position]
+        return _NO_BLOCK if value is None else (type(value), value)
+
     return _walk_newest(
         range(len(tokens)),
         slicer._target(tokens, target),
         target,
         tokens,
-        _Given(None if slicer.block_key is None else blocks),
+        block_of,
         slicer.partial_blocks,
-    )[0]
-
-
-class _Given:
-    """Block values given as a column, read as the walk reaches them (``_Blocks`` reads
-    them from the items); ``None``: every candidate is a block of its own."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, values: Sequence[int | str | None] | None) -> None:
-        self._values = values
-
-    def of(self, position: int) -> object:
-        values = self._values
-        value = None if values is None else values[position]
-        return _NO_BLOCK if value is None else (type(value), value)
-
-
-def _rebuild(
-    block_key: str | None,
-    scored_share: float,
-    low_water: float | None = None,
-    partial_blocks: bool = False,
-) -> RecencyWindowSlice:
-    return RecencyWindowSlice(
-        block_key, scored_share=scored_share, low_water=low_water, partial_blocks=partial_blocks
     )
 
 
@@ -460,17 +397,15 @@ def _walk(
     start: int,
     budget: int,
     tokens: Sequence[int],
-    blocks: _Blocks | _Given,
+    blocks: BlockOf,
     skip: frozenset[int],
     *,
     partial: bool = False,
 ) -> tuple[list[int], int, int]:
     """Walk ``order`` from ``start``, taking each block while it fits ``budget`` (items in
-    ``skip`` are already taken and cost nothing here). With ``partial``, the first block
-    that does not fit whole keeps its oldest item (its *head*: a turn's question or task)
-    and its newest items that fit with it, when at least one does. Returns the taken
-    positions, the walk index of the cut (``len(order)`` when nothing stopped the walk;
-    after a partly taken block) and the tokens used."""
+    ``skip`` are already taken and cost nothing). With ``partial``, the first block that
+    does not fit keeps its head and its newest items that fit with it, if any. Returns the
+    taken positions, the walk index of the cut and the tokens used."""
     taken: list[int] = []
     used = 0
     remaining = budget
@@ -480,9 +415,7 @@ def _walk(
         members, following = _block_at(order, index, blocks)
         if skip:
             members = [p for p in members if p not in skip]
-        need = 0
-        for p in members:
-            need += tokens[p]
+        need = sum(map(tokens.__getitem__, members))
         if need > remaining:
             if partial and len(members) > 1:
                 head = members[-1]  # walk order is newest first: the block's oldest item
@@ -511,27 +444,25 @@ def _walk_newest(
     budget: int,
     full: int,
     tokens: Sequence[int],
-    blocks: _Blocks | _Given,
-    partial: bool = False,
-) -> tuple[list[int], int, int]:
-    """:func:`_walk` from the newest item with ``budget`` — and when that takes nothing
-    (a low-water refill whose newest block exceeds the mark), the newest block alone (with
+    blocks: BlockOf,
+    partial: bool,
+) -> list[int]:
+    """:func:`_walk`'s positions from the newest item with ``budget``; when that takes
+    nothing (a low-water mark below the newest block), the newest block alone (with
     ``partial``: its newest item and its head) if it fits ``full``, the target before the
-    low-water mark: the newest item is kept whenever it fits."""
-    taken, cut, used = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)
+    mark."""
+    taken = _walk(order, 0, budget, tokens, blocks, frozenset(), partial=partial)[0]
     if taken or budget >= full or not order:
-        return taken, cut, used
-    newest, end = _block_at(order, 0, blocks)
-    need = sum(tokens[p] for p in newest)
+        return taken
+    newest = _block_at(order, 0, blocks)[0]
     if partial and len(newest) > 2:
         newest = [newest[0], newest[-1]]
-        need = tokens[newest[0]] + tokens[newest[1]]
-    return (newest, end, need) if need <= full else (taken, cut, used)
+    return newest if sum(tokens[p] for p in newest) <= full else taken
 
 
-def _block_at(order: Sequence[int], index: int, blocks: _Blocks | _Given) -> tuple[list[int], int]:
+def _block_at(order: Sequence[int], index: int, blocks: BlockOf) -> tuple[list[int], int]:
     """The block starting at walk index ``index``: its positions and the walk index after it."""
-    block_of = blocks.of
+    block_of = blocks
     block = block_of(order[index])
     members = [order[index]]
     following = index + 1
@@ -542,13 +473,13 @@ def _block_at(order: Sequence[int], index: int, blocks: _Blocks | _Given) -> tup
     return members, following
 
 
-def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[int]:
-    """``positions`` newest first by timestamp (ties keep their order), then the undated
-    ones in their order."""
+def _walk_order(items: Sequence[ContextItem]) -> list[int]:
+    """The positions of ``items`` newest first by timestamp (ties keep their order), then
+    the undated ones in their order."""
     dated: list[tuple[datetime, int]] = []
     undated: list[int] = []
-    for position in positions:
-        stamp = items[position].timestamp
+    for position, item in enumerate(items):
+        stamp = item.timestamp
         if stamp is None:
             undated.append(position)
         else:
@@ -559,9 +490,8 @@ def _walk_order(items: Sequence[ContextItem], positions: Sequence[int]) -> list[
 
 
 def _fast_walk_order(candidates: Candidates) -> list[int] | None:
-    """The walk order when every item of the pipeline's list has a timestamp and they
-    strictly increase in input order (a conversation): newest first is then simply
-    descending input position. ``None`` otherwise."""
+    """The walk order (descending input position) when the pipeline's items' timestamps
+    strictly increase in input order (a conversation), else ``None``."""
     stamps = [item.timestamp for item in candidates.items]
     if None in stamps:
         return None
@@ -576,22 +506,17 @@ def _share(
     reserve: int,
     tokens: Sequence[int],
     scores: Sequence[float],
-    blocks: _Blocks,
+    blocks: BlockOf,
 ) -> list[list[int]]:
-    """The scored share's picks among ``older`` (the walk behind the window's cut, newest
-    first) within ``reserve`` tokens: whole *units* — each block (consecutive items of the
-    walk with the same block value), each item without one alone — as
-    :class:`~cupel.GreedySlice` picks items: by descending density (the unit's score over
-    its tokens; a zero-token unit first), equal densities in the Sort stage's order of
-    each unit's first member there, every unit that still fits taken. A unit's score is
-    the best of its members' scores (a question with its answer comes back when either
-    is relevant). A unit whose score is 0 (or less) is never taken: nothing speaks for it,
-    and the tokens it would take go back to the walk. Returns the units taken, in greedy
-    order, each in walk order."""
+    """The scored share's picks among ``older`` (the walk behind the window's cut) within
+    ``reserve`` tokens: whole units (a block, or an item without one), picked as
+    :class:`~cupel.GreedySlice` picks items by their best member's score per token (ties
+    in the Sort stage's order of their first members); a unit scoring 0 or less is never
+    taken. Returns the units taken, in greedy order, each in walk order."""
     units: list[list[int]] = []
     previous: object = _NO_BLOCK
     for position in older:
-        block = blocks.of(position)
+        block = blocks(position)
         if block is not _NO_BLOCK and block == previous:
             units[-1].append(position)
         else:

@@ -3,6 +3,7 @@ its int64 token column exists exactly when the counts' sum is exact in it."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,8 @@ from cupel import ContextBudget, ContextItem
 from cupel._errors import ItemError
 from cupel._fastpath import MAX_EXACT_TOKENS
 from cupel._pipeline.classify import classify
+from cupel._pipeline.deduplicate import deduplicate
+from cupel._pipeline.sort import sort
 
 UNLIMITED = ContextBudget(max_tokens=2**62, target_tokens=2**62)
 
@@ -53,13 +56,15 @@ def test_classify_equals_the_per_item_split(tokens: list[int], pinned: list[bool
     assert classified.pinned_tokens == sum(i.tokens for i in spec_pinned)
     assert classified.scoreable == scoreable
     assert classified.tokens == [i.tokens for i in scoreable]
-    exact = bool(scoreable) and sum(classified.tokens) < MAX_EXACT_TOKENS
-    if classified.token_array is None:
+    exact = sum(classified.tokens) < MAX_EXACT_TOKENS
+    unscored = np.zeros(len(scoreable))
+    found = sort(classified, unscored, deduplicate(classified, unscored, False)).columns
+    if found is None:
         assert not exact
     else:
         assert exact
-        assert classified.token_array.dtype.name == "int64"
-        assert classified.token_array.tolist() == classified.tokens
+        assert found.tokens.dtype.name == "int64"
+        assert found.tokens.tolist() == classified.tokens
 
 
 @pytest.mark.parametrize("position", [0, 1, 2])

@@ -371,11 +371,10 @@ def test_a_tag_repeated_within_an_item_counts_once() -> None:
         max_size=14,
     )
 )
-def test_rows_whose_hashes_collide_are_merged_by_their_bytes(tags: list[list[str]]) -> None:
-    """A zero hash multiplier makes every row of a length collide: the check falls back."""
+def test_equal_rows_are_merged_into_one_set_by_their_bytes(tags: list[list[str]]) -> None:
+    """Rows of equal (folded) tags, and rows of one length that differ, on the dense route."""
     items = [make(tags=tuple(t)) for t in tags]
-    with routes(True, 2**21) as patch:
-        patch.setattr(frequency, "_ODD", np.uint64(0))
+    with routes(True, 2**21):
         assert FrequencyScorer().score_all(items) == oracle(items)
 
 
