@@ -79,7 +79,6 @@ from cupel_langchain._reports import (
     ReportEventData,
     last_report_of,
     remember_report,
-    report_event_data,
 )
 from cupel_langchain._selection import (
     MIDDLEWARE_OPTIONS,
@@ -91,7 +90,6 @@ from cupel_langchain._stable import (
     check_flag,
     check_max_conversations,
     mark_cache_breakpoint,
-    stable_fields,
     warn_stateless,
 )
 
@@ -192,22 +190,15 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with_report: bool,
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
         selection = self._selection(model)
-        history, window = selection.select_window(
+        selected, window = selection.select_window(
             messages,
             with_report=with_report,
             fixed=tool_tokens(tools, selection.count_text) if tools else 0,
         )
-        selected = [history[i] for i in window.messages]
-        built = window.report
-        if built is None:
+        if window.report is None:
             return selected, None
-        remember_report(self, built)
-        return selected, report_event_data(
-            type(self).__name__,
-            built,
-            selection.budget,
-            stable_fields(window, selection.cache_stable),
-        )
+        remember_report(self, window.report)
+        return selected, selection.report_event(type(self).__name__, window)
 
     def forget(self, thread_id: Hashable = None) -> None:
         """Deprecated, does nothing (a :class:`DeprecationWarning`): the middleware keeps

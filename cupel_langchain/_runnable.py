@@ -61,7 +61,7 @@ from pydantic import ConfigDict, Strict, field_validator
 from typing_extensions import Unpack
 
 from cupel import CupelError, Pipeline, SelectionReport
-from cupel.conversation import HistoryWindow, check_cache_stable
+from cupel.conversation import check_cache_stable
 from cupel_langchain._messages import MessagesInput
 from cupel_langchain._options import (
     SELECTION_NAMES,
@@ -80,13 +80,10 @@ from cupel_langchain._reports import (
     last_report_of,
     listens,
     remember_report,
-    report_event_data,
 )
 from cupel_langchain._selection import MessageSelection, build_selection
 from cupel_langchain._stable import (
     check_flag,
-    mark_cache_breakpoint,
-    stable_fields,
     warn_stateless,
 )
 from cupel_langchain._tokens import CounterInput
@@ -113,10 +110,9 @@ def _select(
     selection = build_selection(
         {name: value for name, value in options.items() if name in SELECTION_NAMES}
     )
-    history, window = selection.select_window(messages, with_report=with_report)
-    selected = [history[i] for i in window.messages]
-    if cache_breakpoint and selected:
-        selected[-1] = mark_cache_breakpoint(selected[-1])
+    selected, window = selection.select_window(
+        messages, with_report=with_report, cache_breakpoint=cache_breakpoint
+    )
     return selected, window.report
 
 
@@ -330,40 +326,25 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
             remember_report(self, sink[0])
         return selected
 
-    def _select(
-        self, input: MessagesInput, config: RunnableConfig | None, *, with_report: bool
-    ) -> tuple[list[BaseMessage], HistoryWindow, MessageSelection]:
-        selection = self._selection()
-        history, window = selection.select_window(input, with_report=with_report)
-        selected = [history[i] for i in window.messages]
-        if self.cache_breakpoint and selected:
-            selected[-1] = mark_cache_breakpoint(selected[-1])
-        return selected, window, selection
-
     def _selected(
-        self,
-        input: MessagesInput,
-        config: RunnableConfig,
-        manager: BaseCallbackManager,
-        sink: list[Explainable],
+        self, input: MessagesInput, manager: BaseCallbackManager, sink: list[Explainable]
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
-        """:meth:`_select` and the report event when a handler of ``manager`` listens;
-        with ``report`` on, the report (or, when nobody listens, the window that builds
-        it on first read) goes in ``sink`` for the caller's context."""
-        listening = self.report and listens(manager)
-        selected, window, selection = self._select(input, config, with_report=listening)
+        """The selection, and its report event when a handler of ``manager`` listens; with
+        ``report`` on, the report (or, when nobody listens, the window that builds it on
+        first read) goes in ``sink`` for the caller's context."""
+        selection = self._selection()
+        selected, window = selection.select_window(
+            input,
+            with_report=self.report and listens(manager),
+            cache_breakpoint=self.cache_breakpoint,
+        )
         if not self.report:
             return selected, None
         if window.report is None:
             sink.append(window)
             return selected, None
         sink.append(window.report)
-        return selected, report_event_data(
-            type(self).__name__,
-            window.report,
-            selection.budget,
-            stable_fields(window, selection.cache_stable),
-        )
+        return selected, selection.report_event(type(self).__name__, window)
 
     def forget(self, config: RunnableConfig | None = None) -> None:
         """Deprecated, does nothing (a :class:`DeprecationWarning`): the selector keeps no
@@ -379,7 +360,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         sink: list[Explainable],
     ) -> list[BaseMessage]:
         child = run_manager.get_child()
-        selected, event = self._selected(input, config, child, sink)
+        selected, event = self._selected(input, child, sink)
         if event is not None:
             dispatch_report(child, event)
         return selected
@@ -393,7 +374,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         sink: list[Explainable],
     ) -> list[BaseMessage]:
         child = run_manager.get_child()
-        selected, event = self._selected(input, config, child, sink)
+        selected, event = self._selected(input, child, sink)
         if event is not None:
             await adispatch_report(child, event)
         return selected

@@ -42,6 +42,8 @@ from cupel_langchain._options import (
     start_on_roles,
 )
 from cupel_langchain._oversized import PARTS
+from cupel_langchain._reports import ReportEventData, report_event_data
+from cupel_langchain._stable import mark_cache_breakpoint
 from cupel_langchain._tokens import resolve_message_counter
 
 __all__ = [
@@ -372,6 +374,20 @@ class MessageSelection:
         copied.pipeline = self.pipeline.with_embedder(embedder_of(embeddings))
         return copied
 
+    def report_event(self, component: str, window: HistoryWindow) -> ReportEventData:
+        """The report event of ``window`` (selected with a report); with ``cache_stable``
+        on it also says ``stable_prefix`` (how many leading messages equal those of the
+        previous request's window), ``cut_moved`` (that window is no longer a prefix of
+        this one) and ``cut`` (the history index where the window's stretch starts)."""
+        stable = None
+        if self.cache_stable:
+            stable = {
+                "stable_prefix": window.stable_prefix,
+                "cut_moved": window.cut_moved,
+                "cut": window.cut,
+            }
+        return report_event_data(component, window.report, self.budget, stable)  # type: ignore[arg-type]
+
     def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
         return self._map(as_messages(messages))
@@ -390,24 +406,13 @@ class MessageSelection:
             notes=notes,
         )
 
-    def _fitted(self, mapping: MessageItems, budget: ContextBudget) -> MessageItems:
-        """``mapping``, or with ``truncate_oversized`` the mapping of the messages with
-        cut copies of the units too large for any window (:mod:`cupel_langchain._oversized`)."""
-        fitted = mapping.history.fitted(
-            mapping.messages, budget, self.count, self.count_text, PARTS
-        )
-        if fitted is None:
-            return mapping
-        listed, cuts = fitted
-        return self._map(listed, {i: {"cupel:cut_tokens": n} for i, n in cuts.items()})
-
     def select(
         self, messages: MessagesInput, *, with_report: bool
     ) -> tuple[list[BaseMessage], SelectionReport | None]:
         """The selected messages (same objects, conversation order) and, when asked, the
         report (invalid units as ``InvalidToolCall``, ``start_on`` drops as ``Filtered``)."""
-        listed, window = self.select_window(messages, with_report=with_report)
-        return [listed[i] for i in window.messages], window.report
+        selected, window = self.select_window(messages, with_report=with_report)
+        return selected, window.report
 
     def select_window(
         self,
@@ -415,13 +420,15 @@ class MessageSelection:
         *,
         with_report: bool,
         fixed: int = 0,
-    ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
-        """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
-        selected from them (a cache-stable window's cut replayed from the messages
-        themselves). ``fixed``: tokens every request sends besides the history and the
-        reply (the tool definitions), reserved from the budget. The provider's reported
-        usage calibrates the budget (:func:`observed`, :func:`calibrated`); the report's
-        ``Calibrate`` event says how for this call."""
+        cache_breakpoint: bool = False,
+    ) -> tuple[list[BaseMessage], HistoryWindow]:
+        """The selected messages and the :class:`~cupel.conversation.HistoryWindow` they
+        come from (a cache-stable window's cut replayed from the messages themselves).
+        ``fixed``: tokens every request sends besides the history and the reply (the tool
+        definitions), reserved from the budget; ``cache_breakpoint``: the last message
+        selected is a marked copy (:func:`~cupel_langchain._stable.mark_cache_breakpoint`).
+        The provider's reported usage calibrates the budget (:func:`observed`,
+        :func:`calibrated`); the report's ``Calibrate`` event says how for this call."""
         mapping = self._map(as_messages(messages))
         budget = self.budget
         options = self.options
@@ -441,8 +448,14 @@ class MessageSelection:
         before = budget
         if calibrations:
             budget, earlier = calibrated(budget, calibrations)
-        if self.truncate_oversized:
-            mapping = self._fitted(mapping, budget)
+        if self.truncate_oversized:  # cut copies of the units too large for any window
+            fitted = mapping.history.fitted(
+                mapping.messages, budget, self.count, self.count_text, PARTS
+            )
+            if fitted is not None:
+                listed, cuts = fitted
+                notes = {i: {"cupel:cut_tokens": n} for i, n in cuts.items()}
+                mapping = self._map(listed, notes)
         window = mapping.history.select(
             self.pipeline,
             budget,
@@ -454,4 +467,7 @@ class MessageSelection:
         if calibrations and window.report is not None and calibrations[-1].corrects:
             event = calibrations[-1].event(before, budget)
             window.report = replace(window.report, events=(event, *window.report.events))
-        return mapping.messages, window
+        selected = [mapping.messages[i] for i in window.messages]
+        if cache_breakpoint and selected:
+            selected[-1] = mark_cache_breakpoint(selected[-1])
+        return selected, window

@@ -71,7 +71,6 @@ __all__ = [
     "UnitCounter",
     "approximate_message_tokens",
     "message_parts",
-    "message_text",
     "resolve_document_counter",
     "resolve_message_counter",
 ]
@@ -117,9 +116,7 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
         texts.append(message.tool_call_id)
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
-"""``json.dumps(value, ensure_ascii=False, default=str)``, without building an encoder
-per call."""
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, not one per call
 
 
 def _arguments_json(call: Any) -> str:
@@ -149,29 +146,11 @@ def message_parts(message: BaseMessage) -> tuple[list[str], list[Any]]:
     return texts, media
 
 
-def message_text(message: BaseMessage) -> str:
-    """The text a unit's item shows: the message's text content, plus the JSON of an
-    ``AIMessage``'s tool calls (name and arguments).
-
-    >>> message_text(AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "1"}]))
-    '\\n[{"name": "f", "args": {"x": 1}}]'
-    """
-    content = message.content
-    text = content if type(content) is str else str(message.text)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [{"name": call["name"], "args": call["args"]} for call in message.tool_calls]
-        text = f"{text}\n{json.dumps(calls, ensure_ascii=False, default=str)}"
-    return text
-
-
 class UnitCounter:
-    """Counts one unit (a list of messages). ``message`` is set when the count is the
-    sum of per-message counts (the messages are then counted one by one, as the history
-    is read); ``text`` counts text sent besides the messages (tool definitions): the
-    text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`;
-    ``plain`` is the text counter in the text-counter modes (``None`` otherwise), where a
-    message of one text part costs that part's count plus
-    :data:`~cupel.counting.MESSAGE_TOKENS` (the read pass prices plain messages so)."""
+    """Counts one unit (a list of messages). ``message``: the per-message counter when a
+    unit costs the sum of its messages; ``text``: counts text sent besides the messages
+    (tool definitions); ``plain``: in the text-counter modes, the text counter pricing a
+    message of one text part (its count plus :data:`~cupel.counting.MESSAGE_TOKENS`)."""
 
     __slots__ = ("_unit", "message", "plain", "text")
 
@@ -198,10 +177,9 @@ class _Unkeyed(Exception):
 
 
 def _exact(value: object) -> Hashable:
-    """``value`` as a key equal only for values read and encoded alike: strings, ints,
-    bools and ``None`` by type and value, floats by their ``repr`` (``-0.0`` is not
-    ``0.0`` in JSON), dicts by their items *in order* (JSON keeps it), lists and tuples by
-    their items; anything else (a subclass, a datetime, a model) raises :class:`_Unkeyed`."""
+    """``value`` as a key equal only for values encoded alike (floats by ``repr``: ``-0.0``
+    is not ``0.0`` in JSON; dicts by their items in order); anything but plain JSON
+    types raises :class:`_Unkeyed`."""
     cls = type(value)
     if cls is str:
         return value
@@ -247,17 +225,13 @@ def _characters(key: object) -> int:
 
 
 _KEPT = 1 << 23
-"""How many characters the message keys of one counter's kept prices hold (8 Mi) before
-they start afresh."""
+"""Characters of message keys :class:`_Prices` holds before it starts afresh."""
 
 
 class _Prices(dict[Hashable, int]):
-    """Prices of messages read before, by everything priced (:func:`_message_key`):
-    a history is read again on every call, and a message whose price is not just its
-    text's count (tool calls, content blocks) is priced once. Bounded like
-    :func:`~cupel.counting.remembered`: emptied once the keys hold :data:`_KEPT`
-    characters. A key holds every value the price is computed from, so a price kept
-    never differs from a fresh one; a message changed in place gets a new key."""
+    """Prices of messages read before, by everything priced (:func:`_message_key`, so a
+    kept price never differs from a fresh one); emptied once the keys hold
+    :data:`_KEPT` characters."""
 
     __slots__ = ("cost", "held")
 
@@ -283,12 +257,6 @@ class _Prices(dict[Hashable, int]):
         return price
 
 
-def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
-    """The one way a message is priced in the text-counter modes: ``cost`` of its
-    :func:`message_parts`, kept by the message's content (:class:`_Prices`)."""
-    return _Prices(cost)
-
-
 def approximate_message_tokens(message: BaseMessage) -> int:
     """One message's tokens by the default model: text by
     :func:`cupel.counting.estimate_tokens`, media by rule, 3 tokens of overhead, tool
@@ -300,7 +268,7 @@ def approximate_message_tokens(message: BaseMessage) -> int:
     return _APPROXIMATE(message)
 
 
-_APPROXIMATE = _priced(MessageCost("approximate"))
+_APPROXIMATE = _Prices(MessageCost("approximate"))
 
 
 def _first_parameter_annotation(func: Callable[..., Any]) -> Any:
@@ -396,8 +364,10 @@ def resolve_message_counter(
     for anything else.
     """
     mode = _check_counter_input(counter_input)
-    if _is_approximate(token_counter) or is_tokenizer(token_counter):
-        return _text_mode(MessageCost(_text_form(token_counter), image_tokens))
+    if _is_approximate(token_counter):
+        return _text_mode(MessageCost("approximate", image_tokens))
+    if is_tokenizer(token_counter):
+        return _text_mode(MessageCost(token_counter, image_tokens))
     if isinstance(token_counter, str):
         _unknown_name(token_counter, "a chat model, a tokenizer or a callable")
     model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
@@ -427,11 +397,7 @@ def resolve_message_counter(
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
-    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text)
-
-
-def _text_form(token_counter: object) -> object:
-    return "approximate" if _is_approximate(token_counter) else token_counter
+    return UnitCounter(_Prices(cost), text=cost.count_text, plain=cost.count_text)
 
 
 def _checked(value: object, what: str) -> int:
