@@ -24,7 +24,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -40,8 +40,6 @@ from langchain_core.load.serializable import (
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import (
-    ConfigDict,
-    Strict,
     model_validator,
 )
 
@@ -59,7 +57,7 @@ from cupel import (
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
 from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens, refused
-from cupel_langchain._pydantic import LiveComponent, serialized
+from cupel_langchain._pydantic import Fraction, LiveComponent, StrictBool, StrictInt, serialized
 from cupel_langchain._reports import (
     ReportEventData,
     adispatch_report,
@@ -78,10 +76,6 @@ __all__ = [
     "DocumentSelection",
     "documents_to_items",
 ]
-
-StrictInt = Annotated[int, Strict()]
-StrictBool = Annotated[bool, Strict()]
-Fraction = tuple[Literal["fraction"], float]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -365,9 +359,7 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor, Serializ
     ['short and ', 'ok ok ok o']
     """
 
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
+    model_config = LiveComponent.model_config  # not the LangChain base's extra="ignore"
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -417,9 +409,7 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
     (4, 2)
     """
 
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
+    model_config = LiveComponent.model_config  # not the LangChain base's extra="ignore"
 
     base_retriever: Runnable[str, list[Document]]
     """The retriever (any Runnable from a query to documents) whose results are selected."""

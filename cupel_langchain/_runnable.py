@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -57,7 +57,7 @@ from langchain_core.callbacks import (
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Strict, field_validator
+from pydantic import field_validator
 from typing_extensions import Unpack
 
 from cupel import CupelError, Pipeline, SelectionReport
@@ -71,7 +71,7 @@ from cupel_langchain._options import (
     check_start_on,
     option_names,
 )
-from cupel_langchain._pydantic import LiveComponent, serialized
+from cupel_langchain._pydantic import Fraction, LiveComponent, StrictBool, StrictInt, serialized
 from cupel_langchain._reports import (
     Explainable,
     ReportEventData,
@@ -90,9 +90,6 @@ from cupel_langchain._tokens import CounterInput
 
 __all__ = ["CupelMessageSelector", "select_messages", "select_messages_with_report"]
 
-StrictInt = Annotated[int, Strict()]
-StrictBool = Annotated[bool, Strict()]
-Fraction = tuple[Literal["fraction"], float]
 
 _FUNCTION_NAMES = option_names(FunctionOptions)
 
@@ -266,9 +263,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     """Deprecated and ignored (a :class:`DeprecationWarning` when set): the selector keeps
     no state per conversation. Removed before 1.0."""
 
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
+    model_config = LiveComponent.model_config  # not the LangChain base's extra="ignore"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -338,12 +333,10 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
             with_report=self.report and listens(manager),
             cache_breakpoint=self.cache_breakpoint,
         )
-        if not self.report:
-            return selected, None
+        if self.report:
+            sink.append(window if window.report is None else window.report)
         if window.report is None:
-            sink.append(window)
             return selected, None
-        sink.append(window.report)
         return selected, selection.report_event(type(self).__name__, window)
 
     def forget(self, config: RunnableConfig | None = None) -> None:

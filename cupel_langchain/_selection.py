@@ -131,11 +131,7 @@ def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
     spent once. The key is the settings' content (:func:`content_key`), never an address;
     settings without one (a chat model as the counter) are built on every call.
     ``settings`` must name everything ``build`` reads."""
-    return _shared(content_key(settings), build)
-
-
-def _shared(key: Hashable | None, build: Callable[[], _T]) -> _T:
-    """:func:`shared` of settings whose content key is ``key``."""
+    key = content_key(settings)
     if key is None:
         return build()
     return _built(_Settings(key, build))  # type: ignore[return-value]
@@ -159,16 +155,9 @@ def content_key(value: object) -> Hashable | None:
     cls = type(value)
     if cls in _ATOMS:
         return (cls, value)
-    if isinstance(value, (dict, Mapping)):
-        entries = []
-        atoms = _ATOMS
-        for name, item in value.items():
-            kind = type(item)
-            part = (kind, item) if kind in atoms else content_key(item)
-            if part is None:
-                return None
-            entries.append((name, part))
-        return (Mapping, frozenset(entries))
+    if isinstance(value, Mapping):
+        entries = [(name, content_key(item)) for name, item in value.items()]
+        return None if any(part is None for _, part in entries) else (Mapping, frozenset(entries))
     if isinstance(value, (list, tuple)):
         parts = tuple(content_key(item) for item in value)
         return None if None in parts else (cls, parts)
@@ -194,9 +183,8 @@ def build_selection(
     embeddings = settings.get("embeddings")
     if embeddings is not None:
         settings = {name: value for name, value in settings.items() if name != "embeddings"}
-    key = content_key(settings)
-    selection = _shared(
-        None if key is None else (key, options, model_input_tokens(model)),
+    selection = shared(
+        {"<settings>": settings, "<options>": options, "<window>": model_input_tokens(model)},
         lambda: MessageSelection(settings, options=options, model=model),
     )
     return selection if embeddings is None else selection.embedding(embeddings)
