@@ -217,12 +217,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             with_report=self.report,
         )
         kept: list[AnyMessage] = [m for m in selected if m is not system]  # type: ignore[misc]
-        if not self.cache_breakpoint:
-            return request.override(messages=kept), event
-        if kept:
+        if self.cache_breakpoint and kept:
             kept[-1] = mark_cache_breakpoint(kept[-1])  # type: ignore[call-overload]
-            return request.override(messages=kept), event
-        if system is not None:  # only the system prompt is sent
+        elif self.cache_breakpoint and system is not None:  # only the system prompt is sent
             marked = mark_cache_breakpoint(system)
             return request.override(messages=kept, system_message=marked), event  # type: ignore[arg-type]
         return request.override(messages=kept), event
