@@ -54,6 +54,7 @@ from __future__ import annotations
 import binascii
 from base64 import b64decode
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -238,13 +239,6 @@ def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> b
     return None
 
 
-def _kind_reader(kind: str) -> _Handler:
-    def read(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
-        return _data(reader, block, depth, kind)
-
-    return read
-
-
 def _file(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
     """``file``: OpenAI Chat Completions (``{"file": {"file_data" | "file_id"}}``) or the
     LangChain v1 / v0 file block."""
@@ -363,11 +357,11 @@ _HANDLERS: dict[str, _Handler] = {
     "refusal": _refusal,
     "image_url": _image_url,
     "input_image": _image_url,
-    "image": _kind_reader("image"),
-    "audio": _kind_reader("audio"),
-    "video": _kind_reader("video"),
-    "document": _kind_reader("document"),
-    "media": _kind_reader("file"),
+    "image": partial(_data, kind="image"),
+    "audio": partial(_data, kind="audio"),
+    "video": partial(_data, kind="video"),
+    "document": partial(_data, kind="document"),
+    "media": partial(_data, kind="file"),
     "file": _file,
     "input_file": _input_file,
     "text-plain": _plain_text,

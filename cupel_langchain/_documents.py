@@ -39,9 +39,6 @@ from langchain_core.load.serializable import (
 )
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from pydantic import (
-    model_validator,
-)
 
 from cupel import (
     ConfigurationError,
@@ -311,11 +308,6 @@ class _DocumentOptions(LiveComponent):
     """The kind given to documents."""
     report: StrictBool = True
     """Build and emit the SelectionReport of each run."""
-
-    @model_validator(mode="after")
-    def _check_configuration(self) -> _DocumentOptions:
-        self._selection()  # every setting checked at construction, not at the first call
-        return self
 
     def _selection(self) -> DocumentSelection:
         values = {name: getattr(self, name) for name in _SELECTION_NAMES}

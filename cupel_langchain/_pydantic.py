@@ -10,9 +10,16 @@ from langchain_core.load.serializable import (
     SerializedConstructor,
     SerializedNotImplemented,
 )
-from pydantic import BaseModel, ConfigDict, Strict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from cupel import ConfigurationError, CupelError
+from cupel import ConfigurationError
 from cupel.policy import Policy, check_policy
 from cupel_langchain._options import TRIM_HINTS, check_max_tokens
 
@@ -79,6 +86,11 @@ class LiveComponent(BaseModel):
         except ValidationError as exc:
             raise configuration_error(exc, type(self)) from None
 
+    @model_validator(mode="after")
+    def _check_configuration(self) -> LiveComponent:
+        self._selection()  # every setting checked at construction, not at the first call
+        return self
+
     def _selection(self) -> object:
         """The selection built from the current fields (checks them all)."""
         raise NotImplementedError
@@ -88,15 +100,11 @@ class LiveComponent(BaseModel):
             super().__setattr__(name, value)
             return
         previous = getattr(self, name)
-        try:
+        try:  # the field, then the whole configuration (:meth:`_check_configuration`)
             super().__setattr__(name, value)
         except ValidationError as exc:
-            raise configuration_error(exc, type(self)) from None
-        try:
-            self._selection()
-        except CupelError:
             super().__setattr__(name, previous)  # valid: the field stays as it was
-            raise
+            raise configuration_error(exc, type(self)) from None
 
     @classmethod
     def is_lc_serializable(cls) -> bool:

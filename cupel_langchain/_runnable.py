@@ -269,7 +269,6 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         super().__init__(**kwargs)
         if self.max_conversations is not None:
             warn_stateless(f"{type(self).__name__}: max_conversations is ignored")
-        self._selection()  # every setting checked now, not at the first run
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
