@@ -105,11 +105,7 @@ def as_messages(messages: MessagesInput) -> list[BaseMessage]:
                 value=messages,
             )
     out = list(messages)
-    # One check per distinct type, not per message.
-    for cls in set(map(type, out)):
-        if not issubclass(cls, BaseMessage):
-            break
-    else:
+    if all(issubclass(cls, BaseMessage) for cls in set(map(type, out))):  # once per type
         return out
     converted: list[BaseMessage] = []
     for index, message in enumerate(out):
