@@ -193,7 +193,7 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         selected, window = selection.select_window(
             messages,
             with_report=with_report,
-            fixed=tool_tokens(tools, selection.count_text) if tools else 0,
+            fixed=tool_tokens(tools, selection.count.text) if tools else 0,
         )
         if window.report is None:
             return selected, None

@@ -267,19 +267,14 @@ def reserved_label(max_tokens: int, output_reserve: int, headroom: float) -> str
 
 
 class MessageSelection:
-    """A validated message-selection configuration; :meth:`select` runs it.
+    """A message-selection configuration, checked once; :meth:`select` runs it.
 
     Shared by :func:`~cupel_langchain.select_messages`, the Runnable and the agent
-    middleware, built from ``settings`` (option name -> value, as
-    :class:`~cupel_langchain._options.SelectionOptions` declares them; missing ones take
-    their :data:`~cupel_langchain._options.DEFAULTS`). Everything is checked here, once.
-    ``options`` names the pinning options
-    the owning component offers (for the error raised when pinned messages alone exceed
-    the budget). ``max_tokens`` may be ``("fraction", f)`` of ``model``'s input window
-    (default: the ``token_counter`` chat model's). ``cache_stable`` (``True`` or a
-    low-water mark) makes the pipeline's recency window refill to that mark on overflow
-    (:func:`cupel.conversation.cache_stable_pipeline`), which replays the window's cut
-    from the history: a selection keeps nothing between calls.
+    middleware, built from ``settings`` (option name -> value; missing ones take their
+    :data:`~cupel_langchain._options.DEFAULTS`). ``options`` names the owning component's
+    pinning options (for the error raised when pinned messages alone exceed the budget);
+    a fractional ``max_tokens`` reads ``model``'s input window (default: the
+    ``token_counter`` chat model's).
     """
 
     __slots__ = (
@@ -287,8 +282,6 @@ class MessageSelection:
         "budget_label",
         "cache_stable",
         "count",
-        "count_text",
-        "headroom",
         "keep_last",
         "keep_last_human",
         "keep_system",
@@ -318,11 +311,11 @@ class MessageSelection:
             token_counter if model is None else model,
             "token_counter" if model is None else "the agent's model",
         )
-        self.headroom = check_headroom(get("headroom"))
+        headroom = check_headroom(get("headroom"))
         self.budget = request_budget(
-            tokens, get("target_tokens"), get("output_reserve"), headroom=self.headroom
+            tokens, get("target_tokens"), get("output_reserve"), headroom=headroom
         )
-        self.budget_label = reserved_label(tokens, get("output_reserve"), self.headroom)
+        self.budget_label = reserved_label(tokens, get("output_reserve"), headroom)
         low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
@@ -337,7 +330,6 @@ class MessageSelection:
         # shared by selections of other budgets: the counts it remembers by text too
         counting = (token_counter, get("token_counter_input"), get("image_tokens"))
         self.count = shared({"<counter>": counting}, lambda: resolve_message_counter(*counting))
-        self.count_text = self.count.text
         for name in ("keep_system", "keep_last_human", "truncate_oversized"):
             if not isinstance(get(name), bool):
                 raise refused(name, "must be a bool", get(name))
@@ -438,7 +430,7 @@ class MessageSelection:
             budget, earlier = calibrated(budget, calibrations)
         if self.truncate_oversized:  # cut copies of the units too large for any window
             fitted = mapping.history.fitted(
-                mapping.messages, budget, self.count, self.count_text, PARTS
+                mapping.messages, budget, self.count, self.count.text, PARTS
             )
             if fitted is not None:
                 listed, cuts = fitted
