@@ -174,10 +174,6 @@ def _image_url(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | 
     return None
 
 
-def _text_mime(mime: str | None) -> bool:
-    return isinstance(mime, str) and mime.strip().lower().startswith("text/")
-
-
 def _decoded_text(data: str) -> str | None:
     try:
         return b64decode(data.translate(str.maketrans("-_", "+/"))).decode("utf-8", "replace")
@@ -228,7 +224,11 @@ def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> b
         else:
             base64 = _str(data)
         url = _str(block.get("url")) or _str(block.get("file_uri"))
-    if isinstance(base64, str) and _text_mime(mime):
+    if (
+        isinstance(base64, str)
+        and isinstance(mime, str)
+        and mime.strip().lower().startswith("text/")
+    ):
         decoded = _decoded_text(base64)
         if decoded is not None:
             reader.text(decoded)

@@ -77,6 +77,8 @@ from cupel_langchain._options import (
 from cupel_langchain._reports import (
     REPORT_EVENT,
     ReportEventData,
+    adispatch_report,
+    dispatch_report,
     last_report_of,
     remember_report,
 )
@@ -310,8 +312,8 @@ def _emit(event: ReportEventData | None, runtime: object) -> None:
         return
     _write(event, runtime)
     manager = get_callback_manager_for_config(ensure_config())
-    if manager.handlers and manager.parent_run_id is not None:
-        manager.on_custom_event(REPORT_EVENT, event.complete(), run_id=manager.parent_run_id)
+    if manager.parent_run_id is not None:
+        dispatch_report(manager, event)
 
 
 async def _aemit(event: ReportEventData | None, runtime: object) -> None:
@@ -319,8 +321,8 @@ async def _aemit(event: ReportEventData | None, runtime: object) -> None:
         return
     _write(event, runtime)
     manager = get_async_callback_manager_for_config(ensure_config())
-    if manager.handlers and manager.parent_run_id is not None:
-        await manager.on_custom_event(REPORT_EVENT, event.complete(), run_id=manager.parent_run_id)
+    if manager.parent_run_id is not None:
+        await adispatch_report(manager, event)
 
 
 def _write(event: ReportEventData, runtime: object) -> None:

@@ -271,22 +271,6 @@ def approximate_message_tokens(message: BaseMessage) -> int:
 _APPROXIMATE = _Prices(MessageCost("approximate"))
 
 
-def _first_parameter_annotation(func: Callable[..., Any]) -> Any:
-    try:
-        parameters = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if not parameters:
-        return None
-    annotation = parameters[0].annotation
-    if annotation is inspect.Parameter.empty:
-        return None
-    if isinstance(annotation, str):
-        name = annotation.rsplit(".", 1)[-1]
-        return {"BaseMessage": BaseMessage, "str": str}.get(name, list)
-    return annotation
-
-
 def _probe(func: Callable[..., Any]) -> str:
     """How an unannotated callable counts: called once with a one-message list
     (``trim_messages``' contract); if that fails or returns no count, with a text.
@@ -327,9 +311,17 @@ def _probe(func: Callable[..., Any]) -> str:
 
 
 def _detect_input(func: Callable[..., Any]) -> str:
-    annotation = _first_parameter_annotation(func)
-    if annotation is None:
+    """How ``func`` is called, from its first parameter's annotation (else :func:`_probe`)."""
+    try:
+        parameters = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    if not parameters or parameters[0].annotation is inspect.Parameter.empty:
         return _probe(func)
+    annotation = parameters[0].annotation
+    if isinstance(annotation, str):
+        name = annotation.rsplit(".", 1)[-1]
+        annotation = {"BaseMessage": BaseMessage, "str": str}.get(name, list)
     if annotation is str:
         return "text"
     if isinstance(annotation, type) and issubclass(annotation, BaseMessage):

@@ -134,14 +134,6 @@ _FLAGS = bytes(
 _BOUNDARY = 7  # sixteenths of a token per flagged step or word start
 
 
-def _bit_tables(sixteenths: list[int]) -> tuple[bytes, bytes]:
-    """Translate tables whose set bits count each byte's weight: eight sixteenths per bit
-    of the coarse table, one per bit of the fine one."""
-    coarse = bytes((1 << (n // 8)) - 1 for n in sixteenths)
-    fine = bytes((1 << (n % 8)) - 1 for n in sixteenths)
-    return coarse, fine
-
-
 def _byte_sixteenths() -> list[int]:
     weights = [round(_OTHER_ASCII * _SIXTEENTHS)] * 128 + [0] * 128
     for chars, tokens in _WEIGHTS.items():
@@ -150,7 +142,10 @@ def _byte_sixteenths() -> list[int]:
     return weights
 
 
-_COARSE, _FINE = _bit_tables(_byte_sixteenths())
+# Translate tables whose set bits count each byte's weight: eight sixteenths per bit of the
+# coarse table, one per bit of the fine one.
+_COARSE = bytes((1 << (n // 8)) - 1 for n in _byte_sixteenths())
+_FINE = bytes((1 << (n % 8)) - 1 for n in _byte_sixteenths())
 
 
 def _second_byte_tables() -> list[tuple[bytes, bytes, bytes]]:
@@ -171,8 +166,7 @@ _SECOND_BYTE_TABLES = _second_byte_tables()
 
 
 _START = 1
-"""One token more per text: a message of a word or two ("ok", "sure, do it") is
-otherwise under, and a window of many of them with them."""
+"""One token more per text: a message of a word or two ("ok") is otherwise under."""
 
 
 def _bits(data: bytes, table: bytes) -> int:
