@@ -9,15 +9,12 @@ agents built with ``langchain.agents.create_agent`` (needs the ``langchain`` pac
   selection (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` + the kept messages), so dropped
   messages are gone for good; the model call is still checked as above.
 
-Either way each model call emits one report: the selection the model is sent. The
-middleware keeps nothing between calls: with ``cache_stable`` the window's cut is replayed
-from the history itself, so workers sharing a checkpointer, a restarted process or a
-middleware built per request all send the same window.
-
-The window is the one of :func:`~cupel_langchain.select_messages`: the system prompt, the
-latest human message (the agent's task), then the newest tool rounds that fit, newest
-first, each call with its results — never a tool result without its call, a call
-without its results, or a hole among the recent rounds.
+Either way each model call emits one report: the selection the model is sent. The window
+is the one of :func:`~cupel_langchain.select_messages` (the system prompt, the agent's task,
+then the newest whole tool rounds that fit). The middleware keeps nothing between calls:
+with ``cache_stable`` the window's cut is replayed from the history itself, so workers
+sharing a checkpointer, a restarted process or a middleware built per request all send the
+same window.
 
 Reports reach the caller as data, never through shared state: each selection's
 :class:`~cupel.SelectionReport` goes to the agent's custom stream

@@ -1,5 +1,5 @@
-"""Cache-stable windows in the LangChain adapter: the report fields, the optional cache
-breakpoint and the deprecation of the options that held state between calls.
+"""Cache-stable windows in the LangChain adapter: the optional cache breakpoint and the
+deprecation of the options that held state between calls.
 
 With ``cache_stable`` on, the window's cut is replayed from the history itself
 (:func:`cupel.conversation.stable_cut`): the window grows by appending while it fits and,
