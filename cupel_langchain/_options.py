@@ -136,20 +136,16 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
     """``start_on`` as a tuple of message type strings (empty: no constraint)."""
     if start_on is None:
         return ()
-    allowed = (
-        f"start_on must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class "
-        f"or a sequence of them"
+    rule = (
+        f"must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class or a "
+        f"sequence of them"
     )
     if isinstance(start_on, (str, type)):
         entries: list[Any] = [start_on]
     elif isinstance(start_on, Iterable) and not isinstance(start_on, (bytes, Mapping)):
         entries = list(start_on)
     else:
-        raise ConfigurationError(
-            f"{allowed}, got {type(start_on).__name__} {start_on!r}",
-            field="start_on",
-            value=start_on,
-        )
+        raise refused("start_on", rule, start_on, typed=True)
     types: list[str] = []
     for entry in entries:
         if isinstance(entry, str) and entry in _MESSAGE_TYPES:
@@ -158,7 +154,9 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
             kind = str(entry.model_fields["type"].default)
             types.append(CHUNK_TYPES.get(kind, kind))
         else:
-            raise ConfigurationError(f"{allowed}, got {entry!r}", field="start_on", value=start_on)
+            raise ConfigurationError(
+                f"start_on {rule}, got {entry!r}", field="start_on", value=start_on
+            )
     return tuple(types)
 
 
