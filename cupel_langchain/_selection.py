@@ -279,7 +279,6 @@ class MessageSelection:
 
     __slots__ = (
         "budget",
-        "budget_label",
         "cache_stable",
         "count",
         "keep_last",
@@ -315,7 +314,6 @@ class MessageSelection:
         self.budget = request_budget(
             tokens, get("target_tokens"), get("output_reserve"), headroom=headroom
         )
-        self.budget_label = reserved_label(tokens, get("output_reserve"), headroom)
         low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
@@ -343,7 +341,9 @@ class MessageSelection:
         if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
             raise refused("timestamp_key", "must be a non-empty string or None", timestamp_key)
         self.timestamp_key: str | None = timestamp_key
-        self.options = replace(options, budget=self.budget_label)
+        self.options = replace(
+            options, budget=reserved_label(tokens, get("output_reserve"), headroom)
+        )
 
     def embedding(self, embeddings: object) -> MessageSelection:
         """A copy whose pipeline's relevance scorers also score by meaning with
@@ -417,7 +417,7 @@ class MessageSelection:
                 update={"output_reserve": min(budget.max_tokens, budget.output_reserve + fixed)}
             )
             options = replace(
-                options, budget=f"{self.budget_label} - {fixed} for the tool definitions"
+                options, budget=f"{options.budget} - {fixed} for the tool definitions"
             )
         calibrations = (
             None

@@ -1,10 +1,8 @@
 """Token counters: what the adapters accept, resolved once at construction.
 
-Every message is priced by one model (:class:`cupel.counting.MessageCost`): its text
-parts by a text counter, images and other media by rule from their dimensions (never
-their base64 as text), 3 tokens of per-message overhead, every tool call — valid and
-invalid — by its name, JSON arguments and id, a tool result's call id, a ``name``.
-Accepted ``token_counter=`` forms:
+Every message is priced by one model (:class:`cupel.counting.MessageCost`: text parts by a
+text counter, media by rule, 3 tokens of overhead, every tool call by its name, JSON
+arguments and id). Accepted ``token_counter=`` forms:
 
 =======================================  ==================================================
 ``token_counter=``                       how a message is counted
