@@ -19,10 +19,9 @@ True
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +52,7 @@ from cupel import (
 )
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
-from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens, refused
+from cupel_langchain._options import PolicyLike, check_max_tokens, refused
 from cupel_langchain._pydantic import Fraction, LiveComponent, StrictBool, StrictInt, serialized
 from cupel_langchain._reports import (
     ReportEventData,
@@ -202,32 +201,29 @@ class DocumentSelection:
 
     __slots__ = ("budget", "count", "k", "kind", "pipeline", "relevance_key")
 
-    def __init__(
-        self,
-        *,
-        max_tokens: MaxTokens,
-        target_tokens: int | None = None,
-        output_reserve: int = 0,
-        policy: PolicyLike = "rag",
-        pipeline: Pipeline | None = None,
-        token_counter: DocumentTokenCounter = "approximate",
-        headroom: float = 0.0,
-        relevance_key: str | None = "relevance_score",
-        deduplicate: bool | None = True,
-        k: int | None = None,
-        kind: str = "Document",
-    ) -> None:
-        tokens = resolve_max_tokens(check_max_tokens(max_tokens), token_counter, "token_counter")
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        """``settings``: the fields of :class:`_DocumentOptions` but ``report``."""
+        counter = settings["token_counter"]
+        max_tokens = check_max_tokens(settings["max_tokens"])
+        tokens = resolve_max_tokens(max_tokens, counter, "token_counter")
+        headroom = check_headroom(settings["headroom"])
         self.budget: ContextBudget = request_budget(
-            tokens, target_tokens, output_reserve, headroom=check_headroom(headroom), fixed=0
+            tokens,
+            settings["target_tokens"],
+            settings["output_reserve"],
+            headroom=headroom,
+            fixed=0,
         )
         self.pipeline = resolve_pipeline(
-            policy, pipelines=False, pipeline=pipeline, deduplicate=deduplicate
+            settings["policy"],
+            pipelines=False,
+            pipeline=settings["pipeline"],
+            deduplicate=settings["deduplicate"],
         )
-        self.count = resolve_document_counter(token_counter)
-        self.relevance_key = _check_relevance_key(relevance_key)
-        self.kind = _check_kind(kind)
-        self.k = check_k(k)
+        self.count = resolve_document_counter(counter)
+        self.relevance_key = _check_relevance_key(settings["relevance_key"])
+        self.kind = _check_kind(settings["kind"])
+        self.k = check_k(settings["k"])
 
     def select(
         self, documents: Sequence[Document], *, with_report: bool, k: int | None = None
@@ -274,10 +270,6 @@ def _top_k(
     return kept, dropped
 
 
-_SELECTION_NAMES = tuple(inspect.signature(DocumentSelection).parameters)
-"""The settings a :class:`DocumentSelection` is built from: ``_DocumentOptions`` fields."""
-
-
 class _DocumentOptions(LiveComponent):
     """The fields the compressor and the retriever share (read on every call: assignment
     and ``model_copy(update=...)`` take effect)."""
@@ -310,8 +302,9 @@ class _DocumentOptions(LiveComponent):
     """Build and emit the SelectionReport of each run."""
 
     def _selection(self) -> DocumentSelection:
-        values = {name: getattr(self, name) for name in _SELECTION_NAMES}
-        return shared({"<documents>": True, **values}, lambda: DocumentSelection(**values))
+        values = {name: getattr(self, name) for name in _DocumentOptions.model_fields}
+        del values["report"]
+        return shared({"<documents>": True, **values}, lambda: DocumentSelection(values))
 
     @property
     def last_report(self) -> SelectionReport | None:
