@@ -236,10 +236,9 @@ def read_messages(
     count_plain: Callable[[str], int] | None = None,
 ) -> MessageRecord:
     """Role, text, links and (with a per-message ``count``) tokens of every message.
-    ``count_plain``: the text counter when a plain message (a human or AI message of one text
-    part: no tool calls, name or extra kwargs) costs that text's count plus
-    :data:`~cupel.counting.MESSAGE_TOKENS`, what ``count`` would say (the text-counter
-    modes: W5/W8 read nearly only such messages, and skip reading their parts)."""
+    ``count_plain``: the text counter pricing a plain message (a human or AI message of one
+    text part, no tool calls, name or extra kwargs) as its text's count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS`, what ``count`` would say, without reading it."""
     roles: list[str] = []
     texts: list[str] = []
     types: list[str] = []

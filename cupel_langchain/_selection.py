@@ -124,13 +124,10 @@ def _built(settings: _Settings) -> object:
 
 
 def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
-    """What ``build()`` makes of ``settings`` (option name -> value), made once for
-    settings of equal content and shared (a selection is immutable once built): the
-    components read their settings on every call, so assignment and
-    ``model_copy(update=...)`` take effect, and the checks and the pipeline build are
-    spent once. The key is the settings' content (:func:`content_key`), never an address;
-    settings without one (a chat model as the counter) are built on every call.
-    ``settings`` must name everything ``build`` reads."""
+    """What ``build()`` makes of ``settings`` (option name -> value, naming everything
+    ``build`` reads), made once for settings of equal content (:func:`content_key`) and
+    shared: the components read their settings on every call, and the checks and the
+    pipeline build are spent once. Settings without a key are built on every call."""
     key = content_key(settings)
     if key is None:
         return build()

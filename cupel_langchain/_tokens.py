@@ -271,10 +271,8 @@ _APPROXIMATE = _Prices(MessageCost("approximate"))
 
 def _probe(func: Callable[..., Any]) -> str:
     """How an unannotated callable counts: called once with a one-message list
-    (``trim_messages``' contract); if that fails or returns no count, with a text.
-
-    Neither working is a :class:`~cupel.ConfigurationError` saying what each call
-    returned (a value that is no count is named) or raised."""
+    (``trim_messages``' contract), else with a text; neither working is a
+    :class:`~cupel.ConfigurationError` saying what each call returned or raised."""
     sample = "Hello, how are you?"
     outcomes: list[str] = []
     error: Exception | None = None
