@@ -226,11 +226,7 @@ def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> N
         else:
             base64 = _str(data)
         url = _str(block.get("url")) or _str(block.get("file_uri"))
-    if (
-        isinstance(base64, str)
-        and isinstance(mime, str)
-        and mime.strip().lower().startswith("text/")
-    ):
+    if isinstance(base64, str) and (mime or "").strip().lower().startswith("text/"):
         decoded = _decoded_text(base64)
         if decoded is not None:
             reader.text(decoded)
