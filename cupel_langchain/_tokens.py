@@ -41,6 +41,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from langchain_core.messages import (
@@ -144,30 +145,23 @@ def message_parts(message: BaseMessage) -> tuple[list[str], list[Any]]:
     return texts, media
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class UnitCounter:
     """Counts one unit (a list of messages). ``message``: the per-message counter when a
-    unit costs the sum of its messages; ``text``: counts text sent besides the messages
-    (tool definitions); ``plain``: in the text-counter modes, the text counter pricing a
-    message of one text part (its count plus :data:`~cupel.counting.MESSAGE_TOKENS`)."""
+    unit costs the sum of its messages (else ``unit`` counts it); ``text``: counts text
+    sent besides the messages (tool definitions); ``plain``: in the text-counter modes,
+    the text counter pricing a message of one text part (its count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS`)."""
 
-    __slots__ = ("_unit", "message", "plain", "text")
+    message: Callable[[BaseMessage], int] | None
+    unit: Callable[[Sequence[BaseMessage]], int] | None = None
+    text: Callable[[str], int] = estimate_tokens
+    plain: Callable[[str], int] | None = None
 
-    def __init__(
-        self,
-        message: Callable[[BaseMessage], int] | None,
-        unit: Callable[[Sequence[BaseMessage]], int] | None = None,
-        text: Callable[[str], int] = estimate_tokens,
-        plain: Callable[[str], int] | None = None,
-    ) -> None:
-        self.message = message
-        self._unit = unit
-        self.text = text
-        self.plain = plain
-
-    def __call__(self, unit: Sequence[BaseMessage]) -> int:
-        if self._unit is None:
-            return sum(map(self.message, unit))  # type: ignore[arg-type]
-        return self._unit(unit)
+    def __call__(self, messages: Sequence[BaseMessage]) -> int:
+        if self.unit is None:
+            return sum(map(self.message, messages))  # type: ignore[arg-type]
+        return self.unit(messages)
 
 
 class _Unkeyed(Exception):
