@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from copy import copy
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import accumulate
 from typing import Any, TypeVar
@@ -101,21 +101,13 @@ def resolve_max_tokens(max_tokens: MaxTokens, model: object, where: str) -> int:
 _T = TypeVar("_T")
 
 
+@dataclass(frozen=True, slots=True)
 class _Settings:
     """A request for what ``build`` makes of some settings, equal to another (and hashed)
     by the settings' content alone (:func:`content_key`)."""
 
-    __slots__ = ("build", "key")
-
-    def __init__(self, key: Hashable, build: Callable[[], object]) -> None:
-        self.key = key
-        self.build = build
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Settings) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
+    key: Hashable
+    build: Callable[[], object] = field(compare=False)
 
 
 @lru_cache(maxsize=64)
