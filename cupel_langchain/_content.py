@@ -54,6 +54,7 @@ from __future__ import annotations
 import binascii
 from base64 import b64decode
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -87,13 +88,11 @@ def read_content(message: BaseMessage) -> tuple[list[str], list[Media]]:
     return reader.texts, reader.media
 
 
+@dataclass(slots=True)
 class _Reader:
-    __slots__ = ("call_ids", "media", "texts")
-
-    def __init__(self, call_ids: set[Any]) -> None:
-        self.call_ids = call_ids
-        self.texts: list[str] = []
-        self.media: list[Media] = []
+    call_ids: set[Any]
+    texts: list[str] = field(default_factory=list)
+    media: list[Media] = field(default_factory=list)
 
     def text(self, value: object) -> None:
         if isinstance(value, str):
