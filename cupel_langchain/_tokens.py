@@ -370,11 +370,7 @@ def resolve_message_counter(
     if mode == "text":
         return _text_mode(MessageCost(counter, image_tokens))
     if mode == "message":
-
-        def per_message(message: BaseMessage) -> int:
-            return _checked(counter(message), f"a {message.type} message")
-
-        return UnitCounter(per_message)
+        return UnitCounter(lambda message: _checked(counter(message), f"a {message.type} message"))
     return UnitCounter(None, _per_list(counter))
 
 
@@ -421,11 +417,7 @@ def _unknown_name(name: str, alternatives: str) -> NoReturn:
 
 def _per_list(counter: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:
     """A unit's count by ``counter`` on the list of its messages, checked."""
-
-    def count(unit: Sequence[BaseMessage]) -> int:
-        return _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
-
-    return count
+    return lambda unit: _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
 
 
 def resolve_document_counter(token_counter: DocumentTokenCounter) -> Callable[[str], int]:
