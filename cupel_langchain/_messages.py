@@ -395,14 +395,13 @@ def map_messages(
             meta.update(notes[first])
         return meta
 
-    def unit_tokens(members: tuple[int, ...]) -> int:
-        return count([messages[i] for i in members])
-
     history = HistoryItems.from_conversation(
         conversation,
         record.texts,
         record.tokens,
-        unit_tokens=None if record.tokens is not None else unit_tokens,
+        unit_tokens=(
+            None if record.tokens is not None else lambda unit: count([messages[i] for i in unit])
+        ),
         timestamps=timestamps,
         kinds=kinds,
         metadata=metadata,

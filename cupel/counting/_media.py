@@ -577,18 +577,12 @@ def anthropic_image_tokens(width: int, height: int) -> int:
     return -(-(width * height) // _ANTHROPIC_PIXELS_PER_TOKEN)
 
 
-def _max_image_tokens(width: int, height: int, detail: str | None) -> int:
-    return max(openai_image_tokens(width, height, detail), anthropic_image_tokens(width, height))
-
-
-def _anthropic_rule(width: int, height: int, detail: str | None) -> int:
-    return anthropic_image_tokens(width, height)
-
-
 _NAMED_RULES: dict[str, Callable[[int, int, str | None], int]] = {
-    "max": _max_image_tokens,
+    "max": lambda w, h, detail: max(
+        openai_image_tokens(w, h, detail), anthropic_image_tokens(w, h)
+    ),
     "openai": openai_image_tokens,
-    "anthropic": _anthropic_rule,
+    "anthropic": lambda w, h, detail: anthropic_image_tokens(w, h),
 }
 
 
