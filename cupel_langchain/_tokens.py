@@ -100,13 +100,9 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
         texts.append(message.name)
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
-            texts.append(call["name"])
-            texts.append(_arguments_json(call))
-            texts.append(call.get("id") or "")
+            texts.extend((call["name"], _arguments_json(call), call.get("id") or ""))
         for bad in message.invalid_tool_calls:
-            texts.append(bad.get("name") or "")
-            texts.append(bad.get("args") or "")
-            texts.append(bad.get("id") or "")
+            texts.extend((bad.get("name") or "", bad.get("args") or "", bad.get("id") or ""))
         function_call = message.additional_kwargs.get("function_call")
         if isinstance(function_call, dict):
             texts.append(str(function_call.get("name") or ""))
