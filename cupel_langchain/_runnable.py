@@ -347,7 +347,6 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self,
         input: MessagesInput,
         run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
         *,
         sink: list[Explainable],
     ) -> list[BaseMessage]:
@@ -361,7 +360,6 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self,
         input: MessagesInput,
         run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
         *,
         sink: list[Explainable],
     ) -> list[BaseMessage]:
