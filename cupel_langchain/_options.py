@@ -46,7 +46,6 @@ __all__ = [
     "check_start_on",
     "option_names",
     "refused",
-    "start_on_roles",
 ]
 
 StartOn = str | type[BaseMessage] | Sequence[str | type[BaseMessage]] | None
@@ -158,11 +157,6 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
                 f"start_on {rule}, got {entry!r}", field="start_on", value=start_on
             )
     return tuple(types)
-
-
-def start_on_roles(types: Sequence[str]) -> frozenset[str]:
-    """Message types as the conversation layer's roles (``"chat"``: other roles)."""
-    return frozenset(ROLE_BY_TYPE.get(t, "other") for t in types)
 
 
 def check_keep_last(keep_last: object) -> int:

@@ -33,13 +33,13 @@ from cupel_langchain._embeddings import embedder_of
 from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
     DEFAULTS,
+    ROLE_BY_TYPE,
     MaxTokens,
     check_keep_last,
     check_kinds,
     check_max_tokens,
     check_start_on,
     refused,
-    start_on_roles,
 )
 from cupel_langchain._oversized import PARTS
 from cupel_langchain._reports import ReportEventData, report_event_data
@@ -324,7 +324,8 @@ class MessageSelection:
         self.keep_last_human: bool = get("keep_last_human")
         self.truncate_oversized: bool = get("truncate_oversized")
         self.keep_last = check_keep_last(get("keep_last"))
-        self.start_on = start_on_roles(check_start_on(get("start_on")))
+        types = check_start_on(get("start_on"))  # as roles; "chat": the other roles
+        self.start_on = frozenset(ROLE_BY_TYPE.get(t, "other") for t in types)
         self.kinds = check_kinds(get("kinds"))
         timestamp_key = get("timestamp_key")
         if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
