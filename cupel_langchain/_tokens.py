@@ -315,17 +315,6 @@ def _detect_input(func: Callable[..., Any]) -> str:
     return "messages"
 
 
-def _check_counter_input(counter_input: object) -> str:
-    if counter_input not in _COUNTER_INPUTS:
-        raise ConfigurationError(
-            f"token_counter_input must be one of {', '.join(map(repr, _COUNTER_INPUTS))}, "
-            f"got {counter_input!r}",
-            field="token_counter_input",
-            value=counter_input,
-        )
-    return str(counter_input)
-
-
 def _is_approximate(token_counter: object) -> bool:
     return token_counter == "approximate" or token_counter is count_tokens_approximately
 
@@ -341,7 +330,14 @@ def resolve_message_counter(
     Raises :class:`~cupel.ConfigurationError` naming ``token_counter`` and what to pass
     for anything else.
     """
-    mode = _check_counter_input(counter_input)
+    if counter_input not in _COUNTER_INPUTS:
+        raise ConfigurationError(
+            f"token_counter_input must be one of {', '.join(map(repr, _COUNTER_INPUTS))}, "
+            f"got {counter_input!r}",
+            field="token_counter_input",
+            value=counter_input,
+        )
+    mode = str(counter_input)
     if _is_approximate(token_counter):
         return _text_mode(MessageCost("approximate", image_tokens))
     if is_tokenizer(token_counter):
