@@ -278,7 +278,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     @field_validator("cache_stable", mode="before")
     @classmethod
     def _check_cache_stable(cls, value: Any) -> Any:
-        check_cache_stable(value, f"{cls.__name__}")
+        check_cache_stable(value, cls.__name__)
         return value
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
