@@ -97,8 +97,6 @@ def _main(argv: Sequence[str] | None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except CliError as exc:
-        message = str(exc)
     except TableTooLargeError as exc:
         message = table_message(exc, args)
     except PinnedBudgetError as exc:

@@ -7,11 +7,12 @@ import gc
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from importlib import resources
 from math import isfinite
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import Any
 
 from cupel._errors import CliError, CupelError
@@ -53,19 +54,13 @@ from cupel.diagnostics import (
     PipelineStage,
     SelectionReport,
 )
+from cupel.diagnostics._report import require_report
 from cupel.policy import ItemStatus, policy_sensitivity, resolve_pipeline
 
 __all__ = ["COMMANDS", "Loaded", "load_input", "load_items", "role_kind_warnings"]
 
 
 # -- reading items --------------------------------------------------------------------------
-def _reading(source: str) -> Any:
-    def progress(entries: Iterable[Any], total: int) -> Iterable[Any]:
-        return track(entries, total, desc=f"reading {source}")
-
-    return progress
-
-
 @dataclass
 class Loaded:
     """What an input file holds: ``items`` (the candidates), and for a chat transcript
@@ -85,18 +80,22 @@ def load_input(path: str) -> Loaded:
     that are chat roles (``"kind": "user"``).
     """
     source = _source_name(path)
-    read = read_items(path, progress=_reading(source))
+    read = read_items(path, progress=partial(track, desc=f"reading {source}"))
     # The input lives until the command ends: later garbage collections need not walk it
     # again (on a million items they would take a third of the run).
     gc.freeze()
     if isinstance(read, Transcript):
-        history = read.history()
-        return Loaded(history.items, read, history)
+        return _transcript_input(read)
     if not read:
         _warn(f"{source} holds no items: there is nothing to select")
     for line in role_kind_warnings(read, source):
         _warn(line)
     return Loaded(read)
+
+
+def _transcript_input(transcript: Transcript) -> Loaded:
+    history = transcript.history()
+    return Loaded(history.items, transcript, history)
 
 
 def load_items(path: str) -> list[ContextItem]:
@@ -131,8 +130,7 @@ def _demo_input() -> Loaded:
     read = parse_input(text, DEMO_DATA)
     if not isinstance(read, Transcript):  # the shipped demo is a transcript
         raise CupelError(f"{DEMO_DATA} is not a chat transcript")
-    history = read.history()
-    return Loaded(history.items, read, history)
+    return _transcript_input(read)
 
 
 _PINNED = PinnedOptions(system=None, budget="--max-tokens - --output-reserve")
@@ -162,13 +160,7 @@ def _run(
 ) -> tuple[ContextResult, SelectionReport, list[OverflowEvent]]:
     events: list[OverflowEvent] = []
     result = pipeline.dry_run(items, budget, on_overflow=events.append)
-    if result.report is None:  # dry_run always reports; guard against a broken pipeline
-        raise CupelError("the pipeline returned no selection report")
-    return result, result.report, events
-
-
-def _print_json(document: dict[str, Any]) -> None:
-    write_json(document)
+    return result, require_report(result.report), events
 
 
 def _streamed(report: SelectionReport, item_texts: Sequence[str] | None = None) -> dict[str, Any]:
@@ -205,17 +197,21 @@ def _print(text: str, *, err: bool = False) -> None:
 
 
 def _write_html(
-    path: str,
+    args: argparse.Namespace,
+    title: str,
+    config: str,
     report: SelectionReport,
     budget: ContextBudget,
-    *,
-    title: str,
-    subtitle: str,
-    wording: Any,
+    pipeline: Pipeline,
     stage_of: dict[int, PipelineStage] | None = None,
 ) -> None:
+    """With ``--html FILE``, the page of ``report`` (reasons worded as the text says them)."""
+    path = args.html
+    if path is None:
+        return
+    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
     page = render_html(
-        report, budget, title=title, subtitle=subtitle, stage_of=stage_of, describe=wording
+        report, budget, title=title, subtitle=config, stage_of=stage_of, describe=wording
     )
     try:
         with open(path, "w", encoding="utf-8") as fh:
@@ -281,19 +277,12 @@ def _with_query_words(config: str, args: argparse.Namespace, query: str | None) 
 def _cmd_select(args: argparse.Namespace) -> int:
     budget, pipeline, loaded, config = _configured(args, args.items)
     result, report, events, window = _select(pipeline, loaded, budget)
-    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
     warnings = [*overflow_lines(events), *decay_warnings(pipeline, loaded.items)]
     if args.report == "json":
         texts = [dump_json(element, indent=None) for element in window]
-        # items (not a transcript's messages): the included entries hold the window's items
-        same = loaded.transcript is None and len(result.items) == len(report.included)
-        same = same and all(map(is_, result.items, map(attrgetter("item"), report.included)))
-        _print_json(
-            {
-                "window": Lines(texts, encoded=True),
-                "report": _streamed(report, texts if same else None),
-            }
-        )
+        # items (not a transcript's messages): the included entries are the window's items
+        item_texts = texts if loaded.transcript is None else None
+        write_json({"window": Lines(texts, encoded=True), "report": _streamed(report, item_texts)})
         for line in warnings:
             _print(line, err=True)
     else:
@@ -308,28 +297,17 @@ def _cmd_select(args: argparse.Namespace) -> int:
             config=config,
         )
         _print("\n".join([*warnings, text]), err=True)
-    if args.html is not None:
-        _write_html(
-            args.html,
-            report,
-            budget,
-            title=f"cupel select: {_source_name(args.items)}",
-            subtitle=config,
-            wording=wording,
-        )
+    _write_html(args, f"cupel select: {_source_name(args.items)}", config, report, budget, pipeline)
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     budget, pipeline, loaded, config = _configured(args, None)
     result, report, events, window = _select(pipeline, loaded, budget)
-    for line in overflow_lines(events):
-        _print(line, err=True)
-    wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
-    for line in decay_warnings(pipeline, loaded.items):
+    for line in [*overflow_lines(events), *decay_warnings(pipeline, loaded.items)]:
         _print(line, err=True)
     if args.report == "json":
-        _print_json(
+        write_json(
             {
                 "command": "demo",
                 "source": DEMO_DATA,
@@ -354,15 +332,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 else (len(window), len(loaded.transcript.messages)),
             )
         )
-    if args.html is not None:
-        _write_html(
-            args.html,
-            report,
-            budget,
-            title=f"cupel demo: {DEMO_DATA}",
-            subtitle=config,
-            wording=wording,
-        )
+    _write_html(args, f"cupel demo: {DEMO_DATA}", config, report, budget, pipeline)
     return 0
 
 
@@ -377,7 +347,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     for line in decay_warnings(pipeline, items):
         _print(line, err=True)
     if args.report == "json":
-        _print_json(
+        write_json(
             {"command": "explain", "source": source, "config": config} | explanation.to_dict()
         )
     else:
@@ -388,16 +358,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
                 "breaking the providers' tool-call rule (see cupel select)"
             )
         _print(format_explanation(explanation, header))
-    if args.html is not None:
-        _write_html(
-            args.html,
-            report,
-            budget,
-            title=f"cupel explain: {source}",
-            subtitle=config,
-            stage_of=explanation.stage_of,
-            wording=explanation.wording,
-        )
+    title = f"cupel explain: {source}"
+    _write_html(args, title, config, report, budget, pipeline, explanation.stage_of)
     return 0
 
 
@@ -455,7 +417,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     totals = [(len(r.included), r.included_tokens) for _, r in sensitivity.variants]
     source = _source_name(args.items)
     if args.report == "json":
-        _print_json(
+        write_json(
             {
                 "command": "compare",
                 "source": source,
@@ -502,11 +464,6 @@ def _find_target(items: Sequence[ContextItem], content: str) -> ContextItem:
     return items[matches[0]]
 
 
-def _probes(low: int, high: int) -> int:
-    """Probes a binary search over ``[low, high]`` makes (the ceiling, then halving)."""
-    return 1 + max(high - low + 1, 1).bit_length()
-
-
 def _cmd_min_budget(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(args)
     loaded = load_input(args.items)
@@ -519,10 +476,9 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
     for line in decay_warnings(pipeline, items):
         _print(line, err=True)
     pinned = sum(i.tokens for i in items if i.pinned and i.tokens >= 0)
-    low = max(target.tokens, pinned)
-    with Progress(
-        total=_probes(low, ceiling), desc="min-budget: trying budgets", unit="run"
-    ) as progress:
+    # The probes of a binary search over [low, ceiling]: the ceiling, then halving.
+    probes = 1 + max(ceiling - max(target.tokens, pinned) + 1, 1).bit_length()
+    with Progress(total=probes, desc="min-budget: trying budgets", unit="run") as progress:
         minimum = find_min_budget_for(
             pipeline,
             items,
@@ -531,7 +487,6 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
             on_probe=lambda tokens: progress.step(f"budget {tokens:,}"),
         )
     config = _with_query_words(describe_config(args), args, query)
-    source = _source_name(args.items)
     # The run at the answer (or at the ceiling): the report the decision rests on. At the
     # ceiling the run itself may be refused (pinned items alone over it): say so instead.
     at = minimum if minimum is not None else ceiling
@@ -544,10 +499,10 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
             raise
         refusal = str(exc)
     if args.report == "json":
-        _print_json(
+        write_json(
             {
                 "command": "min-budget",
-                "source": source,
+                "source": _source_name(args.items),
                 "config": config,
                 "item": target.to_dict(),
                 "search_ceiling": ceiling,
@@ -557,13 +512,10 @@ def _cmd_min_budget(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    why = ""
-    if minimum is None:
-        why = f"; at {ceiling:,}: {refusal}" if refusal else ""
-        entry = (
-            None if report is None else next((e for e in report.excluded if e.item is target), None)
-        )
-        if report is not None and entry is not None:
+    why = f"; at {ceiling:,}: {refusal}" if refusal else ""
+    if minimum is None and report is not None:
+        entry = next((e for e in report.excluded if e.item is target), None)
+        if entry is not None:
             wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag(args))
             why = f"; at {ceiling:,}: {wording(entry)}"
     _print(format_min_budget(target, minimum, ceiling, why, config))

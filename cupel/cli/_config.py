@@ -212,15 +212,20 @@ def _in_flag_words(exc: PolicyError) -> str:
 
 
 _CONFIG_FLAGS = (
-    ("scorer", "--scorer"),
-    ("tag_weight", "--tag-weight"),
-    ("half_life", "--half-life"),
-    ("slicer", "--slicer"),
-    ("bucket_size", "--bucket-size"),
-    ("placer", "--placer"),
-    ("no_dedup", "--no-dedup"),
-    ("overflow", "--overflow"),
+    "scorer",
+    "tag_weight",
+    "half_life",
+    "slicer",
+    "bucket_size",
+    "placer",
+    "no_dedup",
+    "overflow",
 )
+"""The configuration flags (``--tag-weight``), by their ``argparse`` names."""
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
 
 
 def load_policy(spec: str) -> Policy:
@@ -252,7 +257,7 @@ def _given(value: object) -> bool:
 def configured(args: argparse.Namespace) -> bool:
     """Whether ``--policy`` or any configuration flag was given."""
     return getattr(args, "policy", None) is not None or any(
-        _given(getattr(args, dest, None)) for dest, _ in _CONFIG_FLAGS
+        _given(getattr(args, dest, None)) for dest in _CONFIG_FLAGS
     )
 
 
@@ -264,7 +269,7 @@ def build_pipeline(args: argparse.Namespace, *, transcript: bool = False) -> Pip
         return resolve_pipeline(preset(TRANSCRIPT_POLICY))
     if policy is None:
         return resolve_pipeline(policy_from_flags(args))
-    given = [flag for dest, flag in _CONFIG_FLAGS if _given(getattr(args, dest))]
+    given = [_flag(dest) for dest in _CONFIG_FLAGS if _given(getattr(args, dest))]
     if given:
         raise CliError(
             f"--policy cannot be combined with {', '.join(given)}: the policy sets the "
@@ -311,9 +316,12 @@ def describe_config(args: argparse.Namespace, *, transcript: bool = False) -> st
             "latest messages)"
         )
     if policy is not None:
-        description = _policy_description(policy)
+        try:  # read already: a preset's or policy file's own description, or none
+            description = load_policy(policy).description
+        except CliError:
+            description = None
         return f"policy {policy}" + (f": {description}" if description else "")
-    scorers = " + ".join(_weighted(spec) for spec in (args.scorer or DEFAULT_SCORERS))
+    scorers = " + ".join(spec.replace(":", " ×", 1) for spec in (args.scorer or DEFAULT_SCORERS))
     slicer = args.slicer or "greedy"
     if slicer == "knapsack":
         bucket = 100 if args.bucket_size is None else args.bucket_size
@@ -343,27 +351,6 @@ _OVERFLOW_WORDS = {
 }
 
 
-def _weighted(spec: str) -> str:
-    name, sep, weight = spec.partition(":")
-    return f"{name} ×{weight}" if sep else name
-
-
-def _policy_description(spec: str) -> str:
-    """A preset's or policy file's own description (empty when it has none; the file was
-    read already)."""
-    try:
-        return load_policy(spec).description or ""
-    except CliError:
-        return ""
-
-
-_BUDGET_FLAGS = (
-    ("max_tokens", "--max-tokens"),
-    ("target_tokens", "--target-tokens"),
-    ("output_reserve", "--output-reserve"),
-)
-
-
 def budget_from_flags(args: argparse.Namespace) -> ContextBudget:
     """The budget the flags give; defaults derive from what the user typed.
 
@@ -387,8 +374,8 @@ def budget_from_flags(args: argparse.Namespace) -> ContextBudget:
         )
     except CupelError as exc:
         message = str(exc).removeprefix("ContextBudget.")
-        for field, flag in _BUDGET_FLAGS:
-            message = message.replace(field, flag)
+        for field in ("max_tokens", "target_tokens", "output_reserve"):
+            message = message.replace(field, _flag(field))
         raise CliError(f"invalid budget: {message}") from None
 
 

@@ -43,17 +43,11 @@ class StageRecorder(DiagnosticTraceCollector):
 
     def __init__(self) -> None:
         super().__init__(TraceDetailLevel.ITEM)
-        self.stage_of: dict[int, PipelineStage] = {}
-        self._kept: list[ExcludedItem] = []  # keeps the ids above valid
+        self.stage_of: dict[int, PipelineStage] = {}  # the report keeps the entries alive
 
     def on_excluded(self, stage: PipelineStage, excluded: ExcludedItem) -> None:
         self.stage_of[id(excluded)] = stage
-        self._kept.append(excluded)
         super().on_excluded(stage, excluded)
-
-    def stage(self, excluded: ExcludedItem) -> PipelineStage | None:
-        """The stage that excluded ``excluded`` (an entry of the built report)."""
-        return self.stage_of.get(id(excluded))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +102,7 @@ class Explanation:
     report: SelectionReport
     result: ContextResult
     effective_target: int
-    pinned_tokens: int
     stage_of: dict[int, PipelineStage]
-    wording: ReasonWording
 
     def summary(self) -> dict[str, Any]:
         """Totals: items, tokens, budget use, exclusions by reason, shortfalls, overflow."""
@@ -183,7 +175,7 @@ def explain(
     wording = ReasonWording(report, pipeline, bucket_flag=bucket_flag)
     groups: dict[PipelineStage, list[ExcludedItem]] = {}
     for entry in report.excluded:
-        stage = recorder.stage(entry) or PipelineStage.SLICE
+        stage = recorder.stage_of.get(id(entry), PipelineStage.SLICE)
         groups.setdefault(stage, []).append(entry)
     pinned = [e for e in report.included if e.reason is InclusionReason.PINNED]
     picked = [e for e in report.included if e.reason is not InclusionReason.PINNED]
@@ -200,12 +192,7 @@ def explain(
         f"{report.total_candidates} candidates: {len(pinned)} pinned "
         f"({pinned_tokens:,} tokens), {len(negative)} with negative tokens, "
         f"{scored_count} go on to scoring",
-        tuple(
-            [
-                *(_included(e) for e in pinned),
-                *(_excluded(e, wording, scored=False) for e in negative),
-            ]
-        ),
+        (*map(_included, pinned), *(_excluded(e, wording, scored=False) for e in negative)),
     )
     scores = [e.score for e in picked] + [e.score for e in (*duplicates, *rejected, *truncated)]
     score_range = f" (scores {min(scores):.3f} to {max(scores):.3f})" if scores else ""
@@ -264,9 +251,7 @@ def explain(
         report,
         result,
         eff.target_tokens,
-        pinned_tokens,
         dict(recorder.stage_of),
-        wording,
     )
 
 

@@ -21,7 +21,6 @@ from cupel.diagnostics import (
     ExcludedItem,
     InclusionReason,
     OverflowEvent,
-    Recalled,
     SelectionReport,
 )
 from cupel.scorers import DecayScorer, ExponentialDecay, Scorer
@@ -65,32 +64,25 @@ def format_explanation(explanation: Explanation, header: Sequence[str], width: i
                     f"{clip(entry.item.content, 60)}"
                 )
     s = explanation.summary()
-    budget = explanation.budget
-    target_pct = _pct(s["target_utilization"])
-    max_pct = _pct(s["budget_utilization"])
+    budget, report = explanation.budget, explanation.report
+    by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
+    shortfalls = [f"  {shortfall_text(sf)}" for sf in report.count_requirement_shortfalls]
     lines += [
         "",
         "Summary:",
         f"  included {s['included']} of {s['candidates']} items, "
-        f"{s['included_tokens']:,} of {considered(explanation.report)}",
-        f"  budget use: {target_pct} of target {budget.target_tokens:,}, "
-        f"{max_pct} of max {budget.max_tokens:,}"
+        f"{s['included_tokens']:,} of {considered(report)}",
+        f"  budget use: {_pct(s['target_utilization'])} of target {budget.target_tokens:,}, "
+        f"{_pct(s['budget_utilization'])} of max {budget.max_tokens:,}"
         + (f" (output reserve {budget.output_reserve:,})" if budget.output_reserve else ""),
-    ]
-    lines.append(
         f"  window mix: {count(s['kind_diversity'], 'kind')}, "
-        f"{_pct(s['timestamp_coverage'])} of items timestamped"
-    )
-    by_reason = ", ".join(f"{k} {n}" for k, n in s["excluded_by_reason"].items())
-    lines.append(f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""))
-    shortfalls = explanation.report.count_requirement_shortfalls
-    lines += [f"  {shortfall_text(sf)}" for sf in shortfalls] or ["  shortfalls: none"]
-    overflow: OverflowEvent | None = explanation.report.overflow
-    lines.append(
-        f"  overflow: window exceeds target by {overflow.tokens_over_budget:,} tokens"
-        if overflow is not None
-        else "  overflow: none"
-    )
+        f"{_pct(s['timestamp_coverage'])} of items timestamped",
+        f"  excluded {s['excluded']}" + (f" ({by_reason})" if by_reason else ""),
+        *(shortfalls or ["  shortfalls: none"]),
+        f"  overflow: window exceeds target by {report.overflow.tokens_over_budget:,} tokens"
+        if report.overflow is not None
+        else "  overflow: none",
+    ]
     return "\n".join(lines)
 
 
@@ -126,19 +118,17 @@ def format_min_budget(
     """The ``min-budget`` answer; ``why`` says (after ``; ``) why the item stays out at
     the ceiling when no budget includes it."""
     shown = f'"{clip(target.content, 60)}" ({target.tokens:,} tokens, {target.kind})'
-    lines = [f"{PROG} min-budget: {minimum if minimum is not None else 'not reachable'}"]
-    lines.append(f"  item:     {shown}")
-    if minimum is not None:
-        lines.append(
-            f"  answer:   included at max tokens = target tokens = {minimum:,} "
-            "(add any output reserve on top)"
-        )
-    else:
-        lines.append(
-            f"  answer:   not included at any budget up to the search ceiling {ceiling:,}{why}"
-        )
-    lines.append(f"  searched: {target.tokens:,}..{ceiling:,} tokens; {config}")
-    return "\n".join(lines)
+    answer = (
+        f"not included at any budget up to the search ceiling {ceiling:,}{why}"
+        if minimum is None
+        else f"included at max tokens = target tokens = {minimum:,} (add any output reserve on top)"
+    )
+    return (
+        f"{PROG} min-budget: {minimum if minimum is not None else 'not reachable'}\n"
+        f"  item:     {shown}\n"
+        f"  answer:   {answer}\n"
+        f"  searched: {target.tokens:,}..{ceiling:,} tokens; {config}"
+    )
 
 
 def _pct(value: float | None) -> str:
@@ -158,32 +148,23 @@ def format_compare(
     totals: Sequence[tuple[int, int]],
 ) -> str:
     """An aligned table: one row per swinging item, one column per policy, then totals."""
-    preview = [f'"{clip(row.content, 48)}"' for row in rows]
-    first = max([len("item"), len("included items"), len("included tokens"), *map(len, preview)])
-    cells = [[_cell(inc, reason) for _, inc, reason in row.cells] for row in rows]
-    total_cells = [[f"{n:,}" for n, _ in totals], [f"{t:,}" for _, t in totals]]
-    widths = [
-        max([len(label), *(len(c[i]) for c in cells), *(len(c[i]) for c in total_cells)])
-        for i, label in enumerate(labels)
+    body = [
+        [f'"{clip(row.content, 48)}"', *(_cell(inc, reason) for _, inc, reason in row.cells)]
+        for row in rows
     ]
+    feet = [
+        ["included items", *(f"{n:,}" for n, _ in totals)],
+        ["included tokens", *(f"{t:,}" for _, t in totals)],
+    ]
+    head = ["item", *labels]
+    widths = [max(map(len, column)) for column in zip(head, *body, *feet, strict=True)]
 
-    def line(first_cell: str, rest: Sequence[str]) -> str:
-        out = first_cell.ljust(first)
-        for value, w in zip(rest, widths, strict=True):
-            out += "  " + value.ljust(w)
-        return out.rstrip()
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True)).rstrip()
 
-    lines = [*header, ""]
-    lines.append(line("item", labels))
-    lines.append(line("-" * first, ["-" * w for w in widths]))
-    if rows:
-        lines += [line(p, c) for p, c in zip(preview, cells, strict=True)]
-    else:
-        lines.append("(no item changes status between these policies)")
-    lines.append(line("-" * first, ["-" * w for w in widths]))
-    lines.append(line("included items", total_cells[0]))
-    lines.append(line("included tokens", total_cells[1]))
-    return "\n".join(lines)
+    rule = line(["-" * w for w in widths])
+    listed = [line(cells) for cells in body] or ["(no item changes status between these policies)"]
+    return "\n".join([*header, "", line(head), rule, *listed, rule, *map(line, feet)])
 
 
 SUMMARY_HEAD, SUMMARY_TAIL = 8, 12  # window lines a summary shows (all with --all)
@@ -254,7 +235,9 @@ def format_report(
         i, inc = entry
         item = inc.item
         unit = recalled.get(id(item))
-        why = inc.reason.value if unit is None else _recalled_why(unit)
+        why = inc.reason.value
+        if unit is not None:  # the unit's score, the query words it matched, its similarity
+            why = f"Recalled: unit score {unit.score:.3f}{unit.why(3)}"
         lines.append(
             f"  {i:>4}. {inc.score:6.3f} {item.tokens:>6} tok {clip(str(item.kind), 12):<12} "
             f"{clip(item.content, 50)}  ({why})"
@@ -367,8 +350,7 @@ def decay_warnings(pipeline: Pipeline, items: Sequence[ContextItem]) -> list[str
     for decay in decays.values():
         if not dated or any(decay.score_all(dated)):
             continue
-        stamps = [i.timestamp for i in dated if i.timestamp is not None]
-        newest = max(s if s.tzinfo is not None else s.replace(tzinfo=timezone.utc) for s in stamps)
+        newest = max(i.timestamp for i in dated if i.timestamp is not None)  # UTC, aware
         age = datetime.now(timezone.utc) - newest
         why = f"the newest is {_age(age)} old"
         if isinstance(decay.curve, ExponentialDecay) and age > timedelta(0):
@@ -431,9 +413,3 @@ def pinned_message(exc: PinnedBudgetError, args: argparse.Namespace | None) -> s
     if "; raise the budget or " in text:  # a transcript's pinned messages: the remedies listed
         return text.replace("; raise the budget or ", f"; {fix} or ")
     return f"{text}: {fix}"
-
-
-def _recalled_why(unit: Recalled) -> str:
-    """Why an item of a recalled unit is in the window: the unit's score, the query's
-    words it matched and its similarity to the query (with an embedding)."""
-    return f"Recalled: unit score {unit.score:.3f}{unit.why(3)}"

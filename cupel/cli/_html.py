@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from html import escape
 
 from cupel._model import ContextBudget, ContextItem
-from cupel.cli._wording import considered, count, shortfall_text
+from cupel.cli._wording import considered, count, reason_detail, shortfall_text
 from cupel.diagnostics import (
     ExcludedItem,
     IncludedItem,
@@ -144,19 +144,16 @@ def _row(
     describe: Callable[[ExcludedItem], str] | None = None,
 ) -> str:
     item = entry.item
+    score_text = f"{entry.score:.3f}"
     if isinstance(entry, IncludedItem):
         reason_name = entry.reason.value
-        detail = {
-            InclusionReason.PINNED: "bypasses scoring and slicing",
-            InclusionReason.ZERO_TOKEN: "costs no tokens",
-            InclusionReason.SCORED: "",
-        }.get(entry.reason, "")
-        score_text = "pinned" if entry.reason is InclusionReason.PINNED else f"{entry.score:.3f}"
+        described = "" if entry.reason is InclusionReason.SCORED else reason_detail(entry)
+        if entry.reason is InclusionReason.PINNED:
+            score_text = "pinned"
     else:
         reason_name = entry.reason.name
         described = entry.reason.describe() if describe is None else describe(entry)
-        detail = described.split(": ", 1)[1] if ": " in described else described
-        score_text = f"{entry.score:.3f}"
+    detail = described.split(": ", 1)[1] if ": " in described else described
     width = _pct(item.tokens, token_scale)
     score_width = _pct(entry.score, 1.0)
     where = f" <span class=num>at {escape(stage)}</span>" if stage else ""

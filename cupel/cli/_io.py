@@ -35,6 +35,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain
 from typing import IO, Any
 
@@ -56,13 +57,11 @@ __all__ = [
 
 
 # -- strict numbers ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
 class _Refused:
     """Stands in for a number strict JSON cannot carry, until its path is known."""
 
-    __slots__ = ("why",)
-
-    def __init__(self, why: str) -> None:
-        self.why = why
+    why: str
 
 
 class _StrictDecoder:
@@ -82,31 +81,22 @@ class _StrictDecoder:
         value = float(text)
         if math.isfinite(value):
             return value
-        return self._mark(f"{_short(text)} is out of range for a 64-bit float")
+        shown = text if len(text) <= 24 else text[:20] + "…"
+        return self._mark(f"{shown} is out of range for a 64-bit float")
 
     def _int(self, text: str) -> int | _Refused:
         try:
             return int(text)
         except ValueError:  # longer than sys.get_int_max_str_digits()
             digits = len(text.lstrip("-"))
-            return self._mark(
-                f"an integer of {digits:,} digits is too long (at most {_max_digits():,})"
-            )
+            limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+            return self._mark(f"an integer of {digits:,} digits is too long (at most {limit:,})")
 
     def loads(self, text: str) -> Any:
         self.refused = False
         return json.loads(
             text, parse_constant=self._constant, parse_float=self._float, parse_int=self._int
         )
-
-
-def _max_digits() -> int:
-    limit: int = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
-    return limit
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 24 else text[:20] + "…"
 
 
 def _first_refused(value: Any, path: str = "") -> tuple[str, _Refused] | None:
@@ -162,7 +152,7 @@ def _entries(
     decoder = _StrictDecoder()
     stripped = text.lstrip(_JSON_WHITESPACE)
     data: Any = None
-    label = "item"
+    place = "item {}"  # where an entry of the array was read
     if stripped.startswith("{"):
         try:
             whole = decoder.loads(text)
@@ -170,7 +160,7 @@ def _entries(
             whole = None  # JSON Lines, or an error the line-by-line reading reports
         if isinstance(whole, dict):
             data = _unwrapped(whole, source)
-            label = "messages"
+            place = "messages[{}]"
     if data is None and stripped.startswith("["):
         try:
             data = decoder.loads(text)
@@ -187,9 +177,7 @@ def _entries(
         if progress is not None:
             entries = progress(entries, len(data))
         for index, entry in entries:
-            where = (
-                f"{source}: {label}[{index}]" if label == "messages" else f"{source}: item {index}"
-            )
+            where = f"{source}: {place.format(index)}"
             if decoder.refused and _first_refused(entry) is not None:
                 raise _refusal(entry, where)
             yield where, entry

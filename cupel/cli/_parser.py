@@ -63,20 +63,19 @@ class _Parser(argparse.ArgumentParser):
         )
 
 
-def _config_flags(*, policy: bool = True) -> _Parser:
+def _config_flags() -> _Parser:
     flags = _Parser(add_help=False)
     group = flags.add_argument_group(
         "pipeline configuration",
         "either --policy or the individual flags (default: recency:3 + kind:1, greedy, "
         "chronological, dedup on, overflow throw)",
     )
-    if policy:
-        group.add_argument(
-            "--policy",
-            metavar="NAME|FILE",
-            help="a preset (chat, code_review, rag, document_qa, tool_use, long_running, "
-            "debugging) or a .json / .toml policy file",
-        )
+    group.add_argument(
+        "--policy",
+        metavar="NAME|FILE",
+        help="a preset (chat, code_review, rag, document_qa, tool_use, long_running, "
+        "debugging) or a .json / .toml policy file",
+    )
     group.add_argument(
         "--scorer",
         action="append",

@@ -150,12 +150,10 @@ class _Reader:
             detail = detail if isinstance(detail, str) else None
             self.media.append(Media("image", width=width, height=height, detail=detail))
             self.shown.append("[image]")
-        elif kind == "input_audio":
-            self.media.append(Media("audio"))
-            self.shown.append("[audio]")
-        else:
-            self.media.append(Media("file"))
-            self.shown.append("[file]")
+        else:  # input_audio, file
+            medium = "audio" if kind == "input_audio" else "file"
+            self.media.append(Media(medium))
+            self.shown.append(f"[{medium}]")
 
     def tool_calls(self, value: object) -> list[str | None]:
         if not isinstance(value, list):
@@ -168,19 +166,17 @@ class _Reader:
                     field, f'must be an object with "id" and "function", got {_type(call)}'
                 )
             call_id = self.string(call.get("id"), f"{field}.id")
-            function = call.get("function")
-            if not isinstance(function, Mapping):
-                raise self.fail(
-                    f"{field}.function",
-                    f'must be an object with "name" and "arguments", got {_type(function)}',
-                )
-            self.call(function, f"{field}.function")
+            self.call(call.get("function"), f"{field}.function")
             if call_id:
                 self.counted.append(call_id)
             ids.append(call_id)
         return ids
 
-    def call(self, function: Mapping[str, Any], field: str) -> None:
+    def call(self, function: object, field: str) -> None:
+        if not isinstance(function, Mapping):
+            raise self.fail(
+                field, f'must be an object with "name" and "arguments", got {_type(function)}'
+            )
         name = self.string(function.get("name"), f"{field}.name", optional=False) or ""
         arguments = function.get("arguments")
         if isinstance(arguments, (dict, list)):  # some stores keep them decoded
@@ -229,12 +225,6 @@ def parse_transcript(entries: Iterable[tuple[str, Any]]) -> Transcript:
             made = reader.tool_calls(entry["tool_calls"]) if entry.get("tool_calls") else []
             function_call = entry.get("function_call")
             if function_call is not None:
-                if not isinstance(function_call, Mapping):
-                    raise reader.fail(
-                        "function_call",
-                        f'must be an object with "name" and "arguments", got '
-                        f"{_type(function_call)}",
-                    )
                 reader.call(function_call, "function_call")
                 made.append(reader.string(function_call.get("name"), "function_call.name"))
             if made:

@@ -38,7 +38,6 @@ class History:
         if not isinstance(budget_table, Mapping):
             raise VectorError("history vector has no [budget] table")
         self.budget: ContextBudget = build_budget(budget_table, max_defaults_to_target=True)
-        low_water = config.get("low_water")
         blocks = _flag(config, "blocks", True)
         self.keeps = (
             _flag(config, "keep_system", True),
@@ -49,7 +48,7 @@ class History:
             RecencyScorer(),
             RecencyWindowSlice(
                 DEFAULT_BLOCK_KEY if blocks else None,
-                low_water=low_water,
+                low_water=config.get("low_water"),
                 partial_blocks=_flag(config, "partial_blocks", False),
             ),
             ChronologicalPlacer(),

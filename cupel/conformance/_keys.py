@@ -65,7 +65,6 @@ ITEM_KEYS = frozenset(
     }
 )
 """Vector item keys that map onto :class:`~cupel.ContextItem` fields (others are ignored)."""
-_ITEM = ITEM_KEYS | {"score"}
 
 BUDGET_KEYS = frozenset(
     {
@@ -106,7 +105,6 @@ def slicer_keys(classes: tuple[type, ...] = SLICERS) -> frozenset[str]:
     return frozenset(SLICER_SPELLING.get(key, key) for key in _keys(classes)) | {"blocks"}
 
 
-_SCORER = scorer_keys()
 _SLICER = slicer_keys()
 PAYLOAD_KEYS = frozenset(
     {
@@ -129,7 +127,6 @@ PAYLOAD_KEYS = frozenset(
     }
 )
 """The payload keys of every exclusion-reason variant (what a diagnostics entry may assert)."""
-_PAYLOAD = PAYLOAD_KEYS
 
 # role -> (known keys, {key: role of its value}); "*" marks free-form user data.
 _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
@@ -171,7 +168,7 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
         ),
         {},
     ),
-    "item": (_ITEM, {"metadata": "*"}),
+    "item": (ITEM_KEYS | {"score"}, {"metadata": "*"}),
     "budget": (BUDGET_KEYS, {"reserved_slots": "*"}),
     "tolerance": (frozenset({"score_epsilon"}), {}),
     "message": (frozenset({"role", "content", "tokens", "calls", "answers"}), {}),
@@ -192,7 +189,7 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "content_only": (frozenset({"content"}), {}),
     "scored": (frozenset({"content", "score_approx"}), {}),
     "scorer": (
-        _SCORER,
+        scorer_keys(),
         {
             "scorers": "scorer",
             "children": "scorer",
@@ -238,7 +235,7 @@ _ROLES: dict[str, tuple[frozenset[str], dict[str, str]]] = {
         {"included": "included", "excluded": "excluded", "summary": "summary"},
     ),
     "included": (frozenset({"content", "score_approx", "inclusion_reason"}), {}),
-    "excluded": (frozenset({"content", "score_approx", "exclusion_reason"}) | _PAYLOAD, {}),
+    "excluded": (frozenset({"content", "score_approx", "exclusion_reason"}) | PAYLOAD_KEYS, {}),
     "summary": (frozenset({"total_candidates", "total_tokens_considered"}), {}),
 }
 

@@ -38,9 +38,6 @@ from cupel.diagnostics import OverflowEvent, SelectionReport
 
 __all__ = ["build_vector_pipeline", "report_invariants", "run_pipeline"]
 
-# A vector entry naming one of the payload keys asserts it; anything else is checked by
-# cupel.conformance._keys (near misses fail, other unknown keys warn).
-_PAYLOAD_KEYS = PAYLOAD_KEYS
 _KIND_KEYS = frozenset({"kind", "displaced_by_kind"})
 
 _Entry = tuple[str, float, str, dict[str, Any]]
@@ -173,10 +170,9 @@ def _check_diagnostics(diag: Table, report: SelectionReport, eps: float) -> list
         messages += _entries("included", want, got, "inclusion_reason", eps)
     if "excluded" in diag:
         want = tables(diag, "excluded")
-        got_ex: list[_Entry] = []
-        for e in report.excluded:
-            payload = {k: v for k, v in e.reason.to_dict().items() if k != "reason"}
-            got_ex.append((e.item.content, e.score, e.reason.name, payload))
+        got_ex: list[_Entry] = [  # the payload: the reason's wire form (its "reason" aside)
+            (e.item.content, e.score, e.reason.name, e.reason.to_dict()) for e in report.excluded
+        ]
         messages += _entries("excluded", want, got_ex, "exclusion_reason", eps)
     summary = diag.get("summary")
     if summary is not None:
@@ -219,7 +215,8 @@ def _entries(
         if reason_key in entry and entry[reason_key] != reason:
             messages.append(f"{label} {reason_key}: expected {entry[reason_key]!r}, got {reason!r}")
             continue
-        for key in sorted(_PAYLOAD_KEYS & set(entry)):
+        # an entry naming a payload key asserts it (cupel.conformance._keys checks the others)
+        for key in sorted(PAYLOAD_KEYS & set(entry)):
             if key not in payload:
                 messages.append(f"{label} {key}: expected {entry[key]!r}, {reason} has no {key}")
             elif not _same(key, entry[key], payload[key], eps):

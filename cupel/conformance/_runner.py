@@ -85,22 +85,20 @@ def run_vector(path: str | Path, *, display: str | None = None) -> VectorResult:
     """Parse and run one vector file. A file that cannot be read or parsed (not UTF-8,
     invalid or too deeply nested TOML) fails, named; it never stops the run."""
     shown = display if display is not None else str(path)
+    problem = None
     try:
         with open(path, "rb") as fh:
             data = tomli.load(fh)
     except tomli.TOMLDecodeError as exc:
-        return VectorResult(shown, None, None, (f"invalid TOML: {exc}",))
+        problem = f"invalid TOML: {exc}"
     except UnicodeDecodeError as exc:
-        return VectorResult(shown, None, None, (f"not valid UTF-8 text (TOML is UTF-8): {exc}",))
+        problem = f"not valid UTF-8 text (TOML is UTF-8): {exc}"
     except RecursionError:
-        return VectorResult(
-            shown,
-            None,
-            None,
-            (f"nested too deeply to parse (vectors may nest at most {MAX_VECTOR_DEPTH} levels)",),
-        )
+        problem = f"nested too deeply to parse (vectors may nest at most {MAX_VECTOR_DEPTH} levels)"
     except OSError as exc:
-        return VectorResult(shown, None, None, (f"cannot read vector: {exc}",))
+        problem = f"cannot read vector: {exc}"
+    if problem is not None:
+        return VectorResult(shown, None, None, (problem,))
     test = data.get("test")
     name = test.get("name") if isinstance(test, Mapping) else None
     stage = test.get("stage") if isinstance(test, Mapping) else None

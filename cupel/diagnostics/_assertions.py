@@ -142,7 +142,7 @@ class SelectionReportAssertionChain:
         """At least one excluded item has the ``reason`` variant (ExcludeItemWithReason)."""
         name = _reason_arg("exclude_item_with_reason", reason)
         excluded = self.report.excluded
-        if not any(_reason_of(e) == name for e in excluded):
+        if not any(_name(e.reason) == name for e in excluded):
             _fail(
                 "ExcludeItemWithReason",
                 f"ExcludeItemWithReason({name}) failed: no excluded item had reason {name}. "
@@ -159,7 +159,7 @@ class SelectionReportAssertionChain:
         _callable("exclude_item_matching_with_reason", predicate)
         name = _reason_arg("exclude_item_matching_with_reason", reason)
         matched = [e for e in self.report.excluded if predicate(e.item)]
-        if not any(_reason_of(e) == name for e in matched):
+        if not any(_name(e.reason) == name for e in matched):
             _fail(
                 "ExcludeItemMatchingWithReason",
                 f"ExcludeItemMatchingWithReason(reason={name}) failed: predicate matched "
@@ -214,7 +214,7 @@ class SelectionReportAssertionChain:
             _fail(
                 "HaveNoExclusionsForKind",
                 f"HaveNoExclusionsForKind({kind}) failed: found {len(hits)} excluded item(s) "
-                f"with Kind={kind}. First: score={first.score}, reason={_reason_of(first)}.",
+                f"with Kind={kind}. First: score={first.score}, reason={_name(first.reason)}.",
             )
         return self
 
@@ -382,10 +382,8 @@ _NAMES = {ascii_fold(name): name for name in _VARIANTS}
 
 def _reason_arg(method: str, reason: object) -> str:
     """The variant name an exclusion-reason argument stands for."""
-    if isinstance(reason, UnknownExclusionReason):
-        return reason.reason
     if isinstance(reason, ExclusionReason):
-        return reason.name
+        return _name(reason)
     if isinstance(reason, type) and issubclass(reason, ExclusionReason) and reason.name:
         return reason.name
     if isinstance(reason, str):
@@ -398,13 +396,12 @@ def _reason_arg(method: str, reason: object) -> str:
     )
 
 
-def _reason_of(entry: ExcludedItem) -> str:
-    reason = entry.reason
+def _name(reason: ExclusionReason) -> str:
     return reason.reason if isinstance(reason, UnknownExclusionReason) else reason.name
 
 
 def _reasons(entries: Iterable[ExcludedItem]) -> str:
-    return ", ".join(dict.fromkeys(_reason_of(e) for e in entries))
+    return ", ".join(dict.fromkeys(_name(e.reason) for e in entries))
 
 
 def _distinct_kinds(items: Iterable[ContextItem]) -> list[str]:

@@ -264,7 +264,7 @@ class DiagnosticTraceCollector(TraceCollector):
             self.observer_errors.append(ObserverError(event, error))
             if len(self.observer_errors) == 1:
                 warnings.warn(
-                    f"trace observer {observer!r} raised {error!r} on a {_stage_name(event)} "
+                    f"trace observer {observer!r} raised {error!r} on a {event.to_dict()['stage']} "
                     f"event; the run continues and further observer errors of this collector "
                     f"are kept in DiagnosticTraceCollector.observer_errors",
                     ObserverErrorWarning,
@@ -319,31 +319,17 @@ class DiagnosticTraceCollector(TraceCollector):
             raise InvalidOperationError(
                 "DiagnosticTraceCollector has no completed run to report on"
             )
-        if self._deferred_included or self._deferred_excluded:
-            if self._entries is None:
-                included = _spliced(self._included, self._deferred_included)
-                unsorted = _spliced(self._excluded, self._deferred_excluded)
-                self._entries = (
-                    Deferred(included),
-                    Deferred(lambda: by_score(unsorted())),
-                )
-            return SelectionReport.deferred(
-                tuple(self.events),
-                *self._entries,
-                self._totals[0],
-                self._totals[1],
-                tuple(self._shortfalls),
-                self._overflow,
-            )
-        # Stable sort: equal scores keep exclusion order.
-        return SelectionReport(
-            events=tuple(self.events),
-            included=tuple(self._included),
-            excluded=tuple(by_score(self._excluded)),
-            total_candidates=self._totals[0],
-            total_tokens_considered=self._totals[1],
-            count_requirement_shortfalls=tuple(self._shortfalls),
-            overflow=self._overflow,
+        if self._entries is None:  # built on the report's first read, in decision order
+            included = _spliced(self._included, self._deferred_included)
+            unsorted = _spliced(self._excluded, self._deferred_excluded)
+            self._entries = (Deferred(included), Deferred(lambda: by_score(unsorted())))
+        return SelectionReport.deferred(
+            tuple(self.events),
+            *self._entries,
+            self._totals[0],
+            self._totals[1],
+            tuple(self._shortfalls),
+            self._overflow,
         )
 
 
@@ -398,10 +384,6 @@ def _detail_level(value: object) -> TraceDetailLevel:
     if isinstance(value, int):
         return TraceDetailLevel(value)  # ValueError for an unknown value
     raise ValueError(value)
-
-
-def _stage_name(event: TraceEvent) -> str:
-    return event.stage.value if isinstance(event.stage, PipelineStage) else str(event.stage)
 
 
 class MultiTraceCollector(TraceCollector):

@@ -6,7 +6,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter, neg
 from typing import Any, Generic, TypeVar
 
 from cupel._model import ContextItem
@@ -49,10 +48,8 @@ def entries(
     scores: Sequence[float],
     reasons: Sequence[Any],
 ) -> list[_Built]:
-    """``[cls(item, score, reason) for ...]``, the same entries built in bulk: each made
-    by ``__new__`` and its three slots filled through their descriptors, in C-level loops
-    (what the dataclass ``__init__`` does, by ``object.__setattr__``, one Python call an
-    entry; about 0.3 µs an entry instead of 0.8).
+    """``[cls(item, score, reason) for ...]`` built in bulk (each entry by ``__new__``, its
+    slots set through their descriptors): twice as fast as the dataclass ``__init__``.
 
     >>> from cupel.diagnostics._reasons import InclusionReason
     >>> item = ContextItem(content="x", tokens=1)
@@ -78,9 +75,8 @@ _ITEM, _SCORE, _REASON = map(_slot_setter, ("item", "score", "reason"))
 
 
 def by_score(excluded: Iterable[ExcludedItem]) -> list[ExcludedItem]:
-    """``sorted(excluded, key=lambda entry: -entry.score)``, the report's order of
-    exclusions (stable: equal scores keep their order), with the keys read in C-level
-    loops instead of one Python call an entry.
+    """The report's order of exclusions: best score first (stable: equal scores keep their
+    order).
 
     >>> from cupel.diagnostics._reasons import BudgetExceeded
     >>> item = ContextItem(content="x", tokens=1)
@@ -88,9 +84,4 @@ def by_score(excluded: Iterable[ExcludedItem]) -> list[ExcludedItem]:
     ...     ExcludedItem(item, s, BudgetExceeded(1, 0)) for s in (0.25, 0.5, 0.25))]
     [0.5, 0.25, 0.25]
     """
-    listed = list(excluded)
-    keys = list(map(neg, map(_SCORE_OF, listed)))
-    return list(map(listed.__getitem__, sorted(range(len(listed)), key=keys.__getitem__)))
-
-
-_SCORE_OF = attrgetter("score")
+    return sorted(excluded, key=lambda entry: -entry.score)

@@ -62,7 +62,7 @@ class SelectionReport(ReportAssertions):
         overflow: OverflowEvent | None = None,
     ) -> SelectionReport:
         """A report whose ``included`` and ``excluded`` are built on their first read
-        (private: the pipeline's route when no collector needs per-item callbacks). Once
+        (private: how a :class:`~cupel.DiagnosticTraceCollector` builds its report). Once
         built, the report is indistinguishable from one constructed with the tuples."""
         return cls(
             events,
@@ -238,12 +238,8 @@ class Deferred(Generic[Entry]):
                 entries = self._entries
                 if entries is None:
                     entries = self._entries = tuple(self._build())
-                    self._build = _built
+                    self._build = tuple  # let go of the builder and what it holds
         return entries
-
-
-def _built() -> Sequence[Any]:  # pragma: no cover - never called: the entries exist
-    return ()
 
 
 class _EntriesField:
@@ -267,9 +263,6 @@ class _EntriesField:
 
     def __set__(self, report: object, value: Any) -> None:
         self._slot.__set__(report, value)
-
-    def __delete__(self, report: object) -> None:
-        self._slot.__delete__(report)
 
 
 for _name in ("included", "excluded"):
