@@ -52,7 +52,13 @@ from cupel import (
 )
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
-from cupel_langchain._options import PolicyLike, check_max_tokens, refused
+from cupel_langchain._options import (
+    PolicyLike,
+    check_kind,
+    check_max_tokens,
+    check_name,
+    refused,
+)
 from cupel_langchain._pydantic import Fraction, LiveComponent, StrictBool, StrictInt, serialized
 from cupel_langchain._reports import (
     ReportEventData,
@@ -167,19 +173,6 @@ def _map_documents(
     return DocumentItems(list(documents), items)
 
 
-def _check_kind(kind: object) -> ContextKind:
-    try:
-        return ContextKind(kind)  # type: ignore[arg-type]
-    except ItemError:
-        raise refused("kind", "must be a non-empty kind name", kind) from None
-
-
-def _check_relevance_key(key: object) -> str | None:
-    if key is None or (isinstance(key, str) and key):
-        return key
-    raise refused("relevance_key", "must be a non-empty string or None", key)
-
-
 def documents_to_items(
     documents: Sequence[Document],
     *,
@@ -191,8 +184,8 @@ def documents_to_items(
     return _map_documents(
         documents,
         resolve_document_counter(token_counter),
-        kind=_check_kind(kind),
-        relevance_key=_check_relevance_key(relevance_key),
+        kind=check_kind("kind", kind),
+        relevance_key=check_name("relevance_key", relevance_key),
     )
 
 
@@ -221,8 +214,8 @@ class DocumentSelection:
             deduplicate=settings["deduplicate"],
         )
         self.count = resolve_document_counter(counter)
-        self.relevance_key = _check_relevance_key(settings["relevance_key"])
-        self.kind = _check_kind(settings["kind"])
+        self.relevance_key = check_name("relevance_key", settings["relevance_key"])
+        self.kind = check_kind("kind", settings["kind"])
         self.k = check_k(settings["k"])
 
     def select(

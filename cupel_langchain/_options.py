@@ -40,8 +40,10 @@ __all__ = [
     "SelectionOptions",
     "StartOn",
     "check_keep_last",
+    "check_kind",
     "check_kinds",
     "check_max_tokens",
+    "check_name",
     "check_options",
     "check_start_on",
     "option_names",
@@ -106,6 +108,21 @@ def refused(field: str, rule: str, value: object, *, typed: bool = False) -> Con
     return ConfigurationError(f"{field} {rule}, got {shown}", field=field, value=value)
 
 
+def check_kind(field: str, value: object) -> ContextKind:
+    """``value`` as a :class:`~cupel.ContextKind` (a non-empty kind name)."""
+    try:
+        return ContextKind(value)  # type: ignore[arg-type]
+    except ItemError:
+        raise refused(field, "must be a non-empty kind name", value) from None
+
+
+def check_name(field: str, value: object) -> str | None:
+    """``value`` if it is a non-empty string or ``None``."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise refused(field, "must be a non-empty string or None", value)
+
+
 def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
     """The kind per conversation-layer unit type, with ``kinds`` (keyed by LangChain unit
     type) overriding :data:`DEFAULT_MESSAGE_KINDS`."""
@@ -122,13 +139,7 @@ def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
                     value=value,
                 )
             table[key] = value
-    out: dict[str, ContextKind] = {}
-    for key, value in table.items():
-        try:
-            out[_UNIT_TYPES[key]] = ContextKind(value)
-        except ItemError:
-            raise refused(f"kinds[{key!r}]", "must be a non-empty kind name", value) from None
-    return out
+    return {_UNIT_TYPES[key]: check_kind(f"kinds[{key!r}]", value) for key, value in table.items()}
 
 
 def check_start_on(start_on: StartOn) -> tuple[str, ...]:

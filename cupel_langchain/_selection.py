@@ -38,6 +38,7 @@ from cupel_langchain._options import (
     check_keep_last,
     check_kinds,
     check_max_tokens,
+    check_name,
     check_start_on,
     refused,
 )
@@ -327,10 +328,7 @@ class MessageSelection:
         types = check_start_on(get("start_on"))  # as roles; "chat": the other roles
         self.start_on = frozenset(ROLE_BY_TYPE.get(t, "other") for t in types)
         self.kinds = check_kinds(get("kinds"))
-        timestamp_key = get("timestamp_key")
-        if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
-            raise refused("timestamp_key", "must be a non-empty string or None", timestamp_key)
-        self.timestamp_key: str | None = timestamp_key
+        self.timestamp_key = check_name("timestamp_key", get("timestamp_key"))
         self.options = replace(
             options, budget=reserved_label(tokens, get("output_reserve"), headroom)
         )
