@@ -54,6 +54,8 @@ from __future__ import annotations
 import binascii
 from base64 import b64decode
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -86,13 +88,11 @@ def read_content(message: BaseMessage) -> tuple[list[str], list[Media]]:
     return reader.texts, reader.media
 
 
+@dataclass(slots=True)
 class _Reader:
-    __slots__ = ("call_ids", "media", "texts")
-
-    def __init__(self, call_ids: set[Any]) -> None:
-        self.call_ids = call_ids
-        self.texts: list[str] = []
-        self.media: list[Media] = []
+    call_ids: set[Any]
+    texts: list[str] = field(default_factory=list)
+    media: list[Media] = field(default_factory=list)
 
     def text(self, value: object) -> None:
         if isinstance(value, str):
@@ -127,39 +127,42 @@ class _Reader:
         if handler is None and isinstance(kind, str) and kind.endswith("_tool_result"):
             handler = _tool_result
         texts, media = len(self.texts), len(self.media)
-        try:
-            if handler is not None and handler(self, block, depth) is not False:
+        if handler is not None:
+            try:
+                handler(self, block, depth)
                 return
-        except Exception:  # a malformed known block: its JSON below, never an error
-            pass
-        del self.texts[texts:], self.media[media:]
+            except Exception:  # not of the shape it reads, or malformed: its JSON below
+                del self.texts[texts:], self.media[media:]
         self.payloads(block)
 
 
 # --------------------------------------------------------------------------- handlers
-# Each returns False when the block is not of the shape it reads (then its JSON counts).
+# Each raises (e.g. :class:`_Unread`) when the block is not of the shape it reads: then its
+# JSON counts.
 
-_Handler = Callable[[_Reader, Mapping[str, Any], int], bool | None]
+_Handler = Callable[[_Reader, Mapping[str, Any], int], None]
 
 
-def _text(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+class _Unread(Exception):
+    """A block not of the shape its handler reads."""
+
+
+def _text(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     text = block.get("text")
     if not isinstance(text, str):
-        return False
+        raise _Unread
     reader.text(text)
-    return None
 
 
-def _refusal(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _refusal(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     reader.text(block.get("refusal"))
-    return None
 
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _image_url(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _image_url(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """OpenAI Chat Completions ``image_url`` (a dict or a plain string) and Responses
     ``input_image`` (``image_url`` string or ``file_id``)."""
     image_url = block.get("image_url")
@@ -170,11 +173,6 @@ def _image_url(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | 
     else:
         url = image_url
     reader.media.append(describe_media("image", url=_str(url), detail=_str(detail)))
-    return None
-
-
-def _text_mime(mime: str | None) -> bool:
-    return isinstance(mime, str) and mime.strip().lower().startswith("text/")
 
 
 def _decoded_text(data: str) -> str | None:
@@ -184,7 +182,7 @@ def _decoded_text(data: str) -> str | None:
         return None
 
 
-def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> bool | None:
+def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> None:
     """A data block of any family: v1 (``base64`` / ``url`` / ``file_id``), v0
     (``source_type`` + ``data`` / ``url`` / ``id``), Anthropic (``source``), Gemini
     ``media`` (``data`` / ``file_uri``)."""
@@ -204,10 +202,10 @@ def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> b
         mime = _str(source.get("media_type")) or mime
         if stype == "text":
             reader.text(_str(source.get("data")))
-            return None
+            return
         if stype == "content":
             reader.part(source.get("content"), depth + 1)
-            return None
+            return
         if stype == "base64":
             base64 = _str(source.get("data"))
         elif stype == "url":
@@ -215,7 +213,7 @@ def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> b
     elif isinstance(source_type, str):  # LangChain v0
         if source_type == "text":  # v0 plain text keeps the text under "url"
             reader.text(_str(block.get("url")))
-            return None
+            return
         if source_type == "base64":
             base64 = _str(block.get("data"))
         elif source_type == "url":
@@ -227,69 +225,59 @@ def _data(reader: _Reader, block: Mapping[str, Any], depth: int, kind: str) -> b
         else:
             base64 = _str(data)
         url = _str(block.get("url")) or _str(block.get("file_uri"))
-    if isinstance(base64, str) and _text_mime(mime):
+    if isinstance(base64, str) and (mime or "").strip().lower().startswith("text/"):
         decoded = _decoded_text(base64)
         if decoded is not None:
             reader.text(decoded)
-            return None
+            return
     reader.media.append(
         describe_media(kind, base64=base64, data=raw, url=url, mime=mime, detail=detail)
     )
-    return None
 
 
-def _kind_reader(kind: str) -> _Handler:
-    def read(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
-        return _data(reader, block, depth, kind)
-
-    return read
-
-
-def _file(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _file(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """``file``: OpenAI Chat Completions (``{"file": {"file_data" | "file_id"}}``) or the
     LangChain v1 / v0 file block."""
     file = block.get("file")
-    if not isinstance(file, Mapping):
-        return _data(reader, block, depth, "file")
-    return _input_file(reader, file, depth)
+    if isinstance(file, Mapping):
+        _input_file(reader, file, depth)
+    else:
+        _data(reader, block, depth, "file")
 
 
-def _input_file(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _input_file(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """OpenAI ``input_file`` (Responses) or the inside of a Chat Completions ``file``."""
     reader.text(_str(block.get("filename")))
     data = _str(block.get("file_data"))
     url = _str(block.get("file_url"))
     reader.media.append(describe_media("file", base64=data, url=url))
-    return None
 
 
-def _plain_text(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _plain_text(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """``text-plain``: its ``text``, the decoded ``base64``, or a document by reference."""
     for key in ("title", "context"):
         reader.text(_str(block.get(key)))
     if isinstance(block.get("text"), str):
         reader.text(block["text"])
-        return None
+        return
     data = block.get("base64")
     decoded = _decoded_text(data) if isinstance(data, str) else None
     if decoded is not None:
         reader.text(decoded)
     else:
         reader.media.append(describe_media("document", url=_str(block.get("url"))))
-    return None
 
 
-def _input_audio(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _input_audio(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     audio = block.get("input_audio")
     if not isinstance(audio, Mapping):
-        return False
+        raise _Unread
     fmt = _str(audio.get("format"))
     mime = f"audio/{fmt}" if fmt else None
     reader.media.append(describe_media("audio", base64=_str(audio.get("data")), mime=mime))
-    return None
 
 
-def _reasoning(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _reasoning(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """v1 ``reasoning`` (``reasoning``), OpenAI Responses reasoning (``summary`` /
     ``content`` parts), Anthropic ``thinking``, Bedrock ``reasoning_content``."""
     for key in ("reasoning", "thinking", "text"):
@@ -305,53 +293,47 @@ def _reasoning(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | 
     nested = block.get("reasoning_content")
     if isinstance(nested, Mapping):
         reader.text(_str(nested.get("text")))
-    return None
 
 
-def _opaque(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _opaque(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """Encrypted reasoning (``redacted_thinking``): no text a counter could read."""
-    return None
 
 
-def _tool_call(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _tool_call(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """A call: its name and JSON arguments, unless the caller counts it already."""
     ids = (block.get("id"), block.get("call_id"))  # Responses items carry both
     if any(i is not None and i in reader.call_ids for i in ids):
-        return None
+        return
     name = _str(block.get("name")) or ""
     args = block.get("input", block.get("args", block.get("arguments")))
     if args is None or isinstance(args, str):
         reader.text(f"{name} {args or ''}".strip())
-        return None
+        return
     text, media = split_payloads(args)
     reader.text(f"{name} {text}".strip())
     reader.media.extend(media)
-    return None
 
 
-def _tool_result(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _tool_result(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """Anthropic ``tool_result`` / server tool results, v1 ``server_tool_result``,
     Responses ``function_call_output``: their content, read recursively."""
     for key in ("content", "output"):
         if key in block:
             reader.part(block[key], depth + 1)
-    return None
 
 
-def _search_result(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _search_result(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     """Anthropic ``search_result``: title, source and content blocks."""
     for key in ("title", "source"):
         reader.text(_str(block.get(key)))
     reader.part(block.get("content"), depth + 1)
-    return None
 
 
-def _non_standard(reader: _Reader, block: Mapping[str, Any], depth: int) -> bool | None:
+def _non_standard(reader: _Reader, block: Mapping[str, Any], depth: int) -> None:
     value = block.get("value")
     if not isinstance(value, Mapping):
-        return False
+        raise _Unread
     reader.part(value, depth + 1)
-    return None
 
 
 _HANDLERS: dict[str, _Handler] = {
@@ -363,11 +345,11 @@ _HANDLERS: dict[str, _Handler] = {
     "refusal": _refusal,
     "image_url": _image_url,
     "input_image": _image_url,
-    "image": _kind_reader("image"),
-    "audio": _kind_reader("audio"),
-    "video": _kind_reader("video"),
-    "document": _kind_reader("document"),
-    "media": _kind_reader("file"),
+    "image": partial(_data, kind="image"),
+    "audio": partial(_data, kind="audio"),
+    "video": partial(_data, kind="video"),
+    "document": partial(_data, kind="document"),
+    "media": partial(_data, kind="file"),
     "file": _file,
     "input_file": _input_file,
     "text-plain": _plain_text,

@@ -19,12 +19,11 @@ True
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -39,11 +38,6 @@ from langchain_core.load.serializable import (
 )
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
-from pydantic import (
-    ConfigDict,
-    Strict,
-    model_validator,
-)
 
 from cupel import (
     ConfigurationError,
@@ -58,8 +52,14 @@ from cupel import (
 )
 from cupel.counting import check_headroom, request_budget
 from cupel.policy import resolve_pipeline
-from cupel_langchain._options import MaxTokens, PolicyLike, check_max_tokens, refused
-from cupel_langchain._pydantic import LiveComponent, serialized
+from cupel_langchain._options import (
+    PolicyLike,
+    check_kind,
+    check_max_tokens,
+    check_name,
+    refused,
+)
+from cupel_langchain._pydantic import Fraction, LiveComponent, StrictBool, StrictInt, serialized
 from cupel_langchain._reports import (
     ReportEventData,
     adispatch_report,
@@ -78,10 +78,6 @@ __all__ = [
     "DocumentSelection",
     "documents_to_items",
 ]
-
-StrictInt = Annotated[int, Strict()]
-StrictBool = Annotated[bool, Strict()]
-Fraction = tuple[Literal["fraction"], float]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -177,19 +173,6 @@ def _map_documents(
     return DocumentItems(list(documents), items)
 
 
-def _check_kind(kind: object) -> ContextKind:
-    try:
-        return ContextKind(kind)  # type: ignore[arg-type]
-    except ItemError:
-        raise refused("kind", "must be a non-empty kind name", kind) from None
-
-
-def _check_relevance_key(key: object) -> str | None:
-    if key is None or (isinstance(key, str) and key):
-        return key
-    raise refused("relevance_key", "must be a non-empty string or None", key)
-
-
 def documents_to_items(
     documents: Sequence[Document],
     *,
@@ -201,8 +184,8 @@ def documents_to_items(
     return _map_documents(
         documents,
         resolve_document_counter(token_counter),
-        kind=_check_kind(kind),
-        relevance_key=_check_relevance_key(relevance_key),
+        kind=check_kind("kind", kind),
+        relevance_key=check_name("relevance_key", relevance_key),
     )
 
 
@@ -211,32 +194,29 @@ class DocumentSelection:
 
     __slots__ = ("budget", "count", "k", "kind", "pipeline", "relevance_key")
 
-    def __init__(
-        self,
-        *,
-        max_tokens: MaxTokens,
-        target_tokens: int | None = None,
-        output_reserve: int = 0,
-        policy: PolicyLike = "rag",
-        pipeline: Pipeline | None = None,
-        token_counter: DocumentTokenCounter = "approximate",
-        headroom: float = 0.0,
-        relevance_key: str | None = "relevance_score",
-        deduplicate: bool | None = True,
-        k: int | None = None,
-        kind: str = "Document",
-    ) -> None:
-        tokens = resolve_max_tokens(check_max_tokens(max_tokens), token_counter, "token_counter")
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        """``settings``: the fields of :class:`_DocumentOptions` but ``report``."""
+        counter = settings["token_counter"]
+        max_tokens = check_max_tokens(settings["max_tokens"])
+        tokens = resolve_max_tokens(max_tokens, counter, "token_counter")
+        headroom = check_headroom(settings["headroom"])
         self.budget: ContextBudget = request_budget(
-            tokens, target_tokens, output_reserve, headroom=check_headroom(headroom), fixed=0
+            tokens,
+            settings["target_tokens"],
+            settings["output_reserve"],
+            headroom=headroom,
+            fixed=0,
         )
         self.pipeline = resolve_pipeline(
-            policy, pipelines=False, pipeline=pipeline, deduplicate=deduplicate
+            settings["policy"],
+            pipelines=False,
+            pipeline=settings["pipeline"],
+            deduplicate=settings["deduplicate"],
         )
-        self.count = resolve_document_counter(token_counter)
-        self.relevance_key = _check_relevance_key(relevance_key)
-        self.kind = _check_kind(kind)
-        self.k = check_k(k)
+        self.count = resolve_document_counter(counter)
+        self.relevance_key = check_name("relevance_key", settings["relevance_key"])
+        self.kind = check_kind("kind", settings["kind"])
+        self.k = check_k(settings["k"])
 
     def select(
         self, documents: Sequence[Document], *, with_report: bool, k: int | None = None
@@ -283,10 +263,6 @@ def _top_k(
     return kept, dropped
 
 
-_SELECTION_NAMES = tuple(inspect.signature(DocumentSelection).parameters)
-"""The settings a :class:`DocumentSelection` is built from: ``_DocumentOptions`` fields."""
-
-
 class _DocumentOptions(LiveComponent):
     """The fields the compressor and the retriever share (read on every call: assignment
     and ``model_copy(update=...)`` take effect)."""
@@ -318,14 +294,10 @@ class _DocumentOptions(LiveComponent):
     report: StrictBool = True
     """Build and emit the SelectionReport of each run."""
 
-    @model_validator(mode="after")
-    def _check_configuration(self) -> _DocumentOptions:
-        self._selection()  # every setting checked at construction, not at the first call
-        return self
-
     def _selection(self) -> DocumentSelection:
-        values = {name: getattr(self, name) for name in _SELECTION_NAMES}
-        return shared({"<documents>": True, **values}, lambda: DocumentSelection(**values))
+        values = {name: getattr(self, name) for name in _DocumentOptions.model_fields}
+        del values["report"]
+        return shared({"<documents>": True, **values}, lambda: DocumentSelection(values))
 
     @property
     def last_report(self) -> SelectionReport | None:
@@ -365,9 +337,7 @@ class CupelDocumentCompressor(_DocumentOptions, BaseDocumentCompressor, Serializ
     ['short and ', 'ok ok ok o']
     """
 
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
+    model_config = LiveComponent.model_config  # not the LangChain base's extra="ignore"
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -417,9 +387,7 @@ class CupelRetriever(_DocumentOptions, BaseRetriever):
     (4, 2)
     """
 
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
+    model_config = LiveComponent.model_config  # not the LangChain base's extra="ignore"
 
     base_retriever: Runnable[str, list[Document]]
     """The retriever (any Runnable from a query to documents) whose results are selected."""

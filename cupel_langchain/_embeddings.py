@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from cupel import ConfigurationError
 from cupel.scorers.embedding import Embedder, model_embedder
+from cupel_langchain._options import refused
 
 __all__ = ["embedder_of"]
 
@@ -26,10 +26,6 @@ def embedder_of(embeddings: object) -> Embedder:
     if isinstance(embeddings, Embedder):
         return embeddings
     if not isinstance(embeddings, Embeddings):
-        raise ConfigurationError(
-            f"embeddings must be a LangChain Embeddings (langchain_core.embeddings) or a "
-            f"cupel Embedder, got {type(embeddings).__name__} {embeddings!r}",
-            field="embeddings",
-            value=embeddings,
-        )
+        rule = "must be a LangChain Embeddings (langchain_core.embeddings) or a cupel Embedder"
+        raise refused("embeddings", rule, embeddings, typed=True)
     return model_embedder(embeddings, embeddings.embed_documents, embeddings.embed_query)

@@ -105,11 +105,7 @@ def as_messages(messages: MessagesInput) -> list[BaseMessage]:
                 value=messages,
             )
     out = list(messages)
-    # One check per distinct type, not per message.
-    for cls in set(map(type, out)):
-        if not issubclass(cls, BaseMessage):
-            break
-    else:
+    if all(issubclass(cls, BaseMessage) for cls in set(map(type, out))):  # once per type
         return out
     converted: list[BaseMessage] = []
     for index, message in enumerate(out):
@@ -240,10 +236,9 @@ def read_messages(
     count_plain: Callable[[str], int] | None = None,
 ) -> MessageRecord:
     """Role, text, links and (with a per-message ``count``) tokens of every message.
-    ``count_plain``: the text counter when a plain message (a human or AI message of one text
-    part: no tool calls, name or extra kwargs) costs that text's count plus
-    :data:`~cupel.counting.MESSAGE_TOKENS`, what ``count`` would say (the text-counter
-    modes: W5/W8 read nearly only such messages, and skip reading their parts)."""
+    ``count_plain``: the text counter pricing a plain message (a human or AI message of one
+    text part, no tool calls, name or extra kwargs) as its text's count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS`, what ``count`` would say, without reading it."""
     roles: list[str] = []
     texts: list[str] = []
     types: list[str] = []
@@ -400,14 +395,13 @@ def map_messages(
             meta.update(notes[first])
         return meta
 
-    def unit_tokens(members: tuple[int, ...]) -> int:
-        return count([messages[i] for i in members])
-
     history = HistoryItems.from_conversation(
         conversation,
         record.texts,
         record.tokens,
-        unit_tokens=None if record.tokens is not None else unit_tokens,
+        unit_tokens=(
+            None if record.tokens is not None else lambda unit: count([messages[i] for i in unit])
+        ),
         timestamps=timestamps,
         kinds=kinds,
         metadata=metadata,

@@ -9,15 +9,12 @@ agents built with ``langchain.agents.create_agent`` (needs the ``langchain`` pac
   selection (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` + the kept messages), so dropped
   messages are gone for good; the model call is still checked as above.
 
-Either way each model call emits one report: the selection the model is sent. The
-middleware keeps nothing between calls: with ``cache_stable`` the window's cut is replayed
-from the history itself, so workers sharing a checkpointer, a restarted process or a
-middleware built per request all send the same window.
-
-The window is the one of :func:`~cupel_langchain.select_messages`: the system prompt, the
-latest human message (the agent's task), then the newest tool rounds that fit, newest
-first, each call with its results — never a tool result without its call, a call
-without its results, or a hole among the recent rounds.
+Either way each model call emits one report: the selection the model is sent. The window
+is the one of :func:`~cupel_langchain.select_messages` (the system prompt, the agent's task,
+then the newest whole tool rounds that fit). The middleware keeps nothing between calls:
+with ``cache_stable`` the window's cut is replayed from the history itself, so workers
+sharing a checkpointer, a restarted process or a middleware built per request all send the
+same window.
 
 Reports reach the caller as data, never through shared state: each selection's
 :class:`~cupel.SelectionReport` goes to the agent's custom stream
@@ -77,9 +74,10 @@ from cupel_langchain._options import (
 from cupel_langchain._reports import (
     REPORT_EVENT,
     ReportEventData,
+    adispatch_report,
+    dispatch_report,
     last_report_of,
     remember_report,
-    report_event_data,
 )
 from cupel_langchain._selection import (
     MIDDLEWARE_OPTIONS,
@@ -91,7 +89,6 @@ from cupel_langchain._stable import (
     check_flag,
     check_max_conversations,
     mark_cache_breakpoint,
-    stable_fields,
     warn_stateless,
 )
 
@@ -192,22 +189,15 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with_report: bool,
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
         selection = self._selection(model)
-        history, window = selection.select_window(
+        selected, window = selection.select_window(
             messages,
             with_report=with_report,
-            fixed=tool_tokens(tools, selection.count_text) if tools else 0,
+            fixed=tool_tokens(tools, selection.count.text) if tools else 0,
         )
-        selected = [history[i] for i in window.messages]
-        built = window.report
-        if built is None:
+        if window.report is None:
             return selected, None
-        remember_report(self, built)
-        return selected, report_event_data(
-            type(self).__name__,
-            built,
-            selection.budget,
-            stable_fields(window, selection.cache_stable),
-        )
+        remember_report(self, window.report)
+        return selected, selection.report_event(type(self).__name__, window)
 
     def forget(self, thread_id: Hashable = None) -> None:
         """Deprecated, does nothing (a :class:`DeprecationWarning`): the middleware keeps
@@ -226,12 +216,9 @@ class CupelContextMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             with_report=self.report,
         )
         kept: list[AnyMessage] = [m for m in selected if m is not system]  # type: ignore[misc]
-        if not self.cache_breakpoint:
-            return request.override(messages=kept), event
-        if kept:
+        if self.cache_breakpoint and kept:
             kept[-1] = mark_cache_breakpoint(kept[-1])  # type: ignore[call-overload]
-            return request.override(messages=kept), event
-        if system is not None:  # only the system prompt is sent
+        elif self.cache_breakpoint and system is not None:  # only the system prompt is sent
             marked = mark_cache_breakpoint(system)
             return request.override(messages=kept, system_message=marked), event  # type: ignore[arg-type]
         return request.override(messages=kept), event
@@ -322,8 +309,8 @@ def _emit(event: ReportEventData | None, runtime: object) -> None:
         return
     _write(event, runtime)
     manager = get_callback_manager_for_config(ensure_config())
-    if manager.handlers and manager.parent_run_id is not None:
-        manager.on_custom_event(REPORT_EVENT, event.complete(), run_id=manager.parent_run_id)
+    if manager.parent_run_id is not None:
+        dispatch_report(manager, event)
 
 
 async def _aemit(event: ReportEventData | None, runtime: object) -> None:
@@ -331,8 +318,8 @@ async def _aemit(event: ReportEventData | None, runtime: object) -> None:
         return
     _write(event, runtime)
     manager = get_async_callback_manager_for_config(ensure_config())
-    if manager.handlers and manager.parent_run_id is not None:
-        await manager.on_custom_event(REPORT_EVENT, event.complete(), run_id=manager.parent_run_id)
+    if manager.parent_run_id is not None:
+        await adispatch_report(manager, event)
 
 
 def _write(event: ReportEventData, runtime: object) -> None:

@@ -40,13 +40,14 @@ __all__ = [
     "SelectionOptions",
     "StartOn",
     "check_keep_last",
+    "check_kind",
     "check_kinds",
     "check_max_tokens",
+    "check_name",
     "check_options",
     "check_start_on",
     "option_names",
     "refused",
-    "start_on_roles",
 ]
 
 StartOn = str | type[BaseMessage] | Sequence[str | type[BaseMessage]] | None
@@ -107,6 +108,21 @@ def refused(field: str, rule: str, value: object, *, typed: bool = False) -> Con
     return ConfigurationError(f"{field} {rule}, got {shown}", field=field, value=value)
 
 
+def check_kind(field: str, value: object) -> ContextKind:
+    """``value`` as a :class:`~cupel.ContextKind` (a non-empty kind name)."""
+    try:
+        return ContextKind(value)  # type: ignore[arg-type]
+    except ItemError:
+        raise refused(field, "must be a non-empty kind name", value) from None
+
+
+def check_name(field: str, value: object) -> str | None:
+    """``value`` if it is a non-empty string or ``None``."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise refused(field, "must be a non-empty string or None", value)
+
+
 def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
     """The kind per conversation-layer unit type, with ``kinds`` (keyed by LangChain unit
     type) overriding :data:`DEFAULT_MESSAGE_KINDS`."""
@@ -123,33 +139,23 @@ def check_kinds(kinds: Mapping[str, str] | None) -> dict[str, ContextKind]:
                     value=value,
                 )
             table[key] = value
-    out: dict[str, ContextKind] = {}
-    for key, value in table.items():
-        try:
-            out[_UNIT_TYPES[key]] = ContextKind(value)
-        except ItemError:
-            raise refused(f"kinds[{key!r}]", "must be a non-empty kind name", value) from None
-    return out
+    return {_UNIT_TYPES[key]: check_kind(f"kinds[{key!r}]", value) for key, value in table.items()}
 
 
 def check_start_on(start_on: StartOn) -> tuple[str, ...]:
     """``start_on`` as a tuple of message type strings (empty: no constraint)."""
     if start_on is None:
         return ()
-    allowed = (
-        f"start_on must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class "
-        f"or a sequence of them"
+    rule = (
+        f"must be a message type ({', '.join(_MESSAGE_TYPES)}), a message class or a "
+        f"sequence of them"
     )
     if isinstance(start_on, (str, type)):
         entries: list[Any] = [start_on]
     elif isinstance(start_on, Iterable) and not isinstance(start_on, (bytes, Mapping)):
         entries = list(start_on)
     else:
-        raise ConfigurationError(
-            f"{allowed}, got {type(start_on).__name__} {start_on!r}",
-            field="start_on",
-            value=start_on,
-        )
+        raise refused("start_on", rule, start_on, typed=True)
     types: list[str] = []
     for entry in entries:
         if isinstance(entry, str) and entry in _MESSAGE_TYPES:
@@ -158,13 +164,10 @@ def check_start_on(start_on: StartOn) -> tuple[str, ...]:
             kind = str(entry.model_fields["type"].default)
             types.append(CHUNK_TYPES.get(kind, kind))
         else:
-            raise ConfigurationError(f"{allowed}, got {entry!r}", field="start_on", value=start_on)
+            raise ConfigurationError(
+                f"start_on {rule}, got {entry!r}", field="start_on", value=start_on
+            )
     return tuple(types)
-
-
-def start_on_roles(types: Sequence[str]) -> frozenset[str]:
-    """Message types as the conversation layer's roles (``"chat"``: other roles)."""
-    return frozenset(ROLE_BY_TYPE.get(t, "other") for t in types)
 
 
 def check_keep_last(keep_last: object) -> int:

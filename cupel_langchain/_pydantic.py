@@ -3,26 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.load.serializable import (
     Serializable,
     SerializedConstructor,
     SerializedNotImplemented,
 )
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from cupel import ConfigurationError, CupelError
+from cupel import ConfigurationError
 from cupel.policy import Policy, check_policy
 from cupel_langchain._options import TRIM_HINTS, check_max_tokens
 
 __all__ = [
+    "Fraction",
     "LiveComponent",
-    "assign_checked",
+    "StrictBool",
+    "StrictInt",
     "configuration_error",
     "serialized",
     "unserializable_reason",
 ]
+
+StrictInt = Annotated[int, Strict()]
+StrictBool = Annotated[bool, Strict()]
+Fraction = tuple[Literal["fraction"], float]
 
 
 def configuration_error(exc: ValidationError, component: type[BaseModel]) -> ConfigurationError:
@@ -44,33 +57,6 @@ use max_tokens=); allowed: max_tokens
     return ConfigurationError.from_validation(
         exc, component.__name__, component.model_fields, noun="option", hints=TRIM_HINTS
     )
-
-
-def assign_checked(
-    component: BaseModel,
-    name: str,
-    value: Any,
-    assign: Callable[[str, Any], None],
-    check: Callable[[], object],
-) -> None:
-    """Assign a field with validation (``assign``: the model's own ``__setattr__``), then
-    ``check()`` the whole configuration; a value either fails raises a
-    :class:`~cupel.ConfigurationError` and leaves the field as it was (the previous
-    value, valid, assigned back the same way)."""
-    fields = type(component).model_fields
-    if name not in fields:
-        assign(name, value)
-        return
-    previous = getattr(component, name)
-    try:
-        assign(name, value)
-    except ValidationError as exc:
-        raise configuration_error(exc, type(component)) from None
-    try:
-        check()
-    except CupelError:
-        assign(name, previous)
-        raise
 
 
 class LiveComponent(BaseModel):
@@ -100,12 +86,25 @@ class LiveComponent(BaseModel):
         except ValidationError as exc:
             raise configuration_error(exc, type(self)) from None
 
+    @model_validator(mode="after")
+    def _check_configuration(self) -> LiveComponent:
+        self._selection()  # every setting checked at construction, not at the first call
+        return self
+
     def _selection(self) -> object:
         """The selection built from the current fields (checks them all)."""
         raise NotImplementedError
 
     def __setattr__(self, name: str, value: Any) -> None:
-        assign_checked(self, name, value, super().__setattr__, self._selection)
+        if name not in type(self).model_fields:
+            super().__setattr__(name, value)
+            return
+        previous = getattr(self, name)
+        try:  # the field, then the whole configuration (:meth:`_check_configuration`)
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            super().__setattr__(name, previous)  # valid: the field stays as it was
+            raise configuration_error(exc, type(self)) from None
 
     @classmethod
     def is_lc_serializable(cls) -> bool:

@@ -24,7 +24,6 @@ __all__ = [
     "Explainable",
     "ReportEventData",
     "adispatch_report",
-    "complete_event",
     "dispatch_report",
     "last_report_of",
     "listens",
@@ -93,11 +92,6 @@ class ReportEventData(dict[str, Any]):
         return self
 
 
-def complete_event(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``data`` with its report's wire form, when it is a :class:`ReportEventData`."""
-    return data.complete() if isinstance(data, ReportEventData) else data
-
-
 def report_event_data(
     component: str,
     report: SelectionReport,
@@ -149,7 +143,7 @@ def report_from_event(event: Mapping[str, Any]) -> SelectionReport:
     return SelectionReport.from_dict(wire)
 
 
-def dispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
+def dispatch_report(callbacks: Callbacks, data: ReportEventData) -> None:
     """Send the report event to ``callbacks`` (a manager or handlers), if any listen."""
     manager = (
         callbacks
@@ -157,21 +151,15 @@ def dispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
         else CallbackManager.configure(inheritable_callbacks=callbacks)
     )
     if manager.handlers:
-        manager.on_custom_event(REPORT_EVENT, complete_event(data), run_id=manager.parent_run_id)
+        manager.on_custom_event(REPORT_EVENT, data.complete(), run_id=manager.parent_run_id)
 
 
-async def adispatch_report(callbacks: Callbacks, data: Mapping[str, Any]) -> None:
+async def adispatch_report(callbacks: Callbacks, data: ReportEventData) -> None:
     """Async :func:`dispatch_report`."""
     if isinstance(callbacks, AsyncCallbackManager):
         manager = callbacks
     else:
-        inherited = callbacks
-        if isinstance(callbacks, BaseCallbackManager) and not isinstance(
-            callbacks, AsyncCallbackManager
-        ):
-            inherited = callbacks.handlers
-        manager = AsyncCallbackManager.configure(inheritable_callbacks=inherited)
+        handlers = callbacks.handlers if isinstance(callbacks, BaseCallbackManager) else callbacks
+        manager = AsyncCallbackManager.configure(inheritable_callbacks=handlers)
     if manager.handlers:
-        await manager.on_custom_event(
-            REPORT_EVENT, complete_event(data), run_id=manager.parent_run_id
-        )
+        await manager.on_custom_event(REPORT_EVENT, data.complete(), run_id=manager.parent_run_id)

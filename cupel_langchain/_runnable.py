@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -57,11 +57,11 @@ from langchain_core.callbacks import (
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Strict, field_validator
+from pydantic import field_validator
 from typing_extensions import Unpack
 
 from cupel import CupelError, Pipeline, SelectionReport
-from cupel.conversation import HistoryWindow, check_cache_stable
+from cupel.conversation import check_cache_stable
 from cupel_langchain._messages import MessagesInput
 from cupel_langchain._options import (
     SELECTION_NAMES,
@@ -71,7 +71,7 @@ from cupel_langchain._options import (
     check_start_on,
     option_names,
 )
-from cupel_langchain._pydantic import LiveComponent, serialized
+from cupel_langchain._pydantic import Fraction, LiveComponent, StrictBool, StrictInt, serialized
 from cupel_langchain._reports import (
     Explainable,
     ReportEventData,
@@ -80,22 +80,16 @@ from cupel_langchain._reports import (
     last_report_of,
     listens,
     remember_report,
-    report_event_data,
 )
 from cupel_langchain._selection import MessageSelection, build_selection
 from cupel_langchain._stable import (
     check_flag,
-    mark_cache_breakpoint,
-    stable_fields,
     warn_stateless,
 )
 from cupel_langchain._tokens import CounterInput
 
 __all__ = ["CupelMessageSelector", "select_messages", "select_messages_with_report"]
 
-StrictInt = Annotated[int, Strict()]
-StrictBool = Annotated[bool, Strict()]
-Fraction = tuple[Literal["fraction"], float]
 
 _FUNCTION_NAMES = option_names(FunctionOptions)
 
@@ -113,10 +107,9 @@ def _select(
     selection = build_selection(
         {name: value for name, value in options.items() if name in SELECTION_NAMES}
     )
-    history, window = selection.select_window(messages, with_report=with_report)
-    selected = [history[i] for i in window.messages]
-    if cache_breakpoint and selected:
-        selected[-1] = mark_cache_breakpoint(selected[-1])
+    selected, window = selection.select_window(
+        messages, with_report=with_report, cache_breakpoint=cache_breakpoint
+    )
     return selected, window.report
 
 
@@ -270,15 +263,12 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     """Deprecated and ignored (a :class:`DeprecationWarning` when set): the selector keeps
     no state per conversation. Removed before 1.0."""
 
-    model_config = ConfigDict(
-        arbitrary_types_allowed=True, extra="forbid", validate_assignment=True
-    )
+    model_config = LiveComponent.model_config  # not the LangChain base's extra="ignore"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if self.max_conversations is not None:
             warn_stateless(f"{type(self).__name__}: max_conversations is ignored")
-        self._selection()  # every setting checked now, not at the first run
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -288,7 +278,7 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
     @field_validator("cache_stable", mode="before")
     @classmethod
     def _check_cache_stable(cls, value: Any) -> Any:
-        check_cache_stable(value, f"{cls.__name__}")
+        check_cache_stable(value, cls.__name__)
         return value
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
@@ -330,40 +320,23 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
             remember_report(self, sink[0])
         return selected
 
-    def _select(
-        self, input: MessagesInput, config: RunnableConfig | None, *, with_report: bool
-    ) -> tuple[list[BaseMessage], HistoryWindow, MessageSelection]:
-        selection = self._selection()
-        history, window = selection.select_window(input, with_report=with_report)
-        selected = [history[i] for i in window.messages]
-        if self.cache_breakpoint and selected:
-            selected[-1] = mark_cache_breakpoint(selected[-1])
-        return selected, window, selection
-
     def _selected(
-        self,
-        input: MessagesInput,
-        config: RunnableConfig,
-        manager: BaseCallbackManager,
-        sink: list[Explainable],
+        self, input: MessagesInput, manager: BaseCallbackManager, sink: list[Explainable]
     ) -> tuple[list[BaseMessage], ReportEventData | None]:
-        """:meth:`_select` and the report event when a handler of ``manager`` listens;
-        with ``report`` on, the report (or, when nobody listens, the window that builds
-        it on first read) goes in ``sink`` for the caller's context."""
-        listening = self.report and listens(manager)
-        selected, window, selection = self._select(input, config, with_report=listening)
-        if not self.report:
-            return selected, None
-        if window.report is None:
-            sink.append(window)
-            return selected, None
-        sink.append(window.report)
-        return selected, report_event_data(
-            type(self).__name__,
-            window.report,
-            selection.budget,
-            stable_fields(window, selection.cache_stable),
+        """The selection, and its report event when a handler of ``manager`` listens; with
+        ``report`` on, the report (or, when nobody listens, the window that builds it on
+        first read) goes in ``sink`` for the caller's context."""
+        selection = self._selection()
+        selected, window = selection.select_window(
+            input,
+            with_report=self.report and listens(manager),
+            cache_breakpoint=self.cache_breakpoint,
         )
+        if self.report:
+            sink.append(window if window.report is None else window.report)
+        if window.report is None:
+            return selected, None
+        return selected, selection.report_event(type(self).__name__, window)
 
     def forget(self, config: RunnableConfig | None = None) -> None:
         """Deprecated, does nothing (a :class:`DeprecationWarning`): the selector keeps no
@@ -374,12 +347,11 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self,
         input: MessagesInput,
         run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
         *,
         sink: list[Explainable],
     ) -> list[BaseMessage]:
         child = run_manager.get_child()
-        selected, event = self._selected(input, config, child, sink)
+        selected, event = self._selected(input, child, sink)
         if event is not None:
             dispatch_report(child, event)
         return selected
@@ -388,12 +360,11 @@ class CupelMessageSelector(LiveComponent, RunnableSerializable[MessagesInput, li
         self,
         input: MessagesInput,
         run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
         *,
         sink: list[Explainable],
     ) -> list[BaseMessage]:
         child = run_manager.get_child()
-        selected, event = self._selected(input, config, child, sink)
+        selected, event = self._selected(input, child, sink)
         if event is not None:
             await adispatch_report(child, event)
         return selected

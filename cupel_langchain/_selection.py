@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from copy import copy
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import accumulate
 from typing import Any, TypeVar
@@ -33,15 +33,18 @@ from cupel_langchain._embeddings import embedder_of
 from cupel_langchain._messages import MessageItems, MessagesInput, as_messages, map_messages
 from cupel_langchain._options import (
     DEFAULTS,
+    ROLE_BY_TYPE,
     MaxTokens,
     check_keep_last,
     check_kinds,
     check_max_tokens,
+    check_name,
     check_start_on,
     refused,
-    start_on_roles,
 )
 from cupel_langchain._oversized import PARTS
+from cupel_langchain._reports import ReportEventData, report_event_data
+from cupel_langchain._stable import mark_cache_breakpoint
 from cupel_langchain._tokens import resolve_message_counter
 
 __all__ = [
@@ -99,21 +102,13 @@ def resolve_max_tokens(max_tokens: MaxTokens, model: object, where: str) -> int:
 _T = TypeVar("_T")
 
 
+@dataclass(frozen=True, slots=True)
 class _Settings:
     """A request for what ``build`` makes of some settings, equal to another (and hashed)
     by the settings' content alone (:func:`content_key`)."""
 
-    __slots__ = ("build", "key")
-
-    def __init__(self, key: Hashable, build: Callable[[], object]) -> None:
-        self.key = key
-        self.build = build
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Settings) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
+    key: Hashable
+    build: Callable[[], object] = field(compare=False)
 
 
 @lru_cache(maxsize=64)
@@ -122,18 +117,11 @@ def _built(settings: _Settings) -> object:
 
 
 def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
-    """What ``build()`` makes of ``settings`` (option name -> value), made once for
-    settings of equal content and shared (a selection is immutable once built): the
-    components read their settings on every call, so assignment and
-    ``model_copy(update=...)`` take effect, and the checks and the pipeline build are
-    spent once. The key is the settings' content (:func:`content_key`), never an address;
-    settings without one (a chat model as the counter) are built on every call.
-    ``settings`` must name everything ``build`` reads."""
-    return _shared(content_key(settings), build)
-
-
-def _shared(key: Hashable | None, build: Callable[[], _T]) -> _T:
-    """:func:`shared` of settings whose content key is ``key``."""
+    """What ``build()`` makes of ``settings`` (option name -> value, naming everything
+    ``build`` reads), made once for settings of equal content (:func:`content_key`) and
+    shared: the components read their settings on every call, and the checks and the
+    pipeline build are spent once. Settings without a key are built on every call."""
+    key = content_key(settings)
     if key is None:
         return build()
     return _built(_Settings(key, build))  # type: ignore[return-value]
@@ -157,16 +145,9 @@ def content_key(value: object) -> Hashable | None:
     cls = type(value)
     if cls in _ATOMS:
         return (cls, value)
-    if isinstance(value, (dict, Mapping)):
-        entries = []
-        atoms = _ATOMS
-        for name, item in value.items():
-            kind = type(item)
-            part = (kind, item) if kind in atoms else content_key(item)
-            if part is None:
-                return None
-            entries.append((name, part))
-        return (Mapping, frozenset(entries))
+    if isinstance(value, Mapping):
+        entries = [(name, content_key(item)) for name, item in value.items()]
+        return None if any(part is None for _, part in entries) else (Mapping, frozenset(entries))
     if isinstance(value, (list, tuple)):
         parts = tuple(content_key(item) for item in value)
         return None if None in parts else (cls, parts)
@@ -192,9 +173,8 @@ def build_selection(
     embeddings = settings.get("embeddings")
     if embeddings is not None:
         settings = {name: value for name, value in settings.items() if name != "embeddings"}
-    key = content_key(settings)
-    selection = _shared(
-        None if key is None else (key, options, model_input_tokens(model)),
+    selection = shared(
+        {"<settings>": settings, "<options>": options, "<window>": model_input_tokens(model)},
         lambda: MessageSelection(settings, options=options, model=model),
     )
     return selection if embeddings is None else selection.embedding(embeddings)
@@ -277,28 +257,20 @@ def reserved_label(max_tokens: int, output_reserve: int, headroom: float) -> str
 
 
 class MessageSelection:
-    """A validated message-selection configuration; :meth:`select` runs it.
+    """A message-selection configuration, checked once; :meth:`select` runs it.
 
     Shared by :func:`~cupel_langchain.select_messages`, the Runnable and the agent
-    middleware, built from ``settings`` (option name -> value, as
-    :class:`~cupel_langchain._options.SelectionOptions` declares them; missing ones take
-    their :data:`~cupel_langchain._options.DEFAULTS`). Everything is checked here, once.
-    ``options`` names the pinning options
-    the owning component offers (for the error raised when pinned messages alone exceed
-    the budget). ``max_tokens`` may be ``("fraction", f)`` of ``model``'s input window
-    (default: the ``token_counter`` chat model's). ``cache_stable`` (``True`` or a
-    low-water mark) makes the pipeline's recency window refill to that mark on overflow
-    (:func:`cupel.conversation.cache_stable_pipeline`), which replays the window's cut
-    from the history: a selection keeps nothing between calls.
+    middleware, built from ``settings`` (option name -> value; missing ones take their
+    :data:`~cupel_langchain._options.DEFAULTS`). ``options`` names the owning component's
+    pinning options (for the error raised when pinned messages alone exceed the budget);
+    a fractional ``max_tokens`` reads ``model``'s input window (default: the
+    ``token_counter`` chat model's).
     """
 
     __slots__ = (
         "budget",
-        "budget_label",
         "cache_stable",
         "count",
-        "count_text",
-        "headroom",
         "keep_last",
         "keep_last_human",
         "keep_system",
@@ -328,11 +300,10 @@ class MessageSelection:
             token_counter if model is None else model,
             "token_counter" if model is None else "the agent's model",
         )
-        self.headroom = check_headroom(get("headroom"))
+        headroom = check_headroom(get("headroom"))
         self.budget = request_budget(
-            tokens, get("target_tokens"), get("output_reserve"), headroom=self.headroom
+            tokens, get("target_tokens"), get("output_reserve"), headroom=headroom
         )
-        self.budget_label = reserved_label(tokens, get("output_reserve"), self.headroom)
         low_water = check_cache_stable(get("cache_stable"), "cache_stable")
         self.cache_stable = low_water is not None
         self.pipeline = cache_stable_pipeline(
@@ -347,7 +318,6 @@ class MessageSelection:
         # shared by selections of other budgets: the counts it remembers by text too
         counting = (token_counter, get("token_counter_input"), get("image_tokens"))
         self.count = shared({"<counter>": counting}, lambda: resolve_message_counter(*counting))
-        self.count_text = self.count.text
         for name in ("keep_system", "keep_last_human", "truncate_oversized"):
             if not isinstance(get(name), bool):
                 raise refused(name, "must be a bool", get(name))
@@ -355,13 +325,13 @@ class MessageSelection:
         self.keep_last_human: bool = get("keep_last_human")
         self.truncate_oversized: bool = get("truncate_oversized")
         self.keep_last = check_keep_last(get("keep_last"))
-        self.start_on = start_on_roles(check_start_on(get("start_on")))
+        types = check_start_on(get("start_on"))  # as roles; "chat": the other roles
+        self.start_on = frozenset(ROLE_BY_TYPE.get(t, "other") for t in types)
         self.kinds = check_kinds(get("kinds"))
-        timestamp_key = get("timestamp_key")
-        if timestamp_key is not None and not (isinstance(timestamp_key, str) and timestamp_key):
-            raise refused("timestamp_key", "must be a non-empty string or None", timestamp_key)
-        self.timestamp_key: str | None = timestamp_key
-        self.options = replace(options, budget=self.budget_label)
+        self.timestamp_key = check_name("timestamp_key", get("timestamp_key"))
+        self.options = replace(
+            options, budget=reserved_label(tokens, get("output_reserve"), headroom)
+        )
 
     def embedding(self, embeddings: object) -> MessageSelection:
         """A copy whose pipeline's relevance scorers also score by meaning with
@@ -371,6 +341,20 @@ class MessageSelection:
         copied = copy(self)
         copied.pipeline = self.pipeline.with_embedder(embedder_of(embeddings))
         return copied
+
+    def report_event(self, component: str, window: HistoryWindow) -> ReportEventData:
+        """The report event of ``window`` (selected with a report); with ``cache_stable``
+        on it also says ``stable_prefix`` (how many leading messages equal those of the
+        previous request's window), ``cut_moved`` (that window is no longer a prefix of
+        this one) and ``cut`` (the history index where the window's stretch starts)."""
+        stable = None
+        if self.cache_stable:
+            stable = {
+                "stable_prefix": window.stable_prefix,
+                "cut_moved": window.cut_moved,
+                "cut": window.cut,
+            }
+        return report_event_data(component, window.report, self.budget, stable)  # type: ignore[arg-type]
 
     def map(self, messages: MessagesInput) -> MessageItems:
         """Map ``messages`` to items with this configuration."""
@@ -390,24 +374,13 @@ class MessageSelection:
             notes=notes,
         )
 
-    def _fitted(self, mapping: MessageItems, budget: ContextBudget) -> MessageItems:
-        """``mapping``, or with ``truncate_oversized`` the mapping of the messages with
-        cut copies of the units too large for any window (:mod:`cupel_langchain._oversized`)."""
-        fitted = mapping.history.fitted(
-            mapping.messages, budget, self.count, self.count_text, PARTS
-        )
-        if fitted is None:
-            return mapping
-        listed, cuts = fitted
-        return self._map(listed, {i: {"cupel:cut_tokens": n} for i, n in cuts.items()})
-
     def select(
         self, messages: MessagesInput, *, with_report: bool
     ) -> tuple[list[BaseMessage], SelectionReport | None]:
         """The selected messages (same objects, conversation order) and, when asked, the
         report (invalid units as ``InvalidToolCall``, ``start_on`` drops as ``Filtered``)."""
-        listed, window = self.select_window(messages, with_report=with_report)
-        return [listed[i] for i in window.messages], window.report
+        selected, window = self.select_window(messages, with_report=with_report)
+        return selected, window.report
 
     def select_window(
         self,
@@ -415,13 +388,15 @@ class MessageSelection:
         *,
         with_report: bool,
         fixed: int = 0,
-    ) -> tuple[Sequence[BaseMessage], HistoryWindow]:
-        """The messages as read and the :class:`~cupel.conversation.HistoryWindow`
-        selected from them (a cache-stable window's cut replayed from the messages
-        themselves). ``fixed``: tokens every request sends besides the history and the
-        reply (the tool definitions), reserved from the budget. The provider's reported
-        usage calibrates the budget (:func:`observed`, :func:`calibrated`); the report's
-        ``Calibrate`` event says how for this call."""
+        cache_breakpoint: bool = False,
+    ) -> tuple[list[BaseMessage], HistoryWindow]:
+        """The selected messages and the :class:`~cupel.conversation.HistoryWindow` they
+        come from (a cache-stable window's cut replayed from the messages themselves).
+        ``fixed``: tokens every request sends besides the history and the reply (the tool
+        definitions), reserved from the budget; ``cache_breakpoint``: the last message
+        selected is a marked copy (:func:`~cupel_langchain._stable.mark_cache_breakpoint`).
+        The provider's reported usage calibrates the budget (:func:`observed`,
+        :func:`calibrated`); the report's ``Calibrate`` event says how for this call."""
         mapping = self._map(as_messages(messages))
         budget = self.budget
         options = self.options
@@ -430,7 +405,7 @@ class MessageSelection:
                 update={"output_reserve": min(budget.max_tokens, budget.output_reserve + fixed)}
             )
             options = replace(
-                options, budget=f"{self.budget_label} - {fixed} for the tool definitions"
+                options, budget=f"{options.budget} - {fixed} for the tool definitions"
             )
         calibrations = (
             None
@@ -441,8 +416,14 @@ class MessageSelection:
         before = budget
         if calibrations:
             budget, earlier = calibrated(budget, calibrations)
-        if self.truncate_oversized:
-            mapping = self._fitted(mapping, budget)
+        if self.truncate_oversized:  # cut copies of the units too large for any window
+            fitted = mapping.history.fitted(
+                mapping.messages, budget, self.count, self.count.text, PARTS
+            )
+            if fitted is not None:
+                listed, cuts = fitted
+                notes = {i: {"cupel:cut_tokens": n} for i, n in cuts.items()}
+                mapping = self._map(listed, notes)
         window = mapping.history.select(
             self.pipeline,
             budget,
@@ -454,4 +435,7 @@ class MessageSelection:
         if calibrations and window.report is not None and calibrations[-1].corrects:
             event = calibrations[-1].event(before, budget)
             window.report = replace(window.report, events=(event, *window.report.events))
-        return mapping.messages, window
+        selected = [mapping.messages[i] for i in window.messages]
+        if cache_breakpoint and selected:
+            selected[-1] = mark_cache_breakpoint(selected[-1])
+        return selected, window

@@ -1,5 +1,5 @@
-"""Cache-stable windows in the LangChain adapter: the report fields, the optional cache
-breakpoint and the deprecation of the options that held state between calls.
+"""Cache-stable windows in the LangChain adapter: the optional cache breakpoint and the
+deprecation of the options that held state between calls.
 
 With ``cache_stable`` on, the window's cut is replayed from the history itself
 (:func:`cupel.conversation.stable_cut`): the window grows by appending while it fits and,
@@ -23,14 +23,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from cupel import ConfigurationError
-from cupel.conversation import HistoryWindow
 
 __all__ = [
     "CACHE_CONTROL",
     "check_flag",
     "check_max_conversations",
     "mark_cache_breakpoint",
-    "stable_fields",
     "warn_stateless",
 ]
 
@@ -81,22 +79,6 @@ def check_flag(owner: str, name: str, value: object) -> bool:
             f"{owner}: {name} must be a bool, got {value!r}", field=name, value=value
         )
     return value
-
-
-def stable_fields(window: HistoryWindow, cache_stable: bool) -> dict[str, Any]:
-    """The report fields of a cache-stable selection, derived from the history (true on
-    every worker): ``stable_prefix`` (how many leading messages equal those of the previous
-    request's window — the window of the history before its newest AI message — in the
-    order sent), ``cut_moved`` (that window is no longer a prefix of this one: the cut moved
-    since) and ``cut`` (the history index where the window's stretch starts). Empty when
-    the option is off."""
-    if not cache_stable:
-        return {}
-    return {
-        "stable_prefix": window.stable_prefix,
-        "cut_moved": window.cut_moved,
-        "cut": window.cut,
-    }
 
 
 def mark_cache_breakpoint(message: BaseMessage) -> BaseMessage:

@@ -1,10 +1,8 @@
 """Token counters: what the adapters accept, resolved once at construction.
 
-Every message is priced by one model (:class:`cupel.counting.MessageCost`): its text
-parts by a text counter, images and other media by rule from their dimensions (never
-their base64 as text), 3 tokens of per-message overhead, every tool call — valid and
-invalid — by its name, JSON arguments and id, a tool result's call id, a ``name``.
-Accepted ``token_counter=`` forms:
+Every message is priced by one model (:class:`cupel.counting.MessageCost`: text parts by a
+text counter, media by rule, 3 tokens of overhead, every tool call by its name, JSON
+arguments and id). Accepted ``token_counter=`` forms:
 
 =======================================  ==================================================
 ``token_counter=``                       how a message is counted
@@ -43,6 +41,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from langchain_core.messages import (
@@ -71,7 +70,6 @@ __all__ = [
     "UnitCounter",
     "approximate_message_tokens",
     "message_parts",
-    "message_text",
     "resolve_document_counter",
     "resolve_message_counter",
 ]
@@ -102,13 +100,9 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
         texts.append(message.name)
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
-            texts.append(call["name"])
-            texts.append(_arguments_json(call))
-            texts.append(call.get("id") or "")
+            texts.extend((call["name"], _arguments_json(call), call.get("id") or ""))
         for bad in message.invalid_tool_calls:
-            texts.append(bad.get("name") or "")
-            texts.append(bad.get("args") or "")
-            texts.append(bad.get("id") or "")
+            texts.extend((bad.get("name") or "", bad.get("args") or "", bad.get("id") or ""))
         function_call = message.additional_kwargs.get("function_call")
         if isinstance(function_call, dict):
             texts.append(str(function_call.get("name") or ""))
@@ -117,9 +111,7 @@ def _tool_call_texts(message: BaseMessage, texts: list[str]) -> None:
         texts.append(message.tool_call_id)
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
-"""``json.dumps(value, ensure_ascii=False, default=str)``, without building an encoder
-per call."""
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode  # one encoder, not one per call
 
 
 def _arguments_json(call: Any) -> str:
@@ -149,48 +141,23 @@ def message_parts(message: BaseMessage) -> tuple[list[str], list[Any]]:
     return texts, media
 
 
-def message_text(message: BaseMessage) -> str:
-    """The text a unit's item shows: the message's text content, plus the JSON of an
-    ``AIMessage``'s tool calls (name and arguments).
-
-    >>> message_text(AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "1"}]))
-    '\\n[{"name": "f", "args": {"x": 1}}]'
-    """
-    content = message.content
-    text = content if type(content) is str else str(message.text)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = [{"name": call["name"], "args": call["args"]} for call in message.tool_calls]
-        text = f"{text}\n{json.dumps(calls, ensure_ascii=False, default=str)}"
-    return text
-
-
+@dataclass(frozen=True, slots=True, eq=False)
 class UnitCounter:
-    """Counts one unit (a list of messages). ``message`` is set when the count is the
-    sum of per-message counts (the messages are then counted one by one, as the history
-    is read); ``text`` counts text sent besides the messages (tool definitions): the
-    text counter in the text-counter modes, else :func:`~cupel.counting.estimate_tokens`;
-    ``plain`` is the text counter in the text-counter modes (``None`` otherwise), where a
-    message of one text part costs that part's count plus
-    :data:`~cupel.counting.MESSAGE_TOKENS` (the read pass prices plain messages so)."""
+    """Counts one unit (a list of messages). ``message``: the per-message counter when a
+    unit costs the sum of its messages (else ``unit`` counts it); ``text``: counts text
+    sent besides the messages (tool definitions); ``plain``: in the text-counter modes,
+    the text counter pricing a message of one text part (its count plus
+    :data:`~cupel.counting.MESSAGE_TOKENS`)."""
 
-    __slots__ = ("_unit", "message", "plain", "text")
+    message: Callable[[BaseMessage], int] | None
+    unit: Callable[[Sequence[BaseMessage]], int] | None = None
+    text: Callable[[str], int] = estimate_tokens
+    plain: Callable[[str], int] | None = None
 
-    def __init__(
-        self,
-        message: Callable[[BaseMessage], int] | None,
-        unit: Callable[[Sequence[BaseMessage]], int] | None = None,
-        text: Callable[[str], int] = estimate_tokens,
-        plain: Callable[[str], int] | None = None,
-    ) -> None:
-        self.message = message
-        self._unit = unit
-        self.text = text
-        self.plain = plain
-
-    def __call__(self, unit: Sequence[BaseMessage]) -> int:
-        if self._unit is None:
-            return sum(map(self.message, unit))  # type: ignore[arg-type]
-        return self._unit(unit)
+    def __call__(self, messages: Sequence[BaseMessage]) -> int:
+        if self.unit is None:
+            return sum(map(self.message, messages))  # type: ignore[arg-type]
+        return self.unit(messages)
 
 
 class _Unkeyed(Exception):
@@ -198,10 +165,9 @@ class _Unkeyed(Exception):
 
 
 def _exact(value: object) -> Hashable:
-    """``value`` as a key equal only for values read and encoded alike: strings, ints,
-    bools and ``None`` by type and value, floats by their ``repr`` (``-0.0`` is not
-    ``0.0`` in JSON), dicts by their items *in order* (JSON keeps it), lists and tuples by
-    their items; anything else (a subclass, a datetime, a model) raises :class:`_Unkeyed`."""
+    """``value`` as a key equal only for values encoded alike (floats by ``repr``: ``-0.0``
+    is not ``0.0`` in JSON; dicts by their items in order); anything but plain JSON
+    types raises :class:`_Unkeyed`."""
     cls = type(value)
     if cls is str:
         return value
@@ -247,17 +213,13 @@ def _characters(key: object) -> int:
 
 
 _KEPT = 1 << 23
-"""How many characters the message keys of one counter's kept prices hold (8 Mi) before
-they start afresh."""
+"""Characters of message keys :class:`_Prices` holds before it starts afresh."""
 
 
 class _Prices(dict[Hashable, int]):
-    """Prices of messages read before, by everything priced (:func:`_message_key`):
-    a history is read again on every call, and a message whose price is not just its
-    text's count (tool calls, content blocks) is priced once. Bounded like
-    :func:`~cupel.counting.remembered`: emptied once the keys hold :data:`_KEPT`
-    characters. A key holds every value the price is computed from, so a price kept
-    never differs from a fresh one; a message changed in place gets a new key."""
+    """Prices of messages read before, by everything priced (:func:`_message_key`, so a
+    kept price never differs from a fresh one); emptied once the keys hold
+    :data:`_KEPT` characters."""
 
     __slots__ = ("cost", "held")
 
@@ -283,12 +245,6 @@ class _Prices(dict[Hashable, int]):
         return price
 
 
-def _priced(cost: MessageCost) -> Callable[[BaseMessage], int]:
-    """The one way a message is priced in the text-counter modes: ``cost`` of its
-    :func:`message_parts`, kept by the message's content (:class:`_Prices`)."""
-    return _Prices(cost)
-
-
 def approximate_message_tokens(message: BaseMessage) -> int:
     """One message's tokens by the default model: text by
     :func:`cupel.counting.estimate_tokens`, media by rule, 3 tokens of overhead, tool
@@ -300,31 +256,13 @@ def approximate_message_tokens(message: BaseMessage) -> int:
     return _APPROXIMATE(message)
 
 
-_APPROXIMATE = _priced(MessageCost("approximate"))
-
-
-def _first_parameter_annotation(func: Callable[..., Any]) -> Any:
-    try:
-        parameters = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if not parameters:
-        return None
-    annotation = parameters[0].annotation
-    if annotation is inspect.Parameter.empty:
-        return None
-    if isinstance(annotation, str):
-        name = annotation.rsplit(".", 1)[-1]
-        return {"BaseMessage": BaseMessage, "str": str}.get(name, list)
-    return annotation
+_APPROXIMATE = _Prices(MessageCost("approximate"))
 
 
 def _probe(func: Callable[..., Any]) -> str:
     """How an unannotated callable counts: called once with a one-message list
-    (``trim_messages``' contract); if that fails or returns no count, with a text.
-
-    Neither working is a :class:`~cupel.ConfigurationError` saying what each call
-    returned (a value that is no count is named) or raised."""
+    (``trim_messages``' contract), else with a text; neither working is a
+    :class:`~cupel.ConfigurationError` saying what each call returned or raised."""
     sample = "Hello, how are you?"
     outcomes: list[str] = []
     error: Exception | None = None
@@ -359,25 +297,22 @@ def _probe(func: Callable[..., Any]) -> str:
 
 
 def _detect_input(func: Callable[..., Any]) -> str:
-    annotation = _first_parameter_annotation(func)
-    if annotation is None:
+    """How ``func`` is called, from its first parameter's annotation (else :func:`_probe`)."""
+    try:
+        parameters = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    if not parameters or parameters[0].annotation is inspect.Parameter.empty:
         return _probe(func)
+    annotation = parameters[0].annotation
+    if isinstance(annotation, str):
+        name = annotation.rsplit(".", 1)[-1]
+        annotation = {"BaseMessage": BaseMessage, "str": str}.get(name, list)
     if annotation is str:
         return "text"
     if isinstance(annotation, type) and issubclass(annotation, BaseMessage):
         return "message"
     return "messages"
-
-
-def _check_counter_input(counter_input: object) -> str:
-    if counter_input not in _COUNTER_INPUTS:
-        raise ConfigurationError(
-            f"token_counter_input must be one of {', '.join(map(repr, _COUNTER_INPUTS))}, "
-            f"got {counter_input!r}",
-            field="token_counter_input",
-            value=counter_input,
-        )
-    return str(counter_input)
 
 
 def _is_approximate(token_counter: object) -> bool:
@@ -395,9 +330,18 @@ def resolve_message_counter(
     Raises :class:`~cupel.ConfigurationError` naming ``token_counter`` and what to pass
     for anything else.
     """
-    mode = _check_counter_input(counter_input)
-    if _is_approximate(token_counter) or is_tokenizer(token_counter):
-        return _text_mode(MessageCost(_text_form(token_counter), image_tokens))
+    if counter_input not in _COUNTER_INPUTS:
+        raise ConfigurationError(
+            f"token_counter_input must be one of {', '.join(map(repr, _COUNTER_INPUTS))}, "
+            f"got {counter_input!r}",
+            field="token_counter_input",
+            value=counter_input,
+        )
+    mode = str(counter_input)
+    if _is_approximate(token_counter):
+        return _text_mode(MessageCost("approximate", image_tokens))
+    if is_tokenizer(token_counter):
+        return _text_mode(MessageCost(token_counter, image_tokens))
     if isinstance(token_counter, str):
         _unknown_name(token_counter, "a chat model, a tokenizer or a callable")
     model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
@@ -418,20 +362,12 @@ def resolve_message_counter(
     if mode == "text":
         return _text_mode(MessageCost(counter, image_tokens))
     if mode == "message":
-
-        def per_message(message: BaseMessage) -> int:
-            return _checked(counter(message), f"a {message.type} message")
-
-        return UnitCounter(per_message)
+        return UnitCounter(lambda message: _checked(counter(message), f"a {message.type} message"))
     return UnitCounter(None, _per_list(counter))
 
 
 def _text_mode(cost: MessageCost) -> UnitCounter:
-    return UnitCounter(_priced(cost), text=cost.count_text, plain=cost.count_text)
-
-
-def _text_form(token_counter: object) -> object:
-    return "approximate" if _is_approximate(token_counter) else token_counter
+    return UnitCounter(_Prices(cost), text=cost.count_text, plain=cost.count_text)
 
 
 def _checked(value: object, what: str) -> int:
@@ -473,11 +409,7 @@ def _unknown_name(name: str, alternatives: str) -> NoReturn:
 
 def _per_list(counter: Callable[..., Any]) -> Callable[[Sequence[BaseMessage]], int]:
     """A unit's count by ``counter`` on the list of its messages, checked."""
-
-    def count(unit: Sequence[BaseMessage]) -> int:
-        return _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
-
-    return count
+    return lambda unit: _checked(counter(list(unit)), f"a unit of {len(unit)} message(s)")
 
 
 def resolve_document_counter(token_counter: DocumentTokenCounter) -> Callable[[str], int]:

@@ -78,27 +78,15 @@ def is_tokenizer(counter: object) -> bool:
 def _tokenizer_route(counter: object) -> Callable[[str], int] | None:
     encode_ordinary = getattr(counter, "encode_ordinary", None)
     if callable(encode_ordinary):  # tiktoken.Encoding: special-token text counts as text
-
-        def tiktoken_count(text: str) -> int:
-            return len(encode_ordinary(text))
-
-        return tiktoken_count
+        return lambda text: len(encode_ordinary(text))
     module = type(counter).__module__ or ""
     encode = getattr(counter, "encode", None)
     if not callable(encode):
         return None
     if module.split(".", 1)[0] == "tokenizers":  # tokenizers.Tokenizer: encode -> Encoding
-
-        def hf_count(text: str) -> int:
-            return len(encode(text, add_special_tokens=False).ids)
-
-        return hf_count
+        return lambda text: len(encode(text, add_special_tokens=False).ids)
     if callable(getattr(counter, "convert_tokens_to_ids", None)):  # transformers tokenizers
-
-        def transformers_count(text: str) -> int:
-            return len(encode(text, add_special_tokens=False))
-
-        return transformers_count
+        return lambda text: len(encode(text, add_special_tokens=False))
     return None
 
 
@@ -129,8 +117,4 @@ def text_counter(counter: object, field: str = "token_counter") -> TextCounter:
             value=counter,
         )
     call: Callable[[str], Any] = counter
-
-    def count(text: str) -> int:
-        return checked_count(call(text), field)
-
-    return count
+    return lambda text: checked_count(call(text), field)

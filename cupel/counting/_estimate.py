@@ -2,53 +2,30 @@
 from the text alone: no vocabulary, nothing downloaded, meant not to fall short.
 
 Method: a weight per UTF-8 byte, summed, plus a charge per word and where cl100k splits a
-run of letters and digits.
+run of letters and digits (weights in sixteenths of a token).
 
 - Words: cl100k makes one token of nearly every common English word with its leading
-  space, whatever its length, so a word costs mostly for being one: each ASCII letter
-  that follows an ASCII character other than a letter (a space, a digit, punctuation, a
-  newline) starts a word and adds 7/16 token, and each letter adds 1/8 (lowercase) or
-  11/16 (uppercase), so a lowercase word of n letters and its space cost (8 + 2n)/16: a
-  three-letter word 14/16, a ten-letter one 28/16. A letter after a non-ASCII character
-  starts no word (accented words are charged by their accents). Each
-  lowercase→uppercase, uppercase→digit and digit→letter step adds 7/16 token too
-  (camelCase humps, random-case base64, hex and ids split there; a letter after a digit
-  is also a word start, so 7/8 token).
-- Other ASCII, in sixteenths of a token: a space 1, a tab 2, a digit 12, ``. ,`` 3,
-  ``_ / \\`` 4, ``* # =`` 7, ``-`` 8, quotes and brackets 10, ``: ; ! ?`` 12, ``|`` 13, other
-  symbols and control characters 5; a newline 1 token.
-- Other characters: a weight chosen by the UTF-8 lead byte (continuation bytes weigh
-  nothing) and, for the lead bytes 0xD1, 0xE0, 0xE1 and 0xF0, refined by the second
-  byte (Devanagari and Thai versus Oriya, Vietnamese versus Ethiopic, emoji versus other
-  astral characters). The weights were measured per script on the corpus below and on
-  real translation catalogues, and set near the top of what was measured: Cyrillic 9/16
-  to 3/4, Arabic 7/8, Greek 1, kana 1, Devanagari 1.25, CJK ideographs 1.25, Hangul 1.375,
-  emoji 3; an accented Latin letter 2.5 (it splits its word); scripts cl100k encodes
-  byte by byte (Ethiopic, Oriya, most astral characters) 3 or 4.
+  space, so an ASCII letter after an ASCII non-letter starts a word (7/16), and each
+  letter adds 2/16 (lowercase) or 11/16 (uppercase). Each lowercase→uppercase,
+  uppercase→digit and digit→letter step adds 7/16 too (camelCase, base64, hex and ids
+  split there). A letter after a non-ASCII character starts no word.
+- Other ASCII by class (a space 1, a digit 12, quotes and brackets 10, a newline 16,
+  ...; see ``_WEIGHTS``).
+- Other characters: a weight by the UTF-8 lead byte (continuation bytes weigh nothing),
+  refined by the second byte for the lead bytes 0xD1, 0xE0, 0xE1 and 0xF0, set near the
+  top of what was measured per script (Cyrillic 9/16 to 3/4, CJK ideographs 1.25,
+  emoji 3, scripts cl100k encodes byte by byte 3 or 4).
 - One token more per non-empty text, for short messages ("ok", "thanks!").
 
-The ASCII weights were fitted on the corpus below, on the provider-bill benchmark's chat
-messages and on single sentences, under the targets below.
+The sums run in C: ``bytes.translate`` tables map each byte to a byte whose set bits
+count its weight, ``int.from_bytes(...).bit_count()`` adds them; word starts and splits
+are flag bits of neighbouring bytes, ANDed after a shift.
 
-The sums run in C: two ``bytes.translate`` tables map each byte to a byte whose set bits
-count its weight (in sixteenths of a token; the coarse table's bits count eight), and
-``int.from_bytes(...).bit_count()`` adds them; word starts and splits are flag bits of
-neighbouring bytes, ANDed after a shift, all in one pass. About 1.8 µs for a 50-word
-message and 41 µs for a 2,000-token text on the machine it was measured on
-(``len(text)``: 25 ns).
-
-Accuracy (estimate ÷ cl100k count) on the seeded corpus of
-``benchmarks/token_corpus.py``, 30 texts of 50 to 2,000 tokens per category
-(``python -m benchmarks.token_corpus --check``): English prose median 1.07, 1st
-percentile 1.01; over all 450 texts median 1.10 and 1st percentile 0.92; the lowest
-single text 0.91 (base64), the highest medians 1.19-1.22 (Chinese, code, logs). Short
-messages: chat of random common short words (the provider-bill benchmark's prose chat)
-median 1.03 per message, 5th percentile 1.00, and at least 1.02 summed over any 20
-messages in a row; single English sentences median 1.13, 5th percentile 0.90, at least
-1.01 over 20 in a row. Limits: a single short sentence can still be 15-30% under or well over;
-other Latin-script languages written without accents (Dutch, Indonesian, Swahili, ...)
-are undercounted by 25-50%, since cl100k splits their words more than English ones and
-nothing in the bytes tells them apart.
+Accuracy (estimate ÷ cl100k count) on the seeded corpus of ``benchmarks/token_corpus.py``
+(``python -m benchmarks.token_corpus --check``): English prose median 1.07; over all 450
+texts median 1.10, 1st percentile 0.92. A single short sentence can be 15-30% under;
+Latin-script languages written without accents (Dutch, Indonesian, ...) are undercounted
+by 25-50%: nothing in the bytes tells them from English.
 
 >>> estimate_tokens("")
 0
@@ -157,14 +134,6 @@ _FLAGS = bytes(
 _BOUNDARY = 7  # sixteenths of a token per flagged step or word start
 
 
-def _bit_tables(sixteenths: list[int]) -> tuple[bytes, bytes]:
-    """Translate tables whose set bits count each byte's weight: eight sixteenths per bit
-    of the coarse table, one per bit of the fine one."""
-    coarse = bytes((1 << (n // 8)) - 1 for n in sixteenths)
-    fine = bytes((1 << (n % 8)) - 1 for n in sixteenths)
-    return coarse, fine
-
-
 def _byte_sixteenths() -> list[int]:
     weights = [round(_OTHER_ASCII * _SIXTEENTHS)] * 128 + [0] * 128
     for chars, tokens in _WEIGHTS.items():
@@ -173,7 +142,10 @@ def _byte_sixteenths() -> list[int]:
     return weights
 
 
-_COARSE, _FINE = _bit_tables(_byte_sixteenths())
+# Translate tables whose set bits count each byte's weight: eight sixteenths per bit of the
+# coarse table, one per bit of the fine one.
+_COARSE = bytes((1 << (n // 8)) - 1 for n in _byte_sixteenths())
+_FINE = bytes((1 << (n % 8)) - 1 for n in _byte_sixteenths())
 
 
 def _second_byte_tables() -> list[tuple[bytes, bytes, bytes]]:
@@ -194,8 +166,7 @@ _SECOND_BYTE_TABLES = _second_byte_tables()
 
 
 _START = 1
-"""One token more per text: a message of a word or two ("ok", "sure, do it") is
-otherwise under, and a window of many of them with them."""
+"""One token more per text: a message of a word or two ("ok") is otherwise under."""
 
 
 def _bits(data: bytes, table: bytes) -> int:

@@ -106,13 +106,9 @@ _OPENAI_SHORT = 768
 _ANTHROPIC_LONG_EDGE = 1568
 _ANTHROPIC_MAX_PIXELS = 1_200_000
 _ANTHROPIC_PIXELS_PER_TOKEN = 750
-# Other media
-_AUDIO_TOKENS_PER_SECOND = 32
-_AUDIO_BYTES_PER_SECOND = 2_000
-_DEFAULT_AUDIO_SECONDS = 60
-_VIDEO_TOKENS_PER_SECOND = 263
-_VIDEO_BYTES_PER_SECOND = 62_500
-_DEFAULT_VIDEO_SECONDS = 60
+# Audio and video: tokens a second, bytes a second, seconds when nothing is known
+_AUDIO = (32, 2_000, 60)
+_VIDEO = (263, 62_500, 60)
 _DOCUMENT_TOKENS_PER_PAGE = 3_000
 _DOCUMENT_BYTES_PER_PAGE = 5_000
 _DOCUMENT_MAX_PAGES = 100
@@ -581,18 +577,12 @@ def anthropic_image_tokens(width: int, height: int) -> int:
     return -(-(width * height) // _ANTHROPIC_PIXELS_PER_TOKEN)
 
 
-def _max_image_tokens(width: int, height: int, detail: str | None) -> int:
-    return max(openai_image_tokens(width, height, detail), anthropic_image_tokens(width, height))
-
-
-def _anthropic_rule(width: int, height: int, detail: str | None) -> int:
-    return anthropic_image_tokens(width, height)
-
-
 _NAMED_RULES: dict[str, Callable[[int, int, str | None], int]] = {
-    "max": _max_image_tokens,
+    "max": lambda w, h, detail: max(
+        openai_image_tokens(w, h, detail), anthropic_image_tokens(w, h)
+    ),
     "openai": openai_image_tokens,
-    "anthropic": _anthropic_rule,
+    "anthropic": lambda w, h, detail: anthropic_image_tokens(w, h),
 }
 
 
@@ -614,41 +604,33 @@ def _image_rule(image_tokens: object) -> Callable[[Media], int]:
             raise refused("the negative int")
         flat = int(image_tokens)
         return lambda media: flat
+    rule: Callable[..., Any]
     if isinstance(image_tokens, str):
-        rule = _NAMED_RULES.get(image_tokens)
-        if rule is None:
+        if image_tokens not in _NAMED_RULES:
             raise refused("the unknown rule")
-        low_openai = image_tokens == "openai"
-        named = rule
+        rule = _NAMED_RULES[image_tokens]
+    elif callable(image_tokens):
+        rule = image_tokens
+    else:
+        raise refused(type(image_tokens).__name__)
+    low_openai = image_tokens == "openai"
+    custom = rule is image_tokens
 
-        def by_rule(media: Media) -> int:
-            size = _pixels(media)
-            if size is None:
-                if low_openai and _is_low(media.detail):
-                    return _OPENAI_LOW
-                return UNKNOWN_IMAGE_TOKENS
-            return named(size[0], size[1], media.detail)
+    def price(media: Media) -> int:
+        size = _pixels(media)
+        if size is None:
+            return _OPENAI_LOW if low_openai and _is_low(media.detail) else UNKNOWN_IMAGE_TOKENS
+        result = rule(size[0], size[1], media.detail)
+        if custom and (type(result) is not int or result < 0):
+            raise ConfigurationError(
+                f"image_tokens callable returned {result!r} for a {size[0]}x{size[1]} "
+                f"image (detail={media.detail!r}); it must return an int >= 0",
+                field="image_tokens",
+                value=result,
+            )
+        return result
 
-        return by_rule
-    if callable(image_tokens):
-        custom: Callable[..., Any] = image_tokens
-
-        def by_callable(media: Media) -> int:
-            size = _pixels(media)
-            if size is None:
-                return UNKNOWN_IMAGE_TOKENS
-            result = custom(size[0], size[1], media.detail)
-            if type(result) is not int or result < 0:
-                raise ConfigurationError(
-                    f"image_tokens callable returned {result!r} for a {size[0]}x{size[1]} "
-                    f"image (detail={media.detail!r}); it must return an int >= 0",
-                    field="image_tokens",
-                    value=result,
-                )
-            return result
-
-        return by_callable
-    raise refused(type(image_tokens).__name__)
+    return price
 
 
 def _pixels(media: Media) -> tuple[int, int] | None:
@@ -666,14 +648,6 @@ def _known(value: float | int | None) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) and value >= 0 else None
-
-
-def _audio_tokens(media: Media) -> int:
-    return _timed(media, _AUDIO_TOKENS_PER_SECOND, _AUDIO_BYTES_PER_SECOND, _DEFAULT_AUDIO_SECONDS)
-
-
-def _video_tokens(media: Media) -> int:
-    return _timed(media, _VIDEO_TOKENS_PER_SECOND, _VIDEO_BYTES_PER_SECOND, _DEFAULT_VIDEO_SECONDS)
 
 
 def _timed(media: Media, per_second: int, bytes_per_second: int, default: int) -> int:
@@ -717,9 +691,9 @@ def media_pricer(image_tokens: ImageTokens = "max") -> Callable[[Media], int]:
         if kind == "image":
             return image(media)
         if kind == "audio":
-            return _audio_tokens(media)
+            return _timed(media, *_AUDIO)
         if kind == "video":
-            return _video_tokens(media)
+            return _timed(media, *_VIDEO)
         return _document_tokens(media)
 
     return price

@@ -100,6 +100,12 @@ def test_bad_assignments_are_refused_and_leave_the_setting_unchanged() -> None:
     with pytest.raises(ConfigurationError, match="unknown preset"):
         middleware.policy = "nope"
     assert middleware.policy == "chat"
+    compressor = CupelDocumentCompressor(max_tokens=100)
+    with pytest.raises(ConfigurationError, match="unknown preset 'nope'"):
+        compressor.policy = "nope"
+    with pytest.raises(ConfigurationError, match="needs a chat model"):
+        compressor.max_tokens = ("fraction", 0.5)
+    assert (compressor.max_tokens, compressor.policy) == (100, "rag")
 
 
 def test_documents_components_honour_current_fields() -> None:
