@@ -347,13 +347,7 @@ class MessageSelection:
         on it also says ``stable_prefix`` (how many leading messages equal those of the
         previous request's window), ``cut_moved`` (that window is no longer a prefix of
         this one) and ``cut`` (the history index where the window's stretch starts)."""
-        stable = None
-        if self.cache_stable:
-            stable = {
-                "stable_prefix": window.stable_prefix,
-                "cut_moved": window.cut_moved,
-                "cut": window.cut,
-            }
+        stable = window.stable_fields() if self.cache_stable else None
         return report_event_data(component, window.report, self.budget, stable)  # type: ignore[arg-type]
 
     def map(self, messages: MessagesInput) -> MessageItems:

@@ -132,9 +132,7 @@ def handlers_reached() -> tuple[bool, bool]:
 def stable_fields(window: HistoryWindow | None) -> dict[str, Any] | None:
     """``{"stable_prefix", "cut_moved", "cut"}`` of a cache-stable window (``None``:
     the option is off)."""
-    if window is None:
-        return None
-    return {"stable_prefix": window.stable_prefix, "cut_moved": window.cut_moved, "cut": window.cut}
+    return None if window is None else window.stable_fields()
 
 
 class CupelFields(BaseModel):

@@ -110,6 +110,11 @@ class HistoryWindow:
             self._cut = 0 if self.history is None else _cut(self.history, self.positions)
         return self._cut
 
+    def stable_fields(self) -> dict[str, Any]:
+        """``stable_prefix``, ``cut_moved`` and ``cut``: what the adapters' report events
+        say of a cache-stable window."""
+        return {"stable_prefix": self.stable_prefix, "cut_moved": self.cut_moved, "cut": self.cut}
+
     @property
     def items(self) -> list[ContextItem]:
         """The selected units' items, in history order."""
