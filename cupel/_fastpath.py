@@ -2,19 +2,14 @@
 (private).
 
 Built-in scorers compute a pass as a float64 array (``_scores``), and built-in slicers
-select from the pipeline's score and token columns (``_select_positions``). Two questions
-decide whether such a method runs:
+select from the pipeline's score and token columns (``_select_positions``). Such a method
+runs only when:
 
-1. **Whose definition is it?** It stands for public methods (a scorer's ``score`` and
-   ``score_all``, a slicer's ``slice`` and ``slice_detailed``) and runs only when every
-   one of them is cupel's own (:func:`fast_method`). A user's subclass that overrides
-   one of them is run through its override: a ``KindScorer`` subclass whose ``score()``
-   returns 0.5 is scored through that ``score()``, never through ``KindScorer``'s batch.
-   (A subclass that only adds an ``__init__`` or a ``__repr__`` keeps it: nothing it
-   stands for changed.)
-2. **Can the values live in an array?** Scores must all be exactly Python ``float`` s
-   without NaN (:func:`float_column`); token sums must stay below
-   :data:`MAX_EXACT_TOKENS`, so int64 sums and float64 densities are exact.
+1. every public method it stands for (a scorer's ``score`` and ``score_all``, a slicer's
+   ``slice`` and ``slice_detailed``) is cupel's own (:func:`fast_method`): a user's
+   subclass that overrides one of them is run through its override;
+2. the values can live in an array: scores all exactly Python ``float`` s without NaN
+   (:func:`float_column`), token sums below :data:`MAX_EXACT_TOKENS`.
 """
 
 from __future__ import annotations
@@ -119,13 +114,11 @@ def columns(
     tokens: Sequence[int],
     *,
     nonnegative: bool = False,
-    token_array: TokenArray | None = None,
 ) -> Columns | None:
     """``scores`` and ``tokens`` as :class:`Columns` when the values may live in arrays
     (rule 2): every score a NaN-free ``float`` (:func:`float_column`), every token count
     non-negative (already known when ``nonnegative``) and their sum below
-    :data:`MAX_EXACT_TOKENS`; else ``None``. ``token_array``: ``tokens`` as int64,
-    already checked so (the Classify stage's), taken as it is.
+    :data:`MAX_EXACT_TOKENS`; else ``None``.
 
     >>> columns([0.5, 1.0], [3, 4]).tokens, columns([0.5], [-1]), columns([0.5], [2**53])
     (array([3, 4]), None, None)
@@ -133,19 +126,14 @@ def columns(
     array = float_column(scores)
     if array is None:
         return None
-    if token_array is not None:
-        return Columns(array, token_array)
     if tokens and ((not nonnegative and min(tokens) < 0) or sum(tokens) >= MAX_EXACT_TOKENS):
         return None
     return Columns(array, np.array(tokens, dtype=np.int64))
 
 
 def stable_argsort(keys: FloatArray) -> IntArray:
-    """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN, several times
-    faster on large arrays: NumPy's default (unstable, vectorised) sort, then, only where
-    equal keys are adjacent, those tied elements alone put back in ascending position
-    order, which is exactly what the stable sort gives (equal keys, ``0.0`` and ``-0.0``
-    included, keep their order).
+    """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN: NumPy's
+    default sort, then only the tied elements put back in position order.
 
     >>> keys = np.array([0.5, 0.0, 0.5, -0.0, 1.0])
     >>> stable_argsort(keys).tolist() == np.argsort(keys, kind="stable").tolist()
@@ -217,10 +205,8 @@ FIELD_CHUNK = 512
 
 def read_fields(items: Sequence[Any], names: Sequence[str], cls: type) -> list[list[Any]] | None:
     """``[[getattr(item, name) for item in items] for name in names]`` when every item is an
-    instance of ``cls``, else ``None``; read chunk by chunk (:data:`FIELD_CHUNK` items at a
-    time, the types checked and every name read per chunk): each item's fields are read
-    while its object is still in the CPU cache, which on large passes costs about half of
-    one full pass over the items per name.
+    instance of ``cls``, else ``None``; read :data:`FIELD_CHUNK` items at a time, so each
+    item's fields are read while it is still in the CPU cache.
 
     >>> from cupel import ContextItem
     >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"), ContextItem)

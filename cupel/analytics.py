@@ -24,13 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cupel._errors import ConfigurationError, InvalidOperationError, refusal
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
 from cupel._pipeline.probe import BudgetProbe
-from cupel.diagnostics._entries import IncludedItem
 from cupel.diagnostics._reasons import InclusionReason
 from cupel.diagnostics._report import SelectionReport, require_report
 from cupel.policy import Policy, resolve_pipeline
@@ -200,50 +199,39 @@ def quota_utilization(
     _check_report(report, "quota_utilization")
     _check_budget(budget, "quota_utilization")
     slicer = _quota_slicer(slicer_or_policy)
-    sliced: list[IncludedItem] = [
-        e for e in report.included if e.reason is not InclusionReason.PINNED
-    ]
-    pinned_tokens = sum(
-        e.item.tokens for e in report.included if e.reason is InclusionReason.PINNED
-    )
-    target = effective_budget(budget, pinned_tokens).target_tokens
+    pinned_tokens = 0
     tokens: dict[str, int] = {}
     counts: dict[str, int] = {}
-    for entry in sliced:
-        key = entry.item.kind.key
-        tokens[key] = tokens.get(key, 0) + entry.item.tokens
+    for included in report.included:
+        if included.reason is InclusionReason.PINNED:
+            pinned_tokens += included.item.tokens
+            continue
+        key = included.item.kind.key
+        tokens[key] = tokens.get(key, 0) + included.item.tokens
         counts[key] = counts.get(key, 0) + 1
+    target = effective_budget(budget, pinned_tokens).target_tokens
 
-    out: dict[str, QuotaUtilization] = {}
+    percent = isinstance(slicer, QuotaSlice)
+    quotas: list[tuple[ContextKind, float, float | None]]
     if isinstance(slicer, QuotaSlice):
-        for quota in slicer.quotas:
-            key = quota.kind.key
-            used = tokens.get(key, 0)
-            out[str(quota.kind)] = QuotaUtilization(
-                kind=str(quota.kind),
-                mode="percent",
-                require=quota.require,
-                cap=quota.cap,
-                actual=100.0 * used / target if target > 0 else 0.0,
-                tokens=used,
-                count=counts.get(key, 0),
-                target_tokens=target,
-            )
-        return out
-    entries: Sequence[object] = getattr(slicer, "entries", ())
-    for raw in entries:
-        kind: ContextKind = getattr(raw, "kind")  # noqa: B009
-        require: int = getattr(raw, "require_count")  # noqa: B009
-        cap: int | None = getattr(raw, "cap_count")  # noqa: B009
-        key = kind.key
+        quotas = [(quota.kind, quota.require, quota.cap) for quota in slicer.quotas]
+    else:
+        entries: Sequence[Any] = getattr(slicer, "entries", ())
+        quotas = [
+            (e.kind, float(e.require_count), None if e.cap_count is None else float(e.cap_count))
+            for e in entries
+        ]
+    out: dict[str, QuotaUtilization] = {}
+    for kind, require, cap in quotas:
+        used, count = tokens.get(kind.key, 0), counts.get(kind.key, 0)
         out[str(kind)] = QuotaUtilization(
             kind=str(kind),
-            mode="count",
-            require=float(require),
-            cap=None if cap is None else float(cap),
-            actual=float(counts.get(key, 0)),
-            tokens=tokens.get(key, 0),
-            count=counts.get(key, 0),
+            mode="percent" if percent else "count",
+            require=require,
+            cap=cap,
+            actual=(100.0 * used / target if target > 0 else 0.0) if percent else float(count),
+            tokens=used,
+            count=count,
             target_tokens=target,
         )
     return out
@@ -265,10 +253,6 @@ def _slicer_chain(slicer: object) -> list[object]:
         chain.append(slicer)
         slicer = getattr(slicer, "inner", None)
     return chain
-
-
-def _included(report: SelectionReport | None, target: ContextItem) -> bool:
-    return any(entry.item is target for entry in require_report(report).included)
 
 
 def get_marginal_items(
@@ -382,7 +366,8 @@ def find_min_budget_for(
         budget = ContextBudget(max_tokens=tokens, target_tokens=tokens)
         if probe is not None:
             return probe.selects(target_item, budget)
-        return _included(runner.dry_run(items, budget).report, target_item)
+        report = require_report(runner.dry_run(items, budget).report)
+        return any(entry.item is target_item for entry in report.included)
 
     return smallest_included(low, ceiling, included)
 
