@@ -98,7 +98,7 @@ def _freeze(value: Any, path: list[str], depth: int) -> Any:
         return frozen_map
     if isinstance(value, tuple):
         items = [_freeze(inner, [*path, f"[{i}]"], depth + 1) for i, inner in enumerate(value)]
-        if all(map(_same, items, value)):
+        if all(new is old for new, old in zip(items, value, strict=True)):
             return value
         make = getattr(kind, "_make", None)  # a NamedTuple keeps its type
         return make(items) if callable(make) else tuple(items)
@@ -127,10 +127,6 @@ def _freeze(value: Any, path: list[str], depth: int) -> Any:
             f"copyable objects",
             value,
         )
-
-
-def _same(a: object, b: object) -> bool:
-    return a is b
 
 
 def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> FrozenDict[str, Any]:
@@ -254,13 +250,8 @@ class FrozenDict(_ReadOnly, dict[_KT, _VT]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         dict.__init__(self, *args, **kwargs)
-        changed = []
-        for key, value in dict.items(self):
-            frozen = _freeze(value, [f"{type(self).__name__}[{key!r}]"], 2)
-            if frozen is not value:
-                changed.append((key, frozen))
-        for key, frozen in changed:
-            dict.__setitem__(self, key, frozen)
+        for key, value in list(dict.items(self)):
+            dict.__setitem__(self, key, _freeze(value, [f"{type(self).__name__}[{key!r}]"], 2))
 
     _plain = dict
     __setitem__ = _read_only

@@ -341,15 +341,9 @@ def deferring(trace: TraceCollector) -> DiagnosticTraceCollector | None:
     builds them on first read; else it calls ``on_excluded`` / ``on_included`` per item."""
     if not isinstance(trace, DiagnosticTraceCollector):
         return None
-    if trace.detail_level >= TraceDetailLevel.ITEM:
-        return None
-    cls = type(trace)
-    if any(
-        getattr(cls, name) is not getattr(DiagnosticTraceCollector, name)
-        for name in ("on_excluded", "on_included", "record_item_event")
-    ):
-        return None
-    return trace
+    methods = ("on_excluded", "on_included", "record_item_event")
+    own = all(getattr(type(trace), m) is getattr(DiagnosticTraceCollector, m) for m in methods)
+    return trace if own and trace.detail_level < TraceDetailLevel.ITEM else None
 
 
 def _spliced(
