@@ -98,17 +98,14 @@ def json_object(text: str | bytes, model: str, error: type[ConfigurationError]) 
     except UnicodeDecodeError as exc:
         raise error(
             f"{model}: the JSON bytes are not UTF-8 ({exc.reason} at byte {exc.start}); "
-            "pass text or UTF-8 bytes",
-            value=None,
+            "pass text or UTF-8 bytes"
         ) from None
     except json.JSONDecodeError as exc:
         raise error(
-            f"{model}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-            value=None,
+            f"{model}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
     except RecursionError:
         raise error(
             f"{model}: the JSON document is nested too deeply to parse (metadata may nest "
-            f"at most {MAX_METADATA_DEPTH} levels)",
-            value=None,
+            f"at most {MAX_METADATA_DEPTH} levels)"
         ) from None

@@ -79,12 +79,10 @@ def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[.
     return method
 
 
-def float_column(
-    values: FloatArray | Sequence[Any], *, allow_nan: bool = False
-) -> FloatArray | None:
+def float_column(values: FloatArray | Sequence[Any]) -> FloatArray | None:
     """``values`` as a float64 array when every value is exactly a Python ``float`` (so the
-    array holds them exactly) and, unless ``allow_nan``, none is NaN; else ``None``.
-    Float64 arrays are taken as they are.
+    array holds them exactly) and none is NaN; else ``None``. Float64 arrays are taken as
+    they are.
 
     >>> float_column([0.5, 1.0]), float_column([1, 0.5]), float_column([float("nan")])
     (array([0.5, 1. ]), None, None)
@@ -95,9 +93,7 @@ def float_column(
         if not set(map(type, values)) <= {float}:
             return None
         array = np.array(values, dtype=np.float64)
-    if array.dtype != np.float64:
-        return None
-    if not allow_nan and np.isnan(array).any():
+    if array.dtype != np.float64 or np.isnan(array).any():
         return None
     return array
 
@@ -110,10 +106,7 @@ class Columns(NamedTuple):
 
 
 def columns(
-    scores: FloatArray | Sequence[Any],
-    tokens: Sequence[int],
-    *,
-    nonnegative: bool = False,
+    scores: FloatArray | Sequence[Any], tokens: Sequence[int], *, nonnegative: bool = False
 ) -> Columns | None:
     """``scores`` and ``tokens`` as :class:`Columns` when the values may live in arrays
     (rule 2): every score a NaN-free ``float`` (:func:`float_column`), every token count

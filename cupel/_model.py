@@ -196,9 +196,7 @@ class ContextItem(BaseModel):
         """Build an item from its wire form (snake_case or the spec's camelCase keys)."""
         if not isinstance(data, Mapping):
             raise ItemError(
-                f"ContextItem: expected a JSON object, got {type(data).__name__}",
-                field=None,
-                value=data,
+                f"ContextItem: expected a JSON object, got {type(data).__name__}", value=data
             )
         return cls(**dict(data))
 

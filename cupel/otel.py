@@ -257,14 +257,11 @@ class OpenTelemetryTraceCollector(TraceCollector):
         if span is None:
             return
         exclusions = self._stage_exclusions
+        count_in = event.item_count  # Place reports its output count
         if event.stage is PipelineStage.PLACE:
-            count_out = event.item_count
-            count_in = count_out + exclusions
-        else:
-            count_in = event.item_count
-            count_out = count_in - exclusions
+            count_in += exclusions
         span.set_attribute("cupel.stage.item_count_in", count_in)
-        span.set_attribute("cupel.stage.item_count_out", count_out)
+        span.set_attribute("cupel.stage.item_count_out", count_in - exclusions)
         if self._exclusions:
             span.set_attribute("cupel.exclusion.count", exclusions)
         self._end_stage()
