@@ -254,14 +254,8 @@ class FrozenDict(_ReadOnly, dict[_KT, _VT]):
             dict.__setitem__(self, key, _freeze(value, [f"{type(self).__name__}[{key!r}]"], 2))
 
     _plain = dict
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __ior__ = _read_only
-    clear = _read_only
-    pop = _read_only
-    popitem = _read_only
-    setdefault = _read_only
-    update = _read_only
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
 
 _T = TypeVar("_T")
@@ -288,18 +282,8 @@ class FrozenList(_ReadOnly, list[_T]):
         list.extend(self, [_freeze(v, [f"{name}[{i}]"], 2) for i, v in enumerate(iterable)])
 
     _plain = list
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __iadd__ = _read_only
-    __imul__ = _read_only
-    append = _read_only
-    extend = _read_only
-    insert = _read_only
-    pop = _read_only
-    remove = _read_only
-    clear = _read_only
-    sort = _read_only
-    reverse = _read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
 
 
 EMPTY: FrozenDict[Any, Any] = FrozenDict()

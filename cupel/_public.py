@@ -1,14 +1,10 @@
 """Public paths for what private modules define (private).
 
-cupel's code lives in private modules (``cupel._errors``, ``cupel.diagnostics._report``,
-...) behind curated ``__init__`` modules, as httpx does. :func:`publish` gives each
-exported class the public module it is documented under as its
-``__module__``, so tracebacks, reprs and doctests show ``cupel.ItemError``, not
-``cupel._errors.ItemError``. Objects already published under a public module keep it
-(the first, most specific, package to publish a name wins). The functions a class
-body defines (methods, properties, class and static methods) move with it, so a doctest
-finder looking at the public module finds the class and its methods together; plain
-functions keep their module.
+:func:`publish` gives each exported class the public module it is documented under as its
+``__module__`` (tracebacks, reprs and doctests show ``cupel.ItemError``, not
+``cupel._errors.ItemError``); the first, most specific, package to publish a name wins.
+The functions its body defines move with it, so a doctest finder looking at the public
+module finds the class and its methods together; plain functions keep their module.
 """
 
 from __future__ import annotations

@@ -319,22 +319,18 @@ def find_min_budget_for(
 
     Each probe budget is ``ContextBudget(max_tokens=b, target_tokens=b)`` (no output
     reserve, reserved slots or safety margin): add your output reserve to the answer.
-    The search is a binary search: it first checks ``search_ceiling`` (``None`` when the
-    item is not selected there), then narrows ``[low, search_ceiling]`` where ``low`` is
-    ``max(target_item.tokens, tokens of the pinned items)`` (below that the item cannot
-    fit or the pinned items alone overflow). The answer ``b`` always selects the item and
-    ``b - 1`` does not (or is below ``low``); it is the global minimum whenever inclusion
-    is monotonic in the budget. The spec assumes that of GreedySlice and KnapsackSlice; it
-    holds in most practical cases but not all (a greedy fill can drop an item once a bigger,
-    denser one starts to fit, and an optimal packing can change as the capacity grows).
+    A binary search: ``None`` when the item is not selected at ``search_ceiling``, else it
+    narrows ``[low, search_ceiling]``, ``low`` being ``max(target_item.tokens, tokens of
+    the pinned items)``. The answer ``b`` selects the item and ``b - 1`` does not (or is
+    below ``low``): the global minimum whenever inclusion is monotonic in the budget, as the
+    spec assumes of GreedySlice and KnapsackSlice (true in most cases, not all: a greedy
+    fill can drop an item once a bigger, denser one fits).
 
     ``target_item`` must be one of ``items`` (by identity) and ``search_ceiling`` an
     integer >= ``target_item.tokens`` (:class:`~cupel.ConfigurationError`). Pipelines over
     :class:`~cupel.QuotaSlice` or a count-quota slicer (at the top or as some decorator's
-    ``inner``) raise
-    :class:`~cupel.InvalidOperationError` with the spec's message
-    (:data:`FIND_MIN_BUDGET_GUARD_MESSAGE`). A negative-token item is never selected:
-    ``None``.
+    ``inner``) raise :class:`~cupel.InvalidOperationError` with the spec's message
+    (:data:`FIND_MIN_BUDGET_GUARD_MESSAGE`). A negative-token item is never selected: ``None``.
     """
     owner = "find_min_budget_for"
     runner = resolve_pipeline(pipeline, owner=owner, field="pipeline")

@@ -103,12 +103,10 @@ class CupelVerbosity(str, Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> CupelVerbosity | None:
-        if isinstance(value, str):
-            folded = ascii_fold(value).replace("_", "")
-            for member in cls:
-                if ascii_fold(member.value) == folded:
-                    return member
-        return None
+        if not isinstance(value, str):
+            return None
+        folded = ascii_fold(value).replace("_", "")
+        return next((member for member in cls if ascii_fold(member.value) == folded), None)
 
     @classmethod
     def parse(cls, value: CupelVerbosity | str) -> CupelVerbosity:
@@ -140,14 +138,11 @@ class OpenTelemetryTraceCollector(TraceCollector):
     Place: pinned + sliced) and ``item_count_out = item_count_in - exclusions`` of the
     stage (Score excludes nothing; Place's exclusions are Truncate drops).
 
-    One collector traces one run. A run that raises ends its spans with an ``ERROR``
-    status and the exception recorded (the pipeline calls :meth:`on_run_error`). Used as
-    a context manager around ``pipeline.run`` (or through :func:`run_traced`), it also
-    makes the root and each stage span current while they are open, so spans created
-    inside the run nest under them; leaving the block with the run still open ends it as
-    failed. ``build_report`` returns ``None``: combine with a
-    :class:`~cupel.DiagnosticTraceCollector` through
-    :class:`~cupel.diagnostics.MultiTraceCollector`
+    One collector traces one run; a run that raises ends its spans as ``ERROR`` (through
+    :meth:`on_run_error`). As a context manager around ``pipeline.run``, it makes the root
+    and each stage span current while open, and ends a run still open at the block's end
+    as failed. ``build_report`` returns ``None``: combine it with a
+    :class:`~cupel.DiagnosticTraceCollector` in a :class:`~cupel.diagnostics.MultiTraceCollector`
     (as :func:`run_traced` does) for a report as well.
     """
 

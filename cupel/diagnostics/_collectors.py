@@ -369,14 +369,13 @@ def _spliced(
 
 def _detail_level(value: object) -> TraceDetailLevel:
     """A level from a member, its value or its name (ASCII case-insensitive)."""
+    if isinstance(value, int):
+        return TraceDetailLevel(value)  # ValueError for an unknown value
     if isinstance(value, str):
         folded = ascii_fold(value.strip())
         for member in TraceDetailLevel:
             if ascii_fold(member.name) == folded:
                 return member
-        raise ValueError(value)
-    if isinstance(value, int):
-        return TraceDetailLevel(value)  # ValueError for an unknown value
     raise ValueError(value)
 
 
