@@ -156,12 +156,8 @@ class OpenTelemetryTraceCollector(TraceCollector):
         if tracer_provider is not None and not callable(
             getattr(tracer_provider, "get_tracer", None)
         ):
-            raise refusal(
-                "OpenTelemetryTraceCollector",
-                "tracer_provider",
-                "must be an OpenTelemetry TracerProvider (or None for the global one)",
-                tracer_provider,
-            )
+            rule = "must be an OpenTelemetry TracerProvider (or None for the global one)"
+            raise refusal("OpenTelemetryTraceCollector", "tracer_provider", rule, tracer_provider)
         self._tracer = trace.get_tracer(TRACER_NAME, __version__, tracer_provider=tracer_provider)
         self._exclusions = self.verbosity is not CupelVerbosity.STAGE_ONLY
         self._full = self.verbosity is CupelVerbosity.FULL

@@ -213,23 +213,17 @@ class DiagnosticTraceCollector(TraceCollector):
         *,
         observer: TraceObserver | None = None,
     ) -> None:
+        owner = "DiagnosticTraceCollector"
         try:
             self.detail_level = _detail_level(detail_level)
         except ValueError:
             allowed = ", ".join(f"{m.name} ({m.value})" for m in TraceDetailLevel)
             raise refusal(
-                "DiagnosticTraceCollector",
-                "detail_level",
-                f"must be one of {allowed}",
-                detail_level,
+                owner, "detail_level", f"must be one of {allowed}", detail_level
             ) from None
         if observer is not None and not callable(observer):
-            raise refusal(
-                "DiagnosticTraceCollector",
-                "observer",
-                "must be callable (it receives each TraceEvent) or None",
-                observer,
-            )
+            rule = "must be callable (it receives each TraceEvent) or None"
+            raise refusal(owner, "observer", rule, observer)
         self.observer = observer
         self.events: list[TraceEvent] = []
         self.observer_errors: list[ObserverError] = []
@@ -397,12 +391,8 @@ class MultiTraceCollector(TraceCollector):
     def __init__(self, *collectors: TraceCollector) -> None:
         for index, collector in enumerate(collectors):
             if not isinstance(collector, TraceCollector):
-                raise refusal(
-                    "MultiTraceCollector",
-                    f"collectors[{index}]",
-                    "must be a TraceCollector",
-                    collector,
-                )
+                field = f"collectors[{index}]"
+                raise refusal("MultiTraceCollector", field, "must be a TraceCollector", collector)
         self.collectors: tuple[TraceCollector, ...] = collectors
         self._enabled = tuple(c for c in collectors if c.is_enabled)
 
