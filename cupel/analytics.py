@@ -64,21 +64,14 @@ FIND_MIN_BUDGET_GUARD_MESSAGE = (
 # ---------------------------------------------------------------------------------------
 # Report metrics
 # ---------------------------------------------------------------------------------------
-def _check_type(owner: str, name: str, value: object, expected: type, hint: str = "") -> None:
+def _check_type(owner: str, name: str, value: object, expected: type) -> None:
     if not isinstance(value, expected):
+        hint = " (use pipeline.dry_run(...).report)" if expected is SelectionReport else ""
         raise ConfigurationError(
             f"{owner}: {name} must be a {expected.__name__}, got {type(value).__name__}{hint}",
             field=name,
             value=value,
         )
-
-
-def _check_report(report: object, owner: str) -> None:
-    _check_type(owner, "report", report, SelectionReport, " (use pipeline.dry_run(...).report)")
-
-
-def _check_budget(budget: object, owner: str) -> None:
-    _check_type(owner, "budget", budget, ContextBudget)
 
 
 def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
@@ -92,8 +85,8 @@ def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
     >>> budget_utilization(report, ContextBudget(max_tokens=100, target_tokens=50))
     0.25
     """
-    _check_report(report, "budget_utilization")
-    _check_budget(budget, "budget_utilization")
+    _check_type("budget_utilization", "report", report, SelectionReport)
+    _check_type("budget_utilization", "budget", budget, ContextBudget)
     if budget.max_tokens == 0:
         return 0.0
     return report.included_tokens / budget.max_tokens
@@ -101,13 +94,13 @@ def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
 
 def kind_diversity(report: SelectionReport) -> int:
     """The number of distinct kinds among the included items (case-insensitive)."""
-    _check_report(report, "kind_diversity")
+    _check_type("kind_diversity", "report", report, SelectionReport)
     return len({entry.item.kind.key for entry in report.included})
 
 
 def timestamp_coverage(report: SelectionReport) -> float:
     """The fraction of included items that have a timestamp (0.0 for an empty window)."""
-    _check_report(report, "timestamp_coverage")
+    _check_type("timestamp_coverage", "report", report, SelectionReport)
     if not report.included:
         return 0.0
     dated = sum(1 for entry in report.included if entry.item.timestamp is not None)
@@ -196,8 +189,8 @@ def quota_utilization(
     >>> usage.mode, usage.actual, usage.cap, usage.satisfied, usage.cap_utilization
     ('count', 2.0, 2.0, True, 1.0)
     """
-    _check_report(report, "quota_utilization")
-    _check_budget(budget, "quota_utilization")
+    _check_type("quota_utilization", "report", report, SelectionReport)
+    _check_type("quota_utilization", "budget", budget, ContextBudget)
     slicer = _quota_slicer(slicer_or_policy)
     pinned_tokens = 0
     tokens: dict[str, int] = {}
@@ -278,7 +271,7 @@ def get_marginal_items(
     runner = resolve_pipeline(pipeline, owner=owner, field="pipeline")
     if any(isinstance(s, QuotaSlice) for s in _slicer_chain(runner.slicer)):
         raise InvalidOperationError(MARGINAL_ITEMS_GUARD_MESSAGE)
-    _check_budget(budget, owner)
+    _check_type(owner, "budget", budget, ContextBudget)
     slack = _check_int(owner, "slack_tokens", slack_tokens)
     if slack < 0:
         raise refusal(owner, "slack_tokens", "must be >= 0", slack)
