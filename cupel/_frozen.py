@@ -71,11 +71,8 @@ def _refuse(path: list[str], rule: str, value: Any) -> NoReturn:
 
 
 def _freeze(value: Any, path: list[str], depth: int) -> Any:
-    """``value`` with every container replaced by a read-only one: mappings by
-    :class:`FrozenDict`, lists (and other sequences) by :class:`FrozenList`, tuples by
-    tuples of frozen values, sets by ``frozenset``, ``bytearray``/``memoryview`` by
-    ``bytes``. Immutable scalars are kept; any other object is deep-copied, so the
-    caller's objects are never shared. Text must be valid Unicode."""
+    """``value`` with every container replaced by a read-only one, as
+    :func:`freeze_metadata` describes (``bytearray``/``memoryview`` become ``bytes``)."""
     kind = type(value)
     if kind in _ATOMIC:
         if kind is str and not is_unicode_text(value):

@@ -121,9 +121,8 @@ class CupelVerbosity(str, Enum):
 
 
 def _reason_name(reason: ExclusionReason) -> str:
-    if isinstance(reason, UnknownExclusionReason):
-        return reason.reason or "Unknown"
-    return reason.name or "Unknown"
+    name = reason.reason if isinstance(reason, UnknownExclusionReason) else reason.name
+    return name or "Unknown"
 
 
 class OpenTelemetryTraceCollector(TraceCollector):
@@ -191,11 +190,8 @@ class OpenTelemetryTraceCollector(TraceCollector):
         tb: TracebackType | None,
     ) -> None:
         if self._state == "running":
-            self.on_run_error(
-                exc
-                if exc is not None
-                else InvalidOperationError("the traced pipeline run did not complete")
-            )
+            incomplete = InvalidOperationError("the traced pipeline run did not complete")
+            self.on_run_error(exc if exc is not None else incomplete)
         self._activate = False
 
     # -- pipeline hooks ----------------------------------------------------------------
