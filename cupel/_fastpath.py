@@ -45,11 +45,6 @@ MAX_EXACT_TOKENS = 2**53
 """Token sums below this are exact in int64 and float64 (the array paths' precondition)."""
 
 
-def _is_cupel(cls: type) -> bool:
-    module = cls.__module__
-    return module == "cupel" or module.startswith("cupel.")
-
-
 def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[..., Any] | None:
     """``obj``'s fast-path method ``name``, or ``None`` when it has none or when one of the
     methods it ``stands_for`` is overridden outside cupel (the class that defines it,
@@ -71,11 +66,9 @@ def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[.
         return None
     mro = type(obj).__mro__
     for public in stands_for:
-        for owner in mro:  # the class that defines ``public``, first in the MRO
-            if public in owner.__dict__:
-                if not _is_cupel(owner):
-                    return None
-                break
+        owner = next((cls for cls in mro if public in cls.__dict__), None)  # first in the MRO
+        if owner is not None and owner.__module__.split(".")[0] != "cupel":
+            return None
     return method
 
 

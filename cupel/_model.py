@@ -219,8 +219,7 @@ def _unjsonable(value: Any, where: str) -> tuple[str, Any]:
                     return path, key
                 stack.append((inner, f"{path}[{key!r}]"))
         elif isinstance(item, list):
-            for index in range(len(item) - 1, -1, -1):
-                stack.append((item[index], f"{path}[{index}]"))
+            stack.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
         elif item is not None and not isinstance(item, (str, int, float, bool)):
             return path, item
     return where, value

@@ -16,10 +16,6 @@ from typing import Any
 __all__ = ["publish"]
 
 
-def _is_private(module: str) -> bool:
-    return any(part.startswith("_") for part in module.split("."))
-
-
 def publish(module: str, namespace: Mapping[str, Any], names: Iterable[str]) -> None:
     """Set ``__module__`` to ``module`` on the classes ``names`` picks from ``namespace``
     that a private cupel module defines."""
@@ -28,7 +24,8 @@ def publish(module: str, namespace: Mapping[str, Any], names: Iterable[str]) -> 
         if not isinstance(obj, type):
             continue
         defined_in = getattr(obj, "__module__", "") or ""
-        if (defined_in == "cupel" or defined_in.startswith("cupel.")) and _is_private(defined_in):
+        parts = defined_in.split(".")
+        if parts[0] == "cupel" and any(part.startswith("_") for part in parts):
             obj.__module__ = module
             for member in vars(obj).values():
                 for function in _functions(member):
