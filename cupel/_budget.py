@@ -122,16 +122,12 @@ class ContextBudget(BaseModel):
 
         if self.max_tokens < 0:
             fail("max_tokens", "must be >= 0", self.max_tokens)
-        if self.target_tokens < 0:
-            fail("target_tokens", "must be >= 0", self.target_tokens)
-        if self.target_tokens > self.max_tokens:
-            fail("target_tokens", f"must be <= max_tokens ({self.max_tokens})", self.target_tokens)
-        if self.output_reserve < 0:
-            fail("output_reserve", "must be >= 0", self.output_reserve)
-        if self.output_reserve > self.max_tokens:
-            fail(
-                "output_reserve", f"must be <= max_tokens ({self.max_tokens})", self.output_reserve
-            )
+        for name in ("target_tokens", "output_reserve"):
+            value = getattr(self, name)
+            if value < 0:
+                fail(name, "must be >= 0", value)
+            if value > self.max_tokens:
+                fail(name, f"must be <= max_tokens ({self.max_tokens})", value)
         margin = self.estimation_safety_margin_percent
         if not (math.isfinite(margin) and 0.0 <= margin <= 100.0):
             fail("estimation_safety_margin_percent", "must be between 0.0 and 100.0", margin)

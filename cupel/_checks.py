@@ -63,34 +63,26 @@ def _not_bool_or_text(value: Any) -> Any:
     return value
 
 
-def _validation_message(exc: ValidationError, model: str) -> tuple[str, str | None, Any]:
-    """Turn a pydantic ValidationError into one readable line plus (field, value)."""
+def raise_as(exc: ValidationError, model: str, error: type[ConfigurationError]) -> NoReturn:
+    """Raise ``exc`` as ``error``: a validator's own error, else one line per problem
+    (``<model>.<field>: <message>``), naming the first field and value."""
+    errors = exc.errors(include_url=False)
+    for err in errors:
+        original = (err.get("ctx") or {}).get("error")
+        if isinstance(original, ConfigurationError):
+            raise original from None
     parts = []
-    first_field: str | None = None
-    first_value: Any = None
-    for i, err in enumerate(exc.errors(include_url=False)):
+    for err in errors:
         loc = ".".join(str(p) for p in err.get("loc", ()))
-        msg = str(err.get("msg", "invalid"))
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        value = err.get("input")
-        if i == 0:
-            first_field, first_value = (loc or None), value
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         where = f"{model}.{loc}" if loc else model
         if err.get("type") == "value_error" or "got" in msg:
             parts.append(f"{where}: {msg}")
         else:
-            parts.append(f"{where}: {msg}, got {value!r}")
-    return "; ".join(parts), first_field, first_value
-
-
-def raise_as(exc: ValidationError, model: str, error: type[ConfigurationError]) -> NoReturn:
-    for err in exc.errors(include_url=False):
-        original = (err.get("ctx") or {}).get("error")
-        if isinstance(original, ConfigurationError):
-            raise original from None
-    message, field, value = _validation_message(exc, model)
-    raise error(message, field=field, value=value) from None
+            parts.append(f"{where}: {msg}, got {err.get('input')!r}")
+    first = errors[0]
+    field = ".".join(str(p) for p in first.get("loc", ())) or None
+    raise error("; ".join(parts), field=field, value=first.get("input")) from None
 
 
 StrictInt = Annotated[int, Strict()]
@@ -106,17 +98,14 @@ def json_object(text: str | bytes, model: str, error: type[ConfigurationError]) 
     except UnicodeDecodeError as exc:
         raise error(
             f"{model}: the JSON bytes are not UTF-8 ({exc.reason} at byte {exc.start}); "
-            "pass text or UTF-8 bytes",
-            value=None,
+            "pass text or UTF-8 bytes"
         ) from None
     except json.JSONDecodeError as exc:
         raise error(
-            f"{model}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-            value=None,
+            f"{model}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
     except RecursionError:
         raise error(
             f"{model}: the JSON document is nested too deeply to parse (metadata may nest "
-            f"at most {MAX_METADATA_DEPTH} levels)",
-            value=None,
+            f"at most {MAX_METADATA_DEPTH} levels)"
         ) from None

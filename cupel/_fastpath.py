@@ -2,19 +2,14 @@
 (private).
 
 Built-in scorers compute a pass as a float64 array (``_scores``), and built-in slicers
-select from the pipeline's score and token columns (``_select_positions``). Two questions
-decide whether such a method runs:
+select from the pipeline's score and token columns (``_select_positions``). Such a method
+runs only when:
 
-1. **Whose definition is it?** It stands for public methods (a scorer's ``score`` and
-   ``score_all``, a slicer's ``slice`` and ``slice_detailed``) and runs only when every
-   one of them is cupel's own (:func:`fast_method`). A user's subclass that overrides
-   one of them is run through its override: a ``KindScorer`` subclass whose ``score()``
-   returns 0.5 is scored through that ``score()``, never through ``KindScorer``'s batch.
-   (A subclass that only adds an ``__init__`` or a ``__repr__`` keeps it: nothing it
-   stands for changed.)
-2. **Can the values live in an array?** Scores must all be exactly Python ``float`` s
-   without NaN (:func:`float_column`); token sums must stay below
-   :data:`MAX_EXACT_TOKENS`, so int64 sums and float64 densities are exact.
+1. every public method it stands for (a scorer's ``score`` and ``score_all``, a slicer's
+   ``slice`` and ``slice_detailed``) is cupel's own (:func:`fast_method`): a user's
+   subclass that overrides one of them is run through its override;
+2. the values can live in an array: scores all exactly Python ``float`` s without NaN
+   (:func:`float_column`), token sums below :data:`MAX_EXACT_TOKENS`.
 """
 
 from __future__ import annotations
@@ -50,11 +45,6 @@ MAX_EXACT_TOKENS = 2**53
 """Token sums below this are exact in int64 and float64 (the array paths' precondition)."""
 
 
-def _is_cupel(cls: type) -> bool:
-    module = cls.__module__
-    return module == "cupel" or module.startswith("cupel.")
-
-
 def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[..., Any] | None:
     """``obj``'s fast-path method ``name``, or ``None`` when it has none or when one of the
     methods it ``stands_for`` is overridden outside cupel (the class that defines it,
@@ -76,20 +66,16 @@ def fast_method(obj: object, name: str, stands_for: Sequence[str]) -> Callable[.
         return None
     mro = type(obj).__mro__
     for public in stands_for:
-        for owner in mro:  # the class that defines ``public``, first in the MRO
-            if public in owner.__dict__:
-                if not _is_cupel(owner):
-                    return None
-                break
+        owner = next((cls for cls in mro if public in cls.__dict__), None)  # first in the MRO
+        if owner is not None and owner.__module__.split(".")[0] != "cupel":
+            return None
     return method
 
 
-def float_column(
-    values: FloatArray | Sequence[Any], *, allow_nan: bool = False
-) -> FloatArray | None:
+def float_column(values: FloatArray | Sequence[Any]) -> FloatArray | None:
     """``values`` as a float64 array when every value is exactly a Python ``float`` (so the
-    array holds them exactly) and, unless ``allow_nan``, none is NaN; else ``None``.
-    Float64 arrays are taken as they are.
+    array holds them exactly) and none is NaN; else ``None``. Float64 arrays are taken as
+    they are.
 
     >>> float_column([0.5, 1.0]), float_column([1, 0.5]), float_column([float("nan")])
     (array([0.5, 1. ]), None, None)
@@ -100,9 +86,7 @@ def float_column(
         if not set(map(type, values)) <= {float}:
             return None
         array = np.array(values, dtype=np.float64)
-    if array.dtype != np.float64:
-        return None
-    if not allow_nan and np.isnan(array).any():
+    if array.dtype != np.float64 or np.isnan(array).any():
         return None
     return array
 
@@ -115,17 +99,12 @@ class Columns(NamedTuple):
 
 
 def columns(
-    scores: FloatArray | Sequence[Any],
-    tokens: Sequence[int],
-    *,
-    nonnegative: bool = False,
-    token_array: TokenArray | None = None,
+    scores: FloatArray | Sequence[Any], tokens: Sequence[int], *, nonnegative: bool = False
 ) -> Columns | None:
     """``scores`` and ``tokens`` as :class:`Columns` when the values may live in arrays
     (rule 2): every score a NaN-free ``float`` (:func:`float_column`), every token count
     non-negative (already known when ``nonnegative``) and their sum below
-    :data:`MAX_EXACT_TOKENS`; else ``None``. ``token_array``: ``tokens`` as int64,
-    already checked so (the Classify stage's), taken as it is.
+    :data:`MAX_EXACT_TOKENS`; else ``None``.
 
     >>> columns([0.5, 1.0], [3, 4]).tokens, columns([0.5], [-1]), columns([0.5], [2**53])
     (array([3, 4]), None, None)
@@ -133,19 +112,14 @@ def columns(
     array = float_column(scores)
     if array is None:
         return None
-    if token_array is not None:
-        return Columns(array, token_array)
     if tokens and ((not nonnegative and min(tokens) < 0) or sum(tokens) >= MAX_EXACT_TOKENS):
         return None
     return Columns(array, np.array(tokens, dtype=np.int64))
 
 
 def stable_argsort(keys: FloatArray) -> IntArray:
-    """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN, several times
-    faster on large arrays: NumPy's default (unstable, vectorised) sort, then, only where
-    equal keys are adjacent, those tied elements alone put back in ascending position
-    order, which is exactly what the stable sort gives (equal keys, ``0.0`` and ``-0.0``
-    included, keep their order).
+    """``np.argsort(keys, kind="stable")`` for float64 ``keys`` without NaN: NumPy's
+    default sort, then only the tied elements put back in position order.
 
     >>> keys = np.array([0.5, 0.0, 0.5, -0.0, 1.0])
     >>> stable_argsort(keys).tolist() == np.argsort(keys, kind="stable").tolist()
@@ -217,10 +191,8 @@ FIELD_CHUNK = 512
 
 def read_fields(items: Sequence[Any], names: Sequence[str], cls: type) -> list[list[Any]] | None:
     """``[[getattr(item, name) for item in items] for name in names]`` when every item is an
-    instance of ``cls``, else ``None``; read chunk by chunk (:data:`FIELD_CHUNK` items at a
-    time, the types checked and every name read per chunk): each item's fields are read
-    while its object is still in the CPU cache, which on large passes costs about half of
-    one full pass over the items per name.
+    instance of ``cls``, else ``None``; read :data:`FIELD_CHUNK` items at a time, so each
+    item's fields are read while it is still in the CPU cache.
 
     >>> from cupel import ContextItem
     >>> read_fields([ContextItem(content="a", tokens=2)], ("tokens", "pinned"), ContextItem)

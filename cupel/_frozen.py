@@ -71,11 +71,8 @@ def _refuse(path: list[str], rule: str, value: Any) -> NoReturn:
 
 
 def _freeze(value: Any, path: list[str], depth: int) -> Any:
-    """``value`` with every container replaced by a read-only one: mappings by
-    :class:`FrozenDict`, lists (and other sequences) by :class:`FrozenList`, tuples by
-    tuples of frozen values, sets by ``frozenset``, ``bytearray``/``memoryview`` by
-    ``bytes``. Immutable scalars are kept; any other object is deep-copied, so the
-    caller's objects are never shared. Text must be valid Unicode."""
+    """``value`` with every container replaced by a read-only one, as
+    :func:`freeze_metadata` describes (``bytearray``/``memoryview`` become ``bytes``)."""
     kind = type(value)
     if kind in _ATOMIC:
         if kind is str and not is_unicode_text(value):
@@ -98,7 +95,7 @@ def _freeze(value: Any, path: list[str], depth: int) -> Any:
         return frozen_map
     if isinstance(value, tuple):
         items = [_freeze(inner, [*path, f"[{i}]"], depth + 1) for i, inner in enumerate(value)]
-        if all(map(_same, items, value)):
+        if all(new is old for new, old in zip(items, value, strict=True)):
             return value
         make = getattr(kind, "_make", None)  # a NamedTuple keeps its type
         return make(items) if callable(make) else tuple(items)
@@ -127,10 +124,6 @@ def _freeze(value: Any, path: list[str], depth: int) -> Any:
             f"copyable objects",
             value,
         )
-
-
-def _same(a: object, b: object) -> bool:
-    return a is b
 
 
 def freeze_metadata(value: Mapping[str, Any], *, where: str = "metadata") -> FrozenDict[str, Any]:
@@ -254,23 +247,12 @@ class FrozenDict(_ReadOnly, dict[_KT, _VT]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         dict.__init__(self, *args, **kwargs)
-        changed = []
-        for key, value in dict.items(self):
-            frozen = _freeze(value, [f"{type(self).__name__}[{key!r}]"], 2)
-            if frozen is not value:
-                changed.append((key, frozen))
-        for key, frozen in changed:
-            dict.__setitem__(self, key, frozen)
+        for key, value in list(dict.items(self)):
+            dict.__setitem__(self, key, _freeze(value, [f"{type(self).__name__}[{key!r}]"], 2))
 
     _plain = dict
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __ior__ = _read_only
-    clear = _read_only
-    pop = _read_only
-    popitem = _read_only
-    setdefault = _read_only
-    update = _read_only
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
 
 
 _T = TypeVar("_T")
@@ -297,18 +279,8 @@ class FrozenList(_ReadOnly, list[_T]):
         list.extend(self, [_freeze(v, [f"{name}[{i}]"], 2) for i, v in enumerate(iterable)])
 
     _plain = list
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __iadd__ = _read_only
-    __imul__ = _read_only
-    append = _read_only
-    extend = _read_only
-    insert = _read_only
-    pop = _read_only
-    remove = _read_only
-    clear = _read_only
-    sort = _read_only
-    reverse = _read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
 
 
 EMPTY: FrozenDict[Any, Any] = FrozenDict()

@@ -182,10 +182,7 @@ class ChoiceEnum(str, Enum):
 
     @classmethod
     def _folded_member(cls, folded: str) -> Any:
-        for member in cls:
-            if ascii_fold(member.value) == folded:
-                return member
-        return None
+        return next((member for member in cls if ascii_fold(member.value) == folded), None)
 
     @classmethod
     def lookup(cls, value: object) -> Any:

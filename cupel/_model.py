@@ -30,15 +30,8 @@ from cupel._checks import Number, StrictBool, StrictInt, utc_timestamp
 from cupel._checks import json_object as _json_object
 from cupel._checks import raise_as as _raise_as
 from cupel._errors import ItemError
-from cupel._frozen import (
-    EMPTY as _EMPTY,
-)
-from cupel._frozen import (
-    MAX_METADATA_DEPTH,
-    FrozenDict,
-    FrozenList,
-    freeze_metadata,
-)
+from cupel._frozen import EMPTY as _EMPTY
+from cupel._frozen import MAX_METADATA_DEPTH, FrozenDict, FrozenList, freeze_metadata
 from cupel._frozen import thaw as _thaw
 from cupel._labels import ChoiceEnum, ContextKind, ContextSource, KindMap, OverflowStrategy
 from cupel._text import ascii_fold, is_unicode_text
@@ -76,8 +69,7 @@ def _unicode_tags(value: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _item_metadata(value: Any) -> FrozenDict[str, Any]:
-    """The ``metadata`` field's check: :func:`freeze_metadata` (one plain call: pydantic
-    calls a function faster than a ``functools.partial``)."""
+    """The ``metadata`` field's check: :func:`freeze_metadata`."""
     return freeze_metadata(value, where="ContextItem.metadata")
 
 
@@ -204,9 +196,7 @@ class ContextItem(BaseModel):
         """Build an item from its wire form (snake_case or the spec's camelCase keys)."""
         if not isinstance(data, Mapping):
             raise ItemError(
-                f"ContextItem: expected a JSON object, got {type(data).__name__}",
-                field=None,
-                value=data,
+                f"ContextItem: expected a JSON object, got {type(data).__name__}", value=data
             )
         return cls(**dict(data))
 
@@ -229,8 +219,7 @@ def _unjsonable(value: Any, where: str) -> tuple[str, Any]:
                     return path, key
                 stack.append((inner, f"{path}[{key!r}]"))
         elif isinstance(item, list):
-            for index in range(len(item) - 1, -1, -1):
-                stack.append((item[index], f"{path}[{index}]"))
+            stack.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
         elif item is not None and not isinstance(item, (str, int, float, bool)):
             return path, item
     return where, value

@@ -154,14 +154,6 @@ def _read_params(cls: type) -> tuple[Param, ...]:
     return tuple(found)
 
 
-def default_value(cls: type, param: Param) -> Any:
-    """The value a parameter takes when it is left out: its default, or for a ``None``
-    default the class attribute ``DEFAULT_<NAME>`` when there is one."""
-    if param.default is None:
-        return getattr(cls, f"DEFAULT_{param.name.upper()}", None)
-    return param.default
-
-
 def describe(obj: object) -> str:
     """``Name(required..., name=value...)`` from ``obj``'s parameters (see the module)."""
     cls = type(obj)
@@ -173,7 +165,11 @@ def describe(obj: object) -> str:
             continue
         if param.required and not param.keyword_only:
             parts.append(_shown(value))
-        elif param.required or not _same(value, default_value(cls, param)):
+            continue
+        default = param.default  # a None default stands for DEFAULT_<NAME> when there is one
+        if default is None:
+            default = getattr(cls, f"DEFAULT_{param.name.upper()}", None)
+        if param.required or not _same(value, default):
             parts.append(f"{param.name}={_shown(value)}")
     return f"{cls.__name__}({', '.join(parts)})"
 

@@ -1,14 +1,10 @@
 """Public paths for what private modules define (private).
 
-cupel's code lives in private modules (``cupel._errors``, ``cupel.diagnostics._report``,
-...) behind curated ``__init__`` modules, as httpx does. :func:`publish` gives each
-exported class the public module it is documented under as its
-``__module__``, so tracebacks, reprs and doctests show ``cupel.ItemError``, not
-``cupel._errors.ItemError``. Objects already published under a public module keep it
-(the first, most specific, package to publish a name wins). The functions a class
-body defines (methods, properties, class and static methods) move with it, so a doctest
-finder looking at the public module finds the class and its methods together; plain
-functions keep their module.
+:func:`publish` gives each exported class the public module it is documented under as its
+``__module__`` (tracebacks, reprs and doctests show ``cupel.ItemError``, not
+``cupel._errors.ItemError``); the first, most specific, package to publish a name wins.
+The functions its body defines move with it, so a doctest finder looking at the public
+module finds the class and its methods together; plain functions keep their module.
 """
 
 from __future__ import annotations
@@ -20,10 +16,6 @@ from typing import Any
 __all__ = ["publish"]
 
 
-def _is_private(module: str) -> bool:
-    return any(part.startswith("_") for part in module.split("."))
-
-
 def publish(module: str, namespace: Mapping[str, Any], names: Iterable[str]) -> None:
     """Set ``__module__`` to ``module`` on the classes ``names`` picks from ``namespace``
     that a private cupel module defines."""
@@ -32,7 +24,8 @@ def publish(module: str, namespace: Mapping[str, Any], names: Iterable[str]) -> 
         if not isinstance(obj, type):
             continue
         defined_in = getattr(obj, "__module__", "") or ""
-        if (defined_in == "cupel" or defined_in.startswith("cupel.")) and _is_private(defined_in):
+        parts = defined_in.split(".")
+        if parts[0] == "cupel" and any(part.startswith("_") for part in parts):
             obj.__module__ = module
             for member in vars(obj).values():
                 for function in _functions(member):

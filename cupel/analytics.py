@@ -24,13 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cupel._errors import ConfigurationError, InvalidOperationError, refusal
 from cupel._model import ContextBudget, ContextItem, ContextKind
 from cupel._pipeline import Pipeline, effective_budget
 from cupel._pipeline.probe import BudgetProbe
-from cupel.diagnostics._entries import IncludedItem
 from cupel.diagnostics._reasons import InclusionReason
 from cupel.diagnostics._report import SelectionReport, require_report
 from cupel.policy import Policy, resolve_pipeline
@@ -65,21 +64,14 @@ FIND_MIN_BUDGET_GUARD_MESSAGE = (
 # ---------------------------------------------------------------------------------------
 # Report metrics
 # ---------------------------------------------------------------------------------------
-def _check_type(owner: str, name: str, value: object, expected: type, hint: str = "") -> None:
+def _check_type(owner: str, name: str, value: object, expected: type) -> None:
     if not isinstance(value, expected):
+        hint = " (use pipeline.dry_run(...).report)" if expected is SelectionReport else ""
         raise ConfigurationError(
             f"{owner}: {name} must be a {expected.__name__}, got {type(value).__name__}{hint}",
             field=name,
             value=value,
         )
-
-
-def _check_report(report: object, owner: str) -> None:
-    _check_type(owner, "report", report, SelectionReport, " (use pipeline.dry_run(...).report)")
-
-
-def _check_budget(budget: object, owner: str) -> None:
-    _check_type(owner, "budget", budget, ContextBudget)
 
 
 def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
@@ -93,8 +85,8 @@ def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
     >>> budget_utilization(report, ContextBudget(max_tokens=100, target_tokens=50))
     0.25
     """
-    _check_report(report, "budget_utilization")
-    _check_budget(budget, "budget_utilization")
+    _check_type("budget_utilization", "report", report, SelectionReport)
+    _check_type("budget_utilization", "budget", budget, ContextBudget)
     if budget.max_tokens == 0:
         return 0.0
     return report.included_tokens / budget.max_tokens
@@ -102,13 +94,13 @@ def budget_utilization(report: SelectionReport, budget: ContextBudget) -> float:
 
 def kind_diversity(report: SelectionReport) -> int:
     """The number of distinct kinds among the included items (case-insensitive)."""
-    _check_report(report, "kind_diversity")
+    _check_type("kind_diversity", "report", report, SelectionReport)
     return len({entry.item.kind.key for entry in report.included})
 
 
 def timestamp_coverage(report: SelectionReport) -> float:
     """The fraction of included items that have a timestamp (0.0 for an empty window)."""
-    _check_report(report, "timestamp_coverage")
+    _check_type("timestamp_coverage", "report", report, SelectionReport)
     if not report.included:
         return 0.0
     dated = sum(1 for entry in report.included if entry.item.timestamp is not None)
@@ -197,53 +189,42 @@ def quota_utilization(
     >>> usage.mode, usage.actual, usage.cap, usage.satisfied, usage.cap_utilization
     ('count', 2.0, 2.0, True, 1.0)
     """
-    _check_report(report, "quota_utilization")
-    _check_budget(budget, "quota_utilization")
+    _check_type("quota_utilization", "report", report, SelectionReport)
+    _check_type("quota_utilization", "budget", budget, ContextBudget)
     slicer = _quota_slicer(slicer_or_policy)
-    sliced: list[IncludedItem] = [
-        e for e in report.included if e.reason is not InclusionReason.PINNED
-    ]
-    pinned_tokens = sum(
-        e.item.tokens for e in report.included if e.reason is InclusionReason.PINNED
-    )
-    target = effective_budget(budget, pinned_tokens).target_tokens
+    pinned_tokens = 0
     tokens: dict[str, int] = {}
     counts: dict[str, int] = {}
-    for entry in sliced:
-        key = entry.item.kind.key
-        tokens[key] = tokens.get(key, 0) + entry.item.tokens
+    for included in report.included:
+        if included.reason is InclusionReason.PINNED:
+            pinned_tokens += included.item.tokens
+            continue
+        key = included.item.kind.key
+        tokens[key] = tokens.get(key, 0) + included.item.tokens
         counts[key] = counts.get(key, 0) + 1
+    target = effective_budget(budget, pinned_tokens).target_tokens
 
-    out: dict[str, QuotaUtilization] = {}
+    percent = isinstance(slicer, QuotaSlice)
+    quotas: list[tuple[ContextKind, float, float | None]]
     if isinstance(slicer, QuotaSlice):
-        for quota in slicer.quotas:
-            key = quota.kind.key
-            used = tokens.get(key, 0)
-            out[str(quota.kind)] = QuotaUtilization(
-                kind=str(quota.kind),
-                mode="percent",
-                require=quota.require,
-                cap=quota.cap,
-                actual=100.0 * used / target if target > 0 else 0.0,
-                tokens=used,
-                count=counts.get(key, 0),
-                target_tokens=target,
-            )
-        return out
-    entries: Sequence[object] = getattr(slicer, "entries", ())
-    for raw in entries:
-        kind: ContextKind = getattr(raw, "kind")  # noqa: B009
-        require: int = getattr(raw, "require_count")  # noqa: B009
-        cap: int | None = getattr(raw, "cap_count")  # noqa: B009
-        key = kind.key
+        quotas = [(quota.kind, quota.require, quota.cap) for quota in slicer.quotas]
+    else:
+        entries: Sequence[Any] = getattr(slicer, "entries", ())
+        quotas = [
+            (e.kind, float(e.require_count), None if e.cap_count is None else float(e.cap_count))
+            for e in entries
+        ]
+    out: dict[str, QuotaUtilization] = {}
+    for kind, require, cap in quotas:
+        used, count = tokens.get(kind.key, 0), counts.get(kind.key, 0)
         out[str(kind)] = QuotaUtilization(
             kind=str(kind),
-            mode="count",
-            require=float(require),
-            cap=None if cap is None else float(cap),
-            actual=float(counts.get(key, 0)),
-            tokens=tokens.get(key, 0),
-            count=counts.get(key, 0),
+            mode="percent" if percent else "count",
+            require=require,
+            cap=cap,
+            actual=(100.0 * used / target if target > 0 else 0.0) if percent else float(count),
+            tokens=used,
+            count=count,
             target_tokens=target,
         )
     return out
@@ -265,10 +246,6 @@ def _slicer_chain(slicer: object) -> list[object]:
         chain.append(slicer)
         slicer = getattr(slicer, "inner", None)
     return chain
-
-
-def _included(report: SelectionReport | None, target: ContextItem) -> bool:
-    return any(entry.item is target for entry in require_report(report).included)
 
 
 def get_marginal_items(
@@ -294,7 +271,7 @@ def get_marginal_items(
     runner = resolve_pipeline(pipeline, owner=owner, field="pipeline")
     if any(isinstance(s, QuotaSlice) for s in _slicer_chain(runner.slicer)):
         raise InvalidOperationError(MARGINAL_ITEMS_GUARD_MESSAGE)
-    _check_budget(budget, owner)
+    _check_type(owner, "budget", budget, ContextBudget)
     slack = _check_int(owner, "slack_tokens", slack_tokens)
     if slack < 0:
         raise refusal(owner, "slack_tokens", "must be >= 0", slack)
@@ -335,22 +312,18 @@ def find_min_budget_for(
 
     Each probe budget is ``ContextBudget(max_tokens=b, target_tokens=b)`` (no output
     reserve, reserved slots or safety margin): add your output reserve to the answer.
-    The search is a binary search: it first checks ``search_ceiling`` (``None`` when the
-    item is not selected there), then narrows ``[low, search_ceiling]`` where ``low`` is
-    ``max(target_item.tokens, tokens of the pinned items)`` (below that the item cannot
-    fit or the pinned items alone overflow). The answer ``b`` always selects the item and
-    ``b - 1`` does not (or is below ``low``); it is the global minimum whenever inclusion
-    is monotonic in the budget. The spec assumes that of GreedySlice and KnapsackSlice; it
-    holds in most practical cases but not all (a greedy fill can drop an item once a bigger,
-    denser one starts to fit, and an optimal packing can change as the capacity grows).
+    A binary search: ``None`` when the item is not selected at ``search_ceiling``, else it
+    narrows ``[low, search_ceiling]``, ``low`` being ``max(target_item.tokens, tokens of
+    the pinned items)``. The answer ``b`` selects the item and ``b - 1`` does not (or is
+    below ``low``): the global minimum whenever inclusion is monotonic in the budget, as the
+    spec assumes of GreedySlice and KnapsackSlice (true in most cases, not all: a greedy
+    fill can drop an item once a bigger, denser one fits).
 
     ``target_item`` must be one of ``items`` (by identity) and ``search_ceiling`` an
     integer >= ``target_item.tokens`` (:class:`~cupel.ConfigurationError`). Pipelines over
     :class:`~cupel.QuotaSlice` or a count-quota slicer (at the top or as some decorator's
-    ``inner``) raise
-    :class:`~cupel.InvalidOperationError` with the spec's message
-    (:data:`FIND_MIN_BUDGET_GUARD_MESSAGE`). A negative-token item is never selected:
-    ``None``.
+    ``inner``) raise :class:`~cupel.InvalidOperationError` with the spec's message
+    (:data:`FIND_MIN_BUDGET_GUARD_MESSAGE`). A negative-token item is never selected: ``None``.
     """
     owner = "find_min_budget_for"
     runner = resolve_pipeline(pipeline, owner=owner, field="pipeline")
@@ -382,7 +355,8 @@ def find_min_budget_for(
         budget = ContextBudget(max_tokens=tokens, target_tokens=tokens)
         if probe is not None:
             return probe.selects(target_item, budget)
-        return _included(runner.dry_run(items, budget).report, target_item)
+        report = require_report(runner.dry_run(items, budget).report)
+        return any(entry.item is target_item for entry in report.included)
 
     return smallest_included(low, ceiling, included)
 

@@ -103,12 +103,10 @@ class CupelVerbosity(str, Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> CupelVerbosity | None:
-        if isinstance(value, str):
-            folded = ascii_fold(value).replace("_", "")
-            for member in cls:
-                if ascii_fold(member.value) == folded:
-                    return member
-        return None
+        if not isinstance(value, str):
+            return None
+        folded = ascii_fold(value).replace("_", "")
+        return next((member for member in cls if ascii_fold(member.value) == folded), None)
 
     @classmethod
     def parse(cls, value: CupelVerbosity | str) -> CupelVerbosity:
@@ -123,9 +121,8 @@ class CupelVerbosity(str, Enum):
 
 
 def _reason_name(reason: ExclusionReason) -> str:
-    if isinstance(reason, UnknownExclusionReason):
-        return reason.reason or "Unknown"
-    return reason.name or "Unknown"
+    name = reason.reason if isinstance(reason, UnknownExclusionReason) else reason.name
+    return name or "Unknown"
 
 
 class OpenTelemetryTraceCollector(TraceCollector):
@@ -140,14 +137,11 @@ class OpenTelemetryTraceCollector(TraceCollector):
     Place: pinned + sliced) and ``item_count_out = item_count_in - exclusions`` of the
     stage (Score excludes nothing; Place's exclusions are Truncate drops).
 
-    One collector traces one run. A run that raises ends its spans with an ``ERROR``
-    status and the exception recorded (the pipeline calls :meth:`on_run_error`). Used as
-    a context manager around ``pipeline.run`` (or through :func:`run_traced`), it also
-    makes the root and each stage span current while they are open, so spans created
-    inside the run nest under them; leaving the block with the run still open ends it as
-    failed. ``build_report`` returns ``None``: combine with a
-    :class:`~cupel.DiagnosticTraceCollector` through
-    :class:`~cupel.diagnostics.MultiTraceCollector`
+    One collector traces one run; a run that raises ends its spans as ``ERROR`` (through
+    :meth:`on_run_error`). As a context manager around ``pipeline.run``, it makes the root
+    and each stage span current while open, and ends a run still open at the block's end
+    as failed. ``build_report`` returns ``None``: combine it with a
+    :class:`~cupel.DiagnosticTraceCollector` in a :class:`~cupel.diagnostics.MultiTraceCollector`
     (as :func:`run_traced` does) for a report as well.
     """
 
@@ -161,12 +155,8 @@ class OpenTelemetryTraceCollector(TraceCollector):
         if tracer_provider is not None and not callable(
             getattr(tracer_provider, "get_tracer", None)
         ):
-            raise refusal(
-                "OpenTelemetryTraceCollector",
-                "tracer_provider",
-                "must be an OpenTelemetry TracerProvider (or None for the global one)",
-                tracer_provider,
-            )
+            rule = "must be an OpenTelemetry TracerProvider (or None for the global one)"
+            raise refusal("OpenTelemetryTraceCollector", "tracer_provider", rule, tracer_provider)
         self._tracer = trace.get_tracer(TRACER_NAME, __version__, tracer_provider=tracer_provider)
         self._exclusions = self.verbosity is not CupelVerbosity.STAGE_ONLY
         self._full = self.verbosity is CupelVerbosity.FULL
@@ -200,11 +190,8 @@ class OpenTelemetryTraceCollector(TraceCollector):
         tb: TracebackType | None,
     ) -> None:
         if self._state == "running":
-            self.on_run_error(
-                exc
-                if exc is not None
-                else InvalidOperationError("the traced pipeline run did not complete")
-            )
+            incomplete = InvalidOperationError("the traced pipeline run did not complete")
+            self.on_run_error(exc if exc is not None else incomplete)
         self._activate = False
 
     # -- pipeline hooks ----------------------------------------------------------------
@@ -257,14 +244,11 @@ class OpenTelemetryTraceCollector(TraceCollector):
         if span is None:
             return
         exclusions = self._stage_exclusions
+        count_in = event.item_count  # Place reports its output count
         if event.stage is PipelineStage.PLACE:
-            count_out = event.item_count
-            count_in = count_out + exclusions
-        else:
-            count_in = event.item_count
-            count_out = count_in - exclusions
+            count_in += exclusions
         span.set_attribute("cupel.stage.item_count_in", count_in)
-        span.set_attribute("cupel.stage.item_count_out", count_out)
+        span.set_attribute("cupel.stage.item_count_out", count_in - exclusions)
         if self._exclusions:
             span.set_attribute("cupel.exclusion.count", exclusions)
         self._end_stage()

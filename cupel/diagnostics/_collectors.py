@@ -213,23 +213,17 @@ class DiagnosticTraceCollector(TraceCollector):
         *,
         observer: TraceObserver | None = None,
     ) -> None:
+        owner = "DiagnosticTraceCollector"
         try:
             self.detail_level = _detail_level(detail_level)
         except ValueError:
             allowed = ", ".join(f"{m.name} ({m.value})" for m in TraceDetailLevel)
             raise refusal(
-                "DiagnosticTraceCollector",
-                "detail_level",
-                f"must be one of {allowed}",
-                detail_level,
+                owner, "detail_level", f"must be one of {allowed}", detail_level
             ) from None
         if observer is not None and not callable(observer):
-            raise refusal(
-                "DiagnosticTraceCollector",
-                "observer",
-                "must be callable (it receives each TraceEvent) or None",
-                observer,
-            )
+            rule = "must be callable (it receives each TraceEvent) or None"
+            raise refusal(owner, "observer", rule, observer)
         self.observer = observer
         self.events: list[TraceEvent] = []
         self.observer_errors: list[ObserverError] = []
@@ -341,15 +335,9 @@ def deferring(trace: TraceCollector) -> DiagnosticTraceCollector | None:
     builds them on first read; else it calls ``on_excluded`` / ``on_included`` per item."""
     if not isinstance(trace, DiagnosticTraceCollector):
         return None
-    if trace.detail_level >= TraceDetailLevel.ITEM:
-        return None
-    cls = type(trace)
-    if any(
-        getattr(cls, name) is not getattr(DiagnosticTraceCollector, name)
-        for name in ("on_excluded", "on_included", "record_item_event")
-    ):
-        return None
-    return trace
+    methods = ("on_excluded", "on_included", "record_item_event")
+    own = all(getattr(type(trace), m) is getattr(DiagnosticTraceCollector, m) for m in methods)
+    return trace if own and trace.detail_level < TraceDetailLevel.ITEM else None
 
 
 def _spliced(
@@ -375,14 +363,13 @@ def _spliced(
 
 def _detail_level(value: object) -> TraceDetailLevel:
     """A level from a member, its value or its name (ASCII case-insensitive)."""
+    if isinstance(value, int):
+        return TraceDetailLevel(value)  # ValueError for an unknown value
     if isinstance(value, str):
         folded = ascii_fold(value.strip())
         for member in TraceDetailLevel:
             if ascii_fold(member.name) == folded:
                 return member
-        raise ValueError(value)
-    if isinstance(value, int):
-        return TraceDetailLevel(value)  # ValueError for an unknown value
     raise ValueError(value)
 
 
@@ -404,12 +391,8 @@ class MultiTraceCollector(TraceCollector):
     def __init__(self, *collectors: TraceCollector) -> None:
         for index, collector in enumerate(collectors):
             if not isinstance(collector, TraceCollector):
-                raise refusal(
-                    "MultiTraceCollector",
-                    f"collectors[{index}]",
-                    "must be a TraceCollector",
-                    collector,
-                )
+                field = f"collectors[{index}]"
+                raise refusal("MultiTraceCollector", field, "must be a TraceCollector", collector)
         self.collectors: tuple[TraceCollector, ...] = collectors
         self._enabled = tuple(c for c in collectors if c.is_enabled)
 

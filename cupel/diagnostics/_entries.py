@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Generic, TypeVar
@@ -65,13 +65,8 @@ def entries(
     return out
 
 
-def _slot_setter(name: str) -> Callable[[Any, Any], None]:
-    """The ``__set__`` of :class:`_Entry`'s slot ``name`` (its member descriptor)."""
-    setter: Callable[[Any, Any], None] = vars(_Entry)[name].__set__
-    return setter
-
-
-_ITEM, _SCORE, _REASON = map(_slot_setter, ("item", "score", "reason"))
+# the ``__set__`` of each of :class:`_Entry`'s slots (their member descriptors)
+_ITEM, _SCORE, _REASON = (vars(_Entry)[name].__set__ for name in ("item", "score", "reason"))
 
 
 def by_score(excluded: Iterable[ExcludedItem]) -> list[ExcludedItem]:

@@ -63,10 +63,7 @@ class ExclusionReason:
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form: the ``reason`` discriminator plus this variant's fields."""
-        out: dict[str, Any] = {"reason": self.name}
-        for name in _field_names(type(self)):
-            out[name] = getattr(self, name)
-        return out
+        return {"reason": self.name, **{n: getattr(self, n) for n in _field_names(type(self))}}
 
     def describe(self) -> str:
         """A short human-readable account, e.g. ``BudgetExceeded (400 tokens, 50 available)``."""
@@ -78,8 +75,7 @@ _FIELD_NAMES: dict[type[ExclusionReason], tuple[str, ...]] = {}
 
 
 def _field_names(variant: type[ExclusionReason]) -> tuple[str, ...]:
-    """A variant's field names, in order (read once per class: the CLI writes one reason
-    per excluded item)."""
+    """A variant's field names, in order (read once per class)."""
     names = _FIELD_NAMES.get(variant)
     if names is None:
         names = _FIELD_NAMES[variant] = tuple(f.name for f in fields(variant))  # type: ignore[arg-type]
