@@ -544,14 +544,10 @@ def openai_image_tokens(width: int, height: int, detail: str | None = None) -> i
     _check_size(width, height)
     if _is_low(detail):
         return _OPENAI_LOW
-    longest = max(width, height)
-    if longest > _OPENAI_FIT:  # exact integer scaling, rounded up
-        width = -(-width * _OPENAI_FIT // longest)
-        height = -(-height * _OPENAI_FIT // longest)
-    shortest = min(width, height)
-    if shortest > _OPENAI_SHORT:
-        width = -(-width * _OPENAI_SHORT // shortest)
-        height = -(-height * _OPENAI_SHORT // shortest)
+    for side, limit in ((max, _OPENAI_FIT), (min, _OPENAI_SHORT)):
+        edge = side(width, height)
+        if edge > limit:  # exact integer scaling, rounded up
+            width, height = -(-width * limit // edge), -(-height * limit // edge)
     tiles = -(-width // _OPENAI_TILE_PX) * -(-height // _OPENAI_TILE_PX)
     return _OPENAI_TILE * tiles + _OPENAI_BASE
 
@@ -617,13 +613,13 @@ def _image_rule(image_tokens: object) -> Callable[[Media], int]:
     custom = rule is image_tokens
 
     def price(media: Media) -> int:
-        size = _pixels(media)
-        if size is None:
+        width, height = media.width, media.height
+        if not (type(width) is int and type(height) is int and width > 0 and height > 0):
             return _OPENAI_LOW if low_openai and _is_low(media.detail) else UNKNOWN_IMAGE_TOKENS
-        result = rule(size[0], size[1], media.detail)
+        result = rule(width, height, media.detail)
         if custom and (type(result) is not int or result < 0):
             raise ConfigurationError(
-                f"image_tokens callable returned {result!r} for a {size[0]}x{size[1]} "
+                f"image_tokens callable returned {result!r} for a {width}x{height} "
                 f"image (detail={media.detail!r}); it must return an int >= 0",
                 field="image_tokens",
                 value=result,
@@ -631,13 +627,6 @@ def _image_rule(image_tokens: object) -> Callable[[Media], int]:
         return result
 
     return price
-
-
-def _pixels(media: Media) -> tuple[int, int] | None:
-    width, height = media.width, media.height
-    if type(width) is int and type(height) is int and width > 0 and height > 0:
-        return width, height
-    return None
 
 
 def _is_low(detail: str | None) -> bool:
