@@ -109,14 +109,8 @@ class MessageCost:
 
     def __call__(self, texts: Iterable[str], media: Iterable[Media] = ()) -> int:
         """The tokens of one message made of ``texts`` and ``media``."""
-        count = self.count_text
-        total = MESSAGE_TOKENS
-        for text in texts:
-            if text:
-                total += count(text)
-        for part in media:
-            total += self.price_media(part)
-        return total
+        texts_tokens = sum(map(self.count_text, filter(None, texts)))
+        return MESSAGE_TOKENS + texts_tokens + sum(map(self.price_media, media))
 
 
 def check_headroom(value: object, field: str = "headroom") -> float:
