@@ -369,25 +369,10 @@ def choice(enum: type[ChoiceEnum]) -> Any:
     return Annotated[enum, BeforeValidator(parse), PlainSerializer(enum.folded)]
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else as_utc(value)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-_CLOCK: tuple[tuple[str, Any, Any], ...] = (
-    (
-        "reference_time",
-        Annotated[
-            Optional[datetime],  # noqa: UP045
-            AfterValidator(_utc),
-            PlainSerializer(_iso, when_used="json"),
-        ],
-        None,
-    ),
-)
+_INSTANT = Annotated[
+    datetime, AfterValidator(as_utc), PlainSerializer(datetime.isoformat, when_used="json")
+]
+_CLOCK: tuple[tuple[str, Any, Any], ...] = (("reference_time", _INSTANT | None, None),)
 """A clock is written as its fixed instant, ``reference_time`` (naive values are UTC);
 left out, the built component reads the system clock at every run."""
 

@@ -90,12 +90,7 @@ class Embedder:
         self._dimension: int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "_embed": self._embed,
-            "_query": self._query,
-            "name": self.name,
-            "max_texts": self.max_texts,
-        }
+        return {key: self.__dict__[key] for key in ("_embed", "_query", "name", "max_texts")}
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Embedder:
         """A new embedder of the same model functions (a live model is not copied; some

@@ -342,20 +342,13 @@ def plain_window(
         )
     if not tokens or target <= 0:
         return []
-    values = None if slicer.block_key is None else blocks
 
     def block_of(position: int) -> object:
-        value = None if values is None else values[position]
+        value = None if slicer.block_key is None else blocks[position]
         return _NO_BLOCK if value is None else (type(value), value)
 
-    return _walk_newest(
-        range(len(tokens)),
-        slicer._target(tokens, target),
-        target,
-        tokens,
-        block_of,
-        slicer.partial_blocks,
-    )
+    low = slicer._target(tokens, target)
+    return _walk_newest(range(len(tokens)), low, target, tokens, block_of, slicer.partial_blocks)
 
 
 def _blocks(key: str | None, items: Sequence[ContextItem]) -> BlockOf:
