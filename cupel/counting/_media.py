@@ -408,12 +408,10 @@ def describe_media(
             base64 = url
         if isinstance(base64, (bytes, bytearray)):
             base64 = bytes(base64)
-            parsed = _data_url(base64[:512].decode("latin-1"))
-            if parsed is not None:
+            if _data_url(base64[:512].decode("latin-1")) is not None:
                 base64 = base64.decode("latin-1")
             else:
-                if size is None:
-                    size = _b64_length(base64)
+                size = _b64_length(base64) if size is None else size
                 base64 = base64[: _HEADER_LIMIT * 2].decode("latin-1")
         if isinstance(base64, str):
             parsed = _data_url(base64)
@@ -438,21 +436,19 @@ def describe_media(
                 size = len(data)
         if kind in (None, "file"):
             kind = _kind_of_mime(mime) or (_kind_of_bytes(head) if head else None) or "file"
-        width = height = None
-        seconds = None
         if kind == "image":
             found = _b64_image_size(text, start) if text is not None else None
             if found is None and data is not None:
                 found = image_size(bytes(data[:_HEADER_LIMIT]))
             if found is not None:
-                width, height = found
+                return Media(kind, *found, detail, size)
         elif kind == "audio":
             wav = _b64_prefix(text, start, 4096) if text is not None else None
             if wav is None and data is not None:
                 wav = bytes(data[:4096])
             if wav is not None:
-                seconds = _wav_seconds(wav, size)
-        return Media(kind, width, height, detail, size, seconds)
+                return Media(kind, detail=detail, size=size, seconds=_wav_seconds(wav, size))
+        return Media(kind, detail=detail, size=size)
     except Exception:  # a never-raising reader: an odd payload is just unknown
         return Media(kind or "file", detail=detail)
 

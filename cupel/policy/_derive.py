@@ -199,9 +199,8 @@ def _rule(owner: type, param: Param) -> Rule:
         return Rule(name, (), lambda spec, path: default)
     inner, optional = _optional(core)
     members = _members(inner)
-    for kind, union in _NESTED.items():
-        if inner is kind:
-            return _nested_rule(param, union, optional, kind is Slicer)
+    if inner in _NESTED:
+        return _nested_rule(param, _NESTED[inner], optional, inner is Slicer)
     if any(isinstance(m, type) and issubclass(m, ChoiceEnum) for m in members):
         enum = next(m for m in members if isinstance(m, type) and issubclass(m, ChoiceEnum))
         return Rule(name, ((name, choice(enum), _default(param)),), _get(name))
