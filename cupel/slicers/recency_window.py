@@ -413,10 +413,8 @@ def _walk(
                     tail.append(p)
                     room -= tokens[p]
                 if tail:
-                    tail.append(head)
-                    taken.extend(tail)
-                    used += remaining - room
-                    return taken, following, used
+                    taken.extend((*tail, head))
+                    return taken, following, used + remaining - room
             return taken, index, used
         taken.extend(members)
         used += need
