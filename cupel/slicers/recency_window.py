@@ -208,9 +208,7 @@ class RecencyWindowSlice(BaseSlicer):
             return np.zeros(0, dtype=np.intp)
         items = candidates.item_list()
         tokens: list[int] = candidates.tokens.tolist()
-        order = _fast_walk_order(candidates)
-        if order is None:
-            order = _walk_order(items)
+        order = _fast_walk_order(candidates) or _walk_order(items)
         scores: list[float] = candidates.scores.tolist() if self.scored_share else []
         chosen = self._choose(items, tokens, order, target, scores)[0]
         return np.array(chosen, dtype=np.intp)
@@ -299,10 +297,8 @@ class GivenWindowShare(RecencyWindowSlice):
         target: int,
         scores: Sequence[float],
     ) -> tuple[list[int], list[list[int]]]:
-        given = self._window
-        recallable = self._recallable
-        window = [p for p in order if id(items[p]) in given]
-        rest = [p for p in order if id(items[p]) in recallable]
+        window = [p for p in order if id(items[p]) in self._window]
+        rest = [p for p in order if id(items[p]) in self._recallable]
         left = target - sum(tokens[p] for p in window)
         blocks = _blocks(self.block_key, items)
         units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
@@ -470,9 +466,7 @@ def _fast_walk_order(candidates: Candidates) -> list[int] | None:
     """The walk order (descending input position) when the pipeline's items' timestamps
     strictly increase in input order (a conversation), else ``None``."""
     stamps = [item.timestamp for item in candidates.items]
-    if None in stamps:
-        return None
-    if any(a >= b for a, b in pairwise(stamps)):  # type: ignore[operator]
+    if None in stamps or any(a >= b for a, b in pairwise(stamps)):  # type: ignore[operator]
         return None
     descending: IntArray = np.argsort(-candidates.index, kind="stable")
     return list(descending.tolist())
