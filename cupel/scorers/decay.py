@@ -190,9 +190,8 @@ class StepDecay(DecayCurve):
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise fail("StepDecay", "windows", "must be a sequence of (max_age, score) pairs", raw)
         if len(raw) == 0:
-            raise fail(
-                "StepDecay", "windows", "must contain at least one (max_age, score) entry", raw
-            )
+            rule = "must contain at least one (max_age, score) entry"
+            raise fail("StepDecay", "windows", rule, raw)
         checked: list[tuple[timedelta, float]] = []
         for index, entry in enumerate(raw):
             where = f"windows[{index}]"

@@ -327,13 +327,11 @@ class RelevanceScorer(ArrayScorer):
     ) -> None:
         if query is not None:
             if not isinstance(query, str):
-                raise fail(
-                    "RelevanceScorer", "query", "must be text (a str) or None", query, typed=True
-                )
+                rule = "must be text (a str) or None"
+                raise fail("RelevanceScorer", "query", rule, query, typed=True)
             if not is_unicode_text(query):
-                raise fail(
-                    "RelevanceScorer", "query", "must be valid Unicode (no lone surrogates)", query
-                )
+                rule = "must be valid Unicode (no lone surrogates)"
+                raise fail("RelevanceScorer", "query", rule, query)
         k1_value = number("RelevanceScorer", "k1", k1)
         if not (math.isfinite(k1_value) and k1_value >= 0.0):
             raise fail("RelevanceScorer", "k1", "must be a finite number >= 0", k1)

@@ -122,9 +122,8 @@ class RecencyWindowSlice(BaseSlicer):
         partial_blocks: bool = False,
     ) -> None:
         if block_key is not None and (not isinstance(block_key, str) or not block_key):
-            raise fail(
-                "RecencyWindowSlice", "block_key", "must be a non-empty string or None", block_key
-            )
+            rule = "must be a non-empty string or None"
+            raise fail("RecencyWindowSlice", "block_key", rule, block_key)
         if not (is_number(scored_share) and 0.0 <= scored_share < 1.0):
             rule = "must be a number with 0 <= scored_share < 1"
             raise fail("RecencyWindowSlice", "scored_share", rule, scored_share)
