@@ -408,12 +408,10 @@ def describe_media(
             base64 = url
         if isinstance(base64, (bytes, bytearray)):
             base64 = bytes(base64)
-            parsed = _data_url(base64[:512].decode("latin-1"))
-            if parsed is not None:
+            if _data_url(base64[:512].decode("latin-1")) is not None:
                 base64 = base64.decode("latin-1")
             else:
-                if size is None:
-                    size = _b64_length(base64)
+                size = _b64_length(base64) if size is None else size
                 base64 = base64[: _HEADER_LIMIT * 2].decode("latin-1")
         if isinstance(base64, str):
             parsed = _data_url(base64)
@@ -438,21 +436,19 @@ def describe_media(
                 size = len(data)
         if kind in (None, "file"):
             kind = _kind_of_mime(mime) or (_kind_of_bytes(head) if head else None) or "file"
-        width = height = None
-        seconds = None
         if kind == "image":
             found = _b64_image_size(text, start) if text is not None else None
             if found is None and data is not None:
                 found = image_size(bytes(data[:_HEADER_LIMIT]))
             if found is not None:
-                width, height = found
+                return Media(kind, *found, detail, size)
         elif kind == "audio":
             wav = _b64_prefix(text, start, 4096) if text is not None else None
             if wav is None and data is not None:
                 wav = bytes(data[:4096])
             if wav is not None:
-                seconds = _wav_seconds(wav, size)
-        return Media(kind, width, height, detail, size, seconds)
+                return Media(kind, detail=detail, size=size, seconds=_wav_seconds(wav, size))
+        return Media(kind, detail=detail, size=size)
     except Exception:  # a never-raising reader: an odd payload is just unknown
         return Media(kind or "file", detail=detail)
 
@@ -544,14 +540,10 @@ def openai_image_tokens(width: int, height: int, detail: str | None = None) -> i
     _check_size(width, height)
     if _is_low(detail):
         return _OPENAI_LOW
-    longest = max(width, height)
-    if longest > _OPENAI_FIT:  # exact integer scaling, rounded up
-        width = -(-width * _OPENAI_FIT // longest)
-        height = -(-height * _OPENAI_FIT // longest)
-    shortest = min(width, height)
-    if shortest > _OPENAI_SHORT:
-        width = -(-width * _OPENAI_SHORT // shortest)
-        height = -(-height * _OPENAI_SHORT // shortest)
+    for side, limit in ((max, _OPENAI_FIT), (min, _OPENAI_SHORT)):
+        edge = side(width, height)
+        if edge > limit:  # exact integer scaling, rounded up
+            width, height = -(-width * limit // edge), -(-height * limit // edge)
     tiles = -(-width // _OPENAI_TILE_PX) * -(-height // _OPENAI_TILE_PX)
     return _OPENAI_TILE * tiles + _OPENAI_BASE
 
@@ -617,13 +609,13 @@ def _image_rule(image_tokens: object) -> Callable[[Media], int]:
     custom = rule is image_tokens
 
     def price(media: Media) -> int:
-        size = _pixels(media)
-        if size is None:
+        width, height = media.width, media.height
+        if not (type(width) is int and type(height) is int and width > 0 and height > 0):
             return _OPENAI_LOW if low_openai and _is_low(media.detail) else UNKNOWN_IMAGE_TOKENS
-        result = rule(size[0], size[1], media.detail)
+        result = rule(width, height, media.detail)
         if custom and (type(result) is not int or result < 0):
             raise ConfigurationError(
-                f"image_tokens callable returned {result!r} for a {size[0]}x{size[1]} "
+                f"image_tokens callable returned {result!r} for a {width}x{height} "
                 f"image (detail={media.detail!r}); it must return an int >= 0",
                 field="image_tokens",
                 value=result,
@@ -631,13 +623,6 @@ def _image_rule(image_tokens: object) -> Callable[[Media], int]:
         return result
 
     return price
-
-
-def _pixels(media: Media) -> tuple[int, int] | None:
-    width, height = media.width, media.height
-    if type(width) is int and type(height) is int and width > 0 and height > 0:
-        return width, height
-    return None
 
 
 def _is_low(detail: str | None) -> bool:

@@ -109,24 +109,14 @@ class MessageCost:
 
     def __call__(self, texts: Iterable[str], media: Iterable[Media] = ()) -> int:
         """The tokens of one message made of ``texts`` and ``media``."""
-        count = self.count_text
-        total = MESSAGE_TOKENS
-        for text in texts:
-            if text:
-                total += count(text)
-        for part in media:
-            total += self.price_media(part)
-        return total
+        texts_tokens = sum(map(self.count_text, filter(None, texts)))
+        return MESSAGE_TOKENS + texts_tokens + sum(map(self.price_media, media))
 
 
 def check_headroom(value: object, field: str = "headroom") -> float:
     """``headroom`` as a share of the budget kept free, ``0 <= h < 1``, or a
     :class:`~cupel.ConfigurationError` naming ``field``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0.0 <= float(value) < 1.0
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
         raise ConfigurationError(
             f"{field} must be a number with 0 <= {field} < 1 (the share of the budget kept "
             f"free for a provider whose tokenizer counts more, e.g. 0.1), got {value!r}",

@@ -41,9 +41,8 @@ def register_scorer(name: str, factory: ScorerFactory, *, replace: bool = False)
     if not isinstance(name, str) or not name.strip():
         raise refusal("register_scorer", "name", "must be a non-empty string", name)
     if not callable(factory):
-        raise refusal(
-            "register_scorer", "factory", "must be callable (returning a scorer)", factory
-        )
+        rule = "must be callable (returning a scorer)"
+        raise refusal("register_scorer", "factory", rule, factory)
     if name in _REGISTRY and not replace:
         raise ConfigurationError(
             f"register_scorer: a custom scorer named {name!r} is already registered; "

@@ -199,9 +199,8 @@ def _rule(owner: type, param: Param) -> Rule:
         return Rule(name, (), lambda spec, path: default)
     inner, optional = _optional(core)
     members = _members(inner)
-    for kind, union in _NESTED.items():
-        if inner is kind:
-            return _nested_rule(param, union, optional, kind is Slicer)
+    if inner in _NESTED:
+        return _nested_rule(param, _NESTED[inner], optional, inner is Slicer)
     if any(isinstance(m, type) and issubclass(m, ChoiceEnum) for m in members):
         enum = next(m for m in members if isinstance(m, type) and issubclass(m, ChoiceEnum))
         return Rule(name, ((name, choice(enum), _default(param)),), _get(name))
@@ -369,25 +368,10 @@ def choice(enum: type[ChoiceEnum]) -> Any:
     return Annotated[enum, BeforeValidator(parse), PlainSerializer(enum.folded)]
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else as_utc(value)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-_CLOCK: tuple[tuple[str, Any, Any], ...] = (
-    (
-        "reference_time",
-        Annotated[
-            Optional[datetime],  # noqa: UP045
-            AfterValidator(_utc),
-            PlainSerializer(_iso, when_used="json"),
-        ],
-        None,
-    ),
-)
+_INSTANT = Annotated[
+    datetime, AfterValidator(as_utc), PlainSerializer(datetime.isoformat, when_used="json")
+]
+_CLOCK: tuple[tuple[str, Any, Any], ...] = (("reference_time", _INSTANT | None, None),)
 """A clock is written as its fixed instant, ``reference_time`` (naive values are UTC);
 left out, the built component reads the system clock at every run."""
 

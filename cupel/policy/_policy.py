@@ -195,9 +195,8 @@ def _utf8(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise fail(
-            "", f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})", None
-        ) from None
+        rule = f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise fail("", rule, None) from None
 
 
 def _suffix(path: Path) -> str:

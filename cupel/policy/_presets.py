@@ -45,14 +45,13 @@ def _policy(
     slicer: SlicerSpec | None = None,
     placer: str = "chronological",
 ) -> Policy:
-    window = isinstance(slicer, RecencyWindowSpec)
     return Policy(
         name=name,
         description=description,
         scorer=CompositeSpec(scorers=[CompositeEntrySpec(weight=w, scorer=s) for s, w in weights]),
         slicer=GreedySpec() if slicer is None else slicer,
         placer=placer,
-        deduplication=not window,
+        deduplication=not isinstance(slicer, RecencyWindowSpec),
         overflow_strategy="throw",
     )
 
@@ -192,14 +191,8 @@ def debugging() -> Policy:
 
 
 _PRESETS: dict[str, Callable[[], Policy]] = {
-    "chat": chat,
-    "code_review": code_review,
-    "rag": rag,
-    "document_qa": document_qa,
-    "tool_use": tool_use,
-    "long_running": long_running,
-    "recall": recall,
-    "debugging": debugging,
+    factory.__name__: factory
+    for factory in (chat, code_review, rag, document_qa, tool_use, long_running, recall, debugging)
 }
 
 PRESET_NAMES: tuple[str, ...] = tuple(_PRESETS)

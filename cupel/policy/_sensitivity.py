@@ -167,15 +167,10 @@ def policy_sensitivity(
 
     diffs: list[PolicySensitivityDiffEntry] = []
     for content in dict.fromkeys(item.content for item in items):
-        flags = [content in chosen for chosen in included]
-        if any(flags) and not all(flags):
-            diffs.append(
-                PolicySensitivityDiffEntry(
-                    content,
-                    tuple(
-                        (label, ItemStatus.INCLUDED if flag else ItemStatus.EXCLUDED)
-                        for (label, _), flag in zip(reports, flags, strict=True)
-                    ),
-                )
-            )
+        statuses = tuple(
+            (label, ItemStatus.INCLUDED if content in chosen else ItemStatus.EXCLUDED)
+            for (label, _), chosen in zip(reports, included, strict=True)
+        )
+        if len({status for _, status in statuses}) > 1:
+            diffs.append(PolicySensitivityDiffEntry(content, statuses))
     return PolicySensitivityReport(tuple(reports), tuple(diffs))

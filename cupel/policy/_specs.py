@@ -113,12 +113,8 @@ def type_name(cls: type) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", stem(cls)).lower()
 
 
-def _spec_name(cls: type) -> str:
-    return f"{stem(cls)}CurveSpec" if cls in CURVES else f"{stem(cls)}Spec"
-
-
-def _derive(classes: tuple[type, ...]) -> list[type[ComponentSpec]]:
-    return [spec_of(cls, tag=type_name(cls), name=_spec_name(cls)) for cls in classes]
+def _derive(classes: tuple[type, ...], suffix: str = "Spec") -> list[type[ComponentSpec]]:
+    return [spec_of(cls, tag=type_name(cls), name=f"{stem(cls)}{suffix}") for cls in classes]
 
 
 def _union(members: list[Any]) -> Any:
@@ -131,7 +127,7 @@ def _union(members: list[Any]) -> Any:
 
 _SCORER_SPECS = _derive(SCORERS)
 _SLICER_SPECS = _derive(SLICERS)
-_CURVE_SPECS = _derive(CURVES)
+_CURVE_SPECS = _derive(CURVES, "CurveSpec")
 
 if TYPE_CHECKING:  # what a type checker sees; pydantic validates the unions below
     ScorerSpec: TypeAlias = ComponentSpec | CustomScorerSpec

@@ -1,17 +1,8 @@
 """Exact tag-set meeting counts for FrequencyScorer: for each tag set, the number of
-positions whose set shares a tag with it.
-
-Two methods, both exact:
-
-- :func:`by_postings`, the route: each pair of sets sharing a tag is found in that tag's
-  posting list and counted once, whichever tags the two share (one sort of a chunk's
-  keys). Time is bounded by the pairs in the posting lists, memory by the tags plus one
-  chunk of ``_CHUNK_PAIRS`` pairs; nothing is exponential in the tags per set.
-- :func:`by_shared_subsets`, for dense small vocabularies (posting lists so long that the
-  pairs in them far outnumber the tag pairs of the sets): inclusion-exclusion over the
-  subsets of each distinct set that some other set also contains, for sets of at most
-  ``_COMBINATION_TAGS`` tags (at most 2^12 subsets each; :func:`shared_subsets_pay`
-  decides).
+positions whose set shares a tag with it. Two exact methods: :func:`by_postings` (pairs
+found in the tags' posting lists; bounded by those pairs, nothing exponential in the tags
+per set) and, for dense small vocabularies, :func:`by_shared_subsets` (inclusion-exclusion
+over shared subsets; :func:`shared_subsets_pay` decides).
 """
 
 from __future__ import annotations

@@ -77,9 +77,8 @@ def require_scorer(owner: str, field: str, scorer: Any) -> None:
     if scorer is None:
         raise ScorerConfigError(f"{owner}: {field} must not be None", field=field, value=None)
     if not callable(getattr(scorer, "score", None)):
-        raise fail(
-            owner, field, "must have a callable score(item, all_items) method", scorer, typed=True
-        )
+        rule = "must have a callable score(item, all_items) method"
+        raise fail(owner, field, rule, scorer, typed=True)
 
 
 def check_batch(owner: str, scorer: object, batch: Sized, items: Sequence[ContextItem]) -> None:

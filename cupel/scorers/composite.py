@@ -57,9 +57,8 @@ class CompositeScorer(ArrayScorer):
         for index, entry in enumerate(entries):
             pair: Any = entry
             if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
-                raise fail(
-                    "CompositeScorer", f"entry {index}", "must be a (scorer, weight) pair", pair
-                )
+                rule = "must be a (scorer, weight) pair"
+                raise fail("CompositeScorer", f"entry {index}", rule, pair)
             scorer, raw_weight = pair
             require_scorer("CompositeScorer", f"scorer of entry {index}", scorer)
             field = f"weight of entry {index}"

@@ -41,7 +41,6 @@ __all__ = [
 ]
 
 _ZERO = timedelta(0)
-_MAX_AGE = itemgetter(0)
 
 StepWindow = tuple[Annotated[timedelta, Named("max_age")], Annotated[UnitInterval, Named("score")]]
 """One step of a :class:`StepDecay`: ``(max_age, score)``."""
@@ -191,9 +190,8 @@ class StepDecay(DecayCurve):
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise fail("StepDecay", "windows", "must be a sequence of (max_age, score) pairs", raw)
         if len(raw) == 0:
-            raise fail(
-                "StepDecay", "windows", "must contain at least one (max_age, score) entry", raw
-            )
+            rule = "must contain at least one (max_age, score) entry"
+            raise fail("StepDecay", "windows", rule, raw)
         checked: list[tuple[timedelta, float]] = []
         for index, entry in enumerate(raw):
             where = f"windows[{index}]"
@@ -223,7 +221,7 @@ class StepDecay(DecayCurve):
     def apply(self, age: timedelta) -> float:
         """Bisection over the ascending boundaries: O(log windows)."""
         windows = self.windows
-        index = bisect_right(windows, age, key=_MAX_AGE)  # the first max_age > age
+        index = bisect_right(windows, age, key=itemgetter(0))  # the first max_age > age
         return windows[min(index, len(windows) - 1)][1]
 
 

@@ -90,12 +90,7 @@ class Embedder:
         self._dimension: int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "_embed": self._embed,
-            "_query": self._query,
-            "name": self.name,
-            "max_texts": self.max_texts,
-        }
+        return {key: self.__dict__[key] for key in ("_embed", "_query", "name", "max_texts")}
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Embedder:
         """A new embedder of the same model functions (a live model is not copied; some
@@ -109,43 +104,35 @@ class Embedder:
     def __repr__(self) -> str:
         return f"Embedder({self.name})"
 
+    def _returned(self, what: str, index: int | None = None) -> EmbeddingError:
+        """The error for a model that returned ``what``."""
+        message = f"embedding model {self.name} returned {what}"
+        return EmbeddingError(message, model=self.name, index=index)
+
     def _unit(self, raw: object, index: int | None, text: str) -> FloatArray:
         """``raw`` checked and scaled to length 1 (a zero vector kept)."""
-        where = "the query" if index is None else f"text {index}"
+        where = f"{'the query' if index is None else f'text {index}'} ({_short(text)})"
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
-            raise EmbeddingError(
-                f"embedding model {self.name} returned {type(raw).__name__} for {where} "
-                f"({_short(text)}), not a sequence of numbers",
-                model=self.name,
-                index=index,
+            raise self._returned(
+                f"{type(raw).__name__} for {where}, not a sequence of numbers", index
             )
         values = list(raw)
         if not values or not all(
             isinstance(v, (Real, np.floating, np.integer)) and not isinstance(v, bool)
             for v in values
         ):
-            raise EmbeddingError(
-                f"embedding model {self.name} returned a vector for {where} ({_short(text)}) "
-                f"that is empty or holds something other than numbers",
-                model=self.name,
-                index=index,
-            )
+            rule = f"a vector for {where} that is empty or holds something other than numbers"
+            raise self._returned(rule, index)
         vector = np.array(values, dtype=np.float64)
         if not np.isfinite(vector).all():
-            raise EmbeddingError(
-                f"embedding model {self.name} returned a vector with a NaN or infinite value "
-                f"for {where} ({_short(text)})",
-                model=self.name,
-                index=index,
-            )
+            raise self._returned(f"a vector with a NaN or infinite value for {where}", index)
         if self._dimension is None:
             self._dimension = len(vector)
         elif len(vector) != self._dimension:
-            raise EmbeddingError(
-                f"embedding model {self.name} returned a vector of dimension {len(vector)} for "
-                f"{where} ({_short(text)}), unlike its earlier ones ({self._dimension})",
-                model=self.name,
-                index=index,
+            raise self._returned(
+                f"a vector of dimension {len(vector)} for {where}, unlike its earlier ones "
+                f"({self._dimension})",
+                index,
             )
         norm = math.sqrt(math.fsum(float(v) * float(v) for v in vector))
         return vector / norm if norm > 0.0 else vector
@@ -183,18 +170,10 @@ class Embedder:
         kept in the cache, whose least recently used texts are evicted past ``max_texts``."""
         raw = self._call(f"{len(missing)} texts", lambda: self._embed(missing))
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence | np.ndarray):
-            raise EmbeddingError(
-                f"embedding model {self.name} returned {type(raw).__name__}, not a "
-                f"sequence of vectors",
-                model=self.name,
-            )
+            raise self._returned(f"{type(raw).__name__}, not a sequence of vectors")
         listed = list(raw)
         if len(listed) != len(missing):
-            raise EmbeddingError(
-                f"embedding model {self.name} returned {len(listed)} vectors for "
-                f"{len(missing)} texts",
-                model=self.name,
-            )
+            raise self._returned(f"{len(listed)} vectors for {len(missing)} texts")
         first = {t: i for i, t in reversed(list(enumerate(texts)))}
         with self._lock:
             self.calls += 1

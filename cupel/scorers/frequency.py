@@ -77,16 +77,12 @@ class FrequencyScorer(ArrayScorer):
         hits /= n - 1
         return hits
 
-    def __repr__(self) -> str:
-        return "FrequencyScorer()"
 
-
-def _tag_rows(tag_tuples: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | None:
+def _tag_rows(rows: list[tuple[str, ...]]) -> tuple[Ints, Ints, int] | None:
     """The folded tag sets of a pass's positions: ``(row_starts, tags, vocabulary)``, where
     position ``i``'s sorted, distinct tag ids (below ``vocabulary``) are
     ``tags[row_starts[i]:row_starts[i + 1]]``; ``None`` when no position has a tag.
     """
-    rows = tag_tuples
     flat = list(chain.from_iterable(rows))
     if not flat:
         return None

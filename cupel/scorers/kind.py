@@ -48,17 +48,15 @@ class KindScorer(ArrayScorer):
     def __init__(self, weights: Mapping[str | ContextKind, NonNegative] | None = None) -> None:
         source: Any = self.DEFAULT_WEIGHTS if weights is None else weights
         if not isinstance(source, Mapping):
-            raise fail(
-                "KindScorer", "weights", "must be a mapping of kind to weight", weights, typed=True
-            )
+            rule = "must be a mapping of kind to weight"
+            raise fail("KindScorer", "weights", rule, weights, typed=True)
         checked: dict[ContextKind, float] = {}
         for raw_kind, raw_weight in source.items():
             try:
                 kind = ContextKind(raw_kind)
             except ItemError:
-                raise fail(
-                    "KindScorer", "weights", "keys must be non-empty kind strings", raw_kind
-                ) from None
+                rule = "keys must be non-empty kind strings"
+                raise fail("KindScorer", "weights", rule, raw_kind) from None
             weight = finite_weight("KindScorer", f"weight for kind {str(kind)!r}", raw_weight)
             if kind in checked:
                 (seen,) = (k for k in checked if k == kind)

@@ -75,7 +75,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
-from itertools import chain, count
+from itertools import count
 from typing import Annotated
 
 import numpy as np
@@ -124,27 +124,13 @@ _VOWELS = frozenset("aeiouy")
 _KEEP_DOUBLED = frozenset("lsz")
 
 
-def _ranges(codes: Iterable[int]) -> str:
-    """A regex character-class body for the code points ``codes`` (ascending)."""
-    parts: list[str] = []
-    start = previous = -2
-    for code in chain(codes, [-2]):
-        if code == previous + 1:
-            previous = code
-            continue
-        if start >= 0:
-            parts.append(re.escape(chr(start)))
-            if previous > start:
-                parts.append("-" + re.escape(chr(previous)))
-        start = previous = code
-    return "".join(parts)
-
-
 @cache
 def _token_pattern() -> re.Pattern[str]:
     """Step 2's tokens in a normalised text (built on first use: the combining marks are
     read from the Unicode data once)."""
-    marks = _ranges(c for c in range(0x10000) if unicodedata.category(chr(c))[0] == "M")
+    marks = "".join(
+        re.escape(chr(c)) for c in range(0x10000) if unicodedata.category(chr(c))[0] == "M"
+    )
     return re.compile(f"[{marks}]*(?:[^\\W_]+[{marks}]*)+")
 
 
@@ -341,13 +327,11 @@ class RelevanceScorer(ArrayScorer):
     ) -> None:
         if query is not None:
             if not isinstance(query, str):
-                raise fail(
-                    "RelevanceScorer", "query", "must be text (a str) or None", query, typed=True
-                )
+                rule = "must be text (a str) or None"
+                raise fail("RelevanceScorer", "query", rule, query, typed=True)
             if not is_unicode_text(query):
-                raise fail(
-                    "RelevanceScorer", "query", "must be valid Unicode (no lone surrogates)", query
-                )
+                rule = "must be valid Unicode (no lone surrogates)"
+                raise fail("RelevanceScorer", "query", rule, query)
         k1_value = number("RelevanceScorer", "k1", k1)
         if not (math.isfinite(k1_value) and k1_value >= 0.0):
             raise fail("RelevanceScorer", "k1", "must be a finite number >= 0", k1)

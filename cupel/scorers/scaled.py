@@ -15,17 +15,6 @@ from cupel.scorers._validation import check_batch, check_nesting, require_scorer
 __all__ = ["ScaledScorer"]
 
 
-def _bounds(scores: Sequence[float]) -> tuple[float, float]:
-    """Min and max with the spec's ``<`` / ``>`` comparisons (NaN never becomes a bound)."""
-    low, high = math.inf, -math.inf
-    for s in scores:
-        if s < low:
-            low = s
-        if s > high:
-            high = s
-    return low, high
-
-
 class ScaledScorer(ArrayScorer):
     """``(raw - min) / (max - min)`` of the inner scorer's scores over ``all_items``.
 
@@ -75,7 +64,9 @@ class ScaledScorer(ArrayScorer):
             scores.append(s)
             if other is item:
                 raw = s
-        low, high = _bounds(scores)
+        # min() and max() keep the first of equal bounds, as the spec's strict < / > scan
+        valid = [s for s in scores if not math.isnan(s)]
+        low, high = min(valid, default=math.inf), max(valid, default=-math.inf)
         return 0.5 if high == low else (raw - low) / (high - low)
 
     def _scores_in(self, batches: Batches) -> FloatArray:

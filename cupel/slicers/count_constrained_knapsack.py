@@ -45,9 +45,8 @@ class CountConstrainedKnapsackSlice(_CountQuotaSlicer):
         if knapsack is None:
             knapsack = KnapsackSlice()
         elif not isinstance(knapsack, KnapsackSlice):
-            raise fail(
-                "CountConstrainedKnapsackSlice", "knapsack", "must be a KnapsackSlice", knapsack
-            )
+            rule = "must be a KnapsackSlice"
+            raise fail("CountConstrainedKnapsackSlice", "knapsack", rule, knapsack)
         super().__init__(entries, scarcity)
         self._knapsack = knapsack
 

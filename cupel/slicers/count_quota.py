@@ -107,10 +107,8 @@ class _CountQuotaSlicer(BaseSlicer):
     def __init__(
         self, entries: Sequence[CountQuotaEntry], scarcity: ScarcityBehavior | str
     ) -> None:
-        checked = tuple(entries)
-        by_key = index_by_kind(self._name, "entries", checked, CountQuotaEntry)
-        self._entries = checked
-        self._by_key = by_key
+        self._entries = tuple(entries)
+        self._by_key = index_by_kind(self._name, "entries", self._entries, CountQuotaEntry)
         self._scarcity = ScarcityBehavior.parse(scarcity)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -223,9 +224,7 @@ def _compress_values(values: list[int]) -> list[int]:
     """
     if sum(values) <= _INT64_MAX:
         return values
-    counts: dict[int, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
+    counts = Counter(values)
     distinct = sorted(v for v in counts if v > 0)
     suffix_gcd = [0] * (len(distinct) + 1)
     for i in range(len(distinct) - 1, -1, -1):

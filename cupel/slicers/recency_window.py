@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from itertools import pairwise
 from operator import itemgetter
 
@@ -123,9 +122,8 @@ class RecencyWindowSlice(BaseSlicer):
         partial_blocks: bool = False,
     ) -> None:
         if block_key is not None and (not isinstance(block_key, str) or not block_key):
-            raise fail(
-                "RecencyWindowSlice", "block_key", "must be a non-empty string or None", block_key
-            )
+            rule = "must be a non-empty string or None"
+            raise fail("RecencyWindowSlice", "block_key", rule, block_key)
         if not (is_number(scored_share) and 0.0 <= scored_share < 1.0):
             rule = "must be a number with 0 <= scored_share < 1"
             raise fail("RecencyWindowSlice", "scored_share", rule, scored_share)
@@ -191,7 +189,7 @@ class RecencyWindowSlice(BaseSlicer):
         target = self._target([item.tokens for item in items], budget.target_tokens)
         available = target - sum(item.tokens for item in selected)
         order = _walk_order(items)
-        blocks = _Blocks(self.block_key, items).of
+        blocks = _blocks(self.block_key, items)
         cut = next((position for position in order if id(items[position]) not in taken), None)
         if cut is None:
             return {}
@@ -209,9 +207,7 @@ class RecencyWindowSlice(BaseSlicer):
             return np.zeros(0, dtype=np.intp)
         items = candidates.item_list()
         tokens: list[int] = candidates.tokens.tolist()
-        order = _fast_walk_order(candidates)
-        if order is None:
-            order = _walk_order(items)
+        order = _fast_walk_order(candidates) or _walk_order(items)
         scores: list[float] = candidates.scores.tolist() if self.scored_share else []
         chosen = self._choose(items, tokens, order, target, scores)[0]
         return np.array(chosen, dtype=np.intp)
@@ -230,7 +226,7 @@ class RecencyWindowSlice(BaseSlicer):
         ``scores`` are read only with a share."""
         full = target
         target = self._target(tokens, target)
-        blocks = _Blocks(self.block_key, items).of
+        blocks = _blocks(self.block_key, items)
         share = self.scored_share
         partial = self.partial_blocks
         if not share:
@@ -300,12 +296,10 @@ class GivenWindowShare(RecencyWindowSlice):
         target: int,
         scores: Sequence[float],
     ) -> tuple[list[int], list[list[int]]]:
-        given = self._window
-        recallable = self._recallable
-        window = [p for p in order if id(items[p]) in given]
-        rest = [p for p in order if id(items[p]) in recallable]
+        window = [p for p in order if id(items[p]) in self._window]
+        rest = [p for p in order if id(items[p]) in self._recallable]
         left = target - sum(tokens[p] for p in window)
-        blocks = _Blocks(self.block_key, items).of
+        blocks = _blocks(self.block_key, items)
         units = _share(rest, left, tokens, scores, blocks) if left > 0 and rest else []
         return [*window, *(p for unit in units for p in unit)], units
 
@@ -343,40 +337,25 @@ def plain_window(
         )
     if not tokens or target <= 0:
         return []
-    values = None if slicer.block_key is None else blocks
 
     def block_of(position: int) -> object:
-        value = None if values is None else values[position]
+        value = None if slicer.block_key is None else blocks[position]
         return _NO_BLOCK if value is None else (type(value), value)
 
-    return _walk_newest(
-        range(len(tokens)),
-        slicer._target(tokens, target),
-        target,
-        tokens,
-        block_of,
-        slicer.partial_blocks,
-    )
+    low = slicer._target(tokens, target)
+    return _walk_newest(range(len(tokens)), low, target, tokens, block_of, slicer.partial_blocks)
 
 
-class _Blocks:
-    """``metadata[block_key]`` of each item, read on demand and checked."""
+def _blocks(key: str | None, items: Sequence[ContextItem]) -> BlockOf:
+    """``metadata[key]`` of each item, read on demand and checked."""
+    if key is None:
+        return lambda position: _NO_BLOCK
+    known: dict[int, object] = {}
 
-    __slots__ = ("_items", "_key", "_values")
-
-    def __init__(self, key: str | None, items: Sequence[ContextItem]) -> None:
-        self._key = key
-        self._items = items
-        self._values: dict[int, object] = {}
-
-    def of(self, position: int) -> object:
-        key = self._key
-        if key is None:
-            return _NO_BLOCK
-        known = self._values.get(position)
-        if known is not None:
-            return known
-        item = self._items[position]
+    def of(position: int) -> object:
+        if position in known:
+            return known[position]
+        item = items[position]
         value = item.metadata.get(key, _NO_BLOCK)
         if value is not _NO_BLOCK:
             if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -388,8 +367,10 @@ class _Blocks:
                     value=value,
                 )
             value = (type(value), value)  # 1 and "1" are different blocks
-        self._values[position] = value
+        known[position] = value
         return value
+
+    return of
 
 
 def _walk(
@@ -427,10 +408,8 @@ def _walk(
                     tail.append(p)
                     room -= tokens[p]
                 if tail:
-                    tail.append(head)
-                    taken.extend(tail)
-                    used += remaining - room
-                    return taken, following, used
+                    taken.extend((*tail, head))
+                    return taken, following, used + remaining - room
             return taken, index, used
         taken.extend(members)
         used += need
@@ -462,12 +441,11 @@ def _walk_newest(
 
 def _block_at(order: Sequence[int], index: int, blocks: BlockOf) -> tuple[list[int], int]:
     """The block starting at walk index ``index``: its positions and the walk index after it."""
-    block_of = blocks
-    block = block_of(order[index])
+    block = blocks(order[index])
     members = [order[index]]
     following = index + 1
     if block is not _NO_BLOCK:
-        while following < len(order) and block_of(order[following]) == block:
+        while following < len(order) and blocks(order[following]) == block:
             members.append(order[following])
             following += 1
     return members, following
@@ -476,26 +454,18 @@ def _block_at(order: Sequence[int], index: int, blocks: BlockOf) -> tuple[list[i
 def _walk_order(items: Sequence[ContextItem]) -> list[int]:
     """The positions of ``items`` newest first by timestamp (ties keep their order), then
     the undated ones in their order."""
-    dated: list[tuple[datetime, int]] = []
-    undated: list[int] = []
-    for position, item in enumerate(items):
-        stamp = item.timestamp
-        if stamp is None:
-            undated.append(position)
-        else:
-            dated.append((stamp, position))
+    stamps = [item.timestamp for item in items]
+    dated = [(stamp, p) for p, stamp in enumerate(stamps) if stamp is not None]
     # A reverse sort is stable too: equal timestamps keep their (score) order.
     dated.sort(key=itemgetter(0), reverse=True)
-    return [position for _, position in dated] + undated
+    return [p for _, p in dated] + [p for p, stamp in enumerate(stamps) if stamp is None]
 
 
 def _fast_walk_order(candidates: Candidates) -> list[int] | None:
     """The walk order (descending input position) when the pipeline's items' timestamps
     strictly increase in input order (a conversation), else ``None``."""
     stamps = [item.timestamp for item in candidates.items]
-    if None in stamps:
-        return None
-    if any(a >= b for a, b in pairwise(stamps)):  # type: ignore[operator]
+    if None in stamps or any(a >= b for a, b in pairwise(stamps)):  # type: ignore[operator]
         return None
     descending: IntArray = np.argsort(-candidates.index, kind="stable")
     return list(descending.tolist())
