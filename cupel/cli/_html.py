@@ -1,9 +1,9 @@
 """A self-contained HTML page of one selection (``cupel select|explain|demo --html FILE``).
 
-Package-private. The page has inline CSS, no external assets and no script: a header
-with budget use and totals, a map of the budget, the context window in placed order
-(each row with a token bar proportional to its tokens, a score bar, a kind badge and
-the reason), then the excluded items grouped by reason with their numbers. Every piece
+Package-private. The page has inline CSS (``cupel/data/report.css``), no external assets
+and no script: a header with budget use and totals, a map of the budget, the context window
+in placed order (each row with a token bar proportional to its tokens, a score bar, a kind
+badge and the reason), then the excluded items grouped by reason with their numbers. Every piece
 of user content goes through :func:`html.escape`.
 
 >>> from cupel import ContextItem, ContextBudget, Pipeline, RecencyScorer
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from html import escape
+from importlib import resources
 
 from cupel._model import ContextBudget, ContextItem
 from cupel.cli._wording import considered, count, reason_detail, shortfall_text
@@ -56,67 +57,10 @@ _REASON_NOTES = {
     "before selection.",
 }
 
-_CSS = """
-:root { --ink:#1f2330; --muted:#687085; --line:#e3e6ee; --bg:#f6f7fb; --card:#fff;
-  --tok:#4c6ef5; --score:#12b886; --warn:#e8590c; }
-* { box-sizing: border-box; }
-body { margin:0; background:var(--bg); color:var(--ink);
-  font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif; }
-main { max-width:1120px; margin:0 auto; padding:24px 28px 48px; }
-h1 { font-size:22px; margin:0 0 2px; }
-h2 { font-size:17px; margin:28px 0 10px; }
-h3 { font-size:15px; margin:0; }
-.sub { color:var(--muted); margin:0 0 16px; }
-.stats { display:grid; grid-template-columns:repeat(4,1fr); gap:10px; margin:0 0 14px; }
-.stat { background:var(--card); border:1px solid var(--line); border-radius:8px;
-  padding:10px 12px; }
-.stat dt { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
-.stat dd { margin:2px 0 0; font-size:20px; font-weight:600; }
-.stat dd small { font-size:12px; font-weight:400; color:var(--muted); }
-.map { position:relative; display:flex; height:26px; background:#eceff6; border-radius:6px;
-  overflow:hidden; border:1px solid var(--line); }
-.seg { height:100%; border-right:1px solid rgba(255,255,255,.7); min-width:0; }
-.reserve { position:absolute; top:0; right:0; height:100%;
-  background:repeating-linear-gradient(45deg,#dde1ea,#dde1ea 4px,#eceff6 4px,#eceff6 8px); }
-.target { position:absolute; top:-3px; bottom:-3px; width:2px; background:var(--ink); }
-.legend { display:flex; flex-wrap:wrap; gap:14px; color:var(--muted); font-size:12px;
-  margin:6px 0 0; }
-.legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px;
-  vertical-align:-1px; }
-.rows { list-style:none; margin:0; padding:0; background:var(--card); border:1px solid var(--line);
-  border-radius:8px; }
-.row { display:grid; grid-template-columns:36px 122px 160px 100px 180px minmax(0,1fr);
-  gap:10px; align-items:start; padding:7px 12px; border-top:1px solid var(--line); }
-.row:first-child { border-top:0; }
-.head { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.04em;
-  background:#fafbfd; border-radius:8px 8px 0 0; }
-.pos { color:var(--muted); text-align:right; font-variant-numeric:tabular-nums; }
-.badge { display:inline-block; padding:1px 7px; border-radius:10px; font-size:11.5px;
-  font-weight:600; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; max-width:100%; }
-.k-system { background:#fff3bf; color:#8a6100; } .k-message { background:#dbe4ff; color:#3047a8; }
-.k-tool { background:#e6fcf5; color:#0b7a5a; } .k-document { background:#f3d9fa; color:#862e9c; }
-.k-memory { background:#ffe8cc; color:#a34a00; } .k-other { background:#e9ecef; color:#495057; }
-.seg.k-system { background:#fcc419; } .seg.k-message { background:#748ffc; }
-.seg.k-tool { background:#38d9a9; } .seg.k-document { background:#da77f2; }
-.seg.k-memory { background:#ffa94d; } .seg.k-other { background:#adb5bd; }
-.bar { position:relative; height:16px; background:#eef0f5; border-radius:3px; margin-top:2px; }
-.bar > span { display:block; height:100%; border-radius:3px; }
-.tokens > span { background:var(--tok); } .score > span { background:var(--score); }
-.num { font-size:12px; color:var(--muted); font-variant-numeric:tabular-nums; }
-.reason { font-size:12.5px; }
-.reason b { font-weight:600; }
-.content { overflow-wrap:anywhere; white-space:pre-wrap; }
-details summary { cursor:pointer; }
-details[open] summary { color:var(--muted); }
-.group { background:var(--card); border:1px solid var(--line); border-radius:8px; margin:0 0 14px; }
-.group header { padding:10px 12px; border-bottom:1px solid var(--line); }
-.group header p { margin:2px 0 0; color:var(--muted); font-size:12.5px; }
-.group .rows { border:0; border-radius:0 0 8px 8px; }
-.excluded .reason b { color:var(--warn); }
-.empty { color:var(--muted); padding:10px 12px; }
-.notes { color:var(--muted); font-size:12.5px; margin-top:6px; }
-footer { color:var(--muted); font-size:12px; margin-top:28px; }
-"""
+
+def _css() -> str:
+    """The page's stylesheet (``cupel/data/report.css``)."""
+    return (resources.files("cupel.data") / "report.css").read_text(encoding="utf-8")
 
 
 def _kind_class(item: ContextItem) -> str:
@@ -208,7 +152,7 @@ def render_html(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<title>{escape(title)}</title><style>\n{_css()}</style></head><body><main>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="sub">{escape(subtitle)}</p>' if subtitle else "",
         '<dl class="stats">',

@@ -89,6 +89,7 @@ def test_the_wheel_holds_the_packages_the_command_and_the_data(wheel: Path) -> N
         "cupel/_pipeline/__init__.py",
         "cupel/py.typed",
         "cupel/data/demo_chat.jsonl",
+        "cupel/data/report.css",
         "cupel_langchain/__init__.py",
         "cupel_langchain/py.typed",
         "cupel_llamaindex/__init__.py",
