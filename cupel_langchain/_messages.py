@@ -105,7 +105,10 @@ def as_messages(messages: MessagesInput) -> list[BaseMessage]:
                 value=messages,
             )
     out = list(messages)
-    if all(issubclass(cls, BaseMessage) for cls in set(map(type, out))):  # once per type
+    for cls in set(map(type, out)):  # one check per distinct type, not per message
+        if not issubclass(cls, BaseMessage):
+            break
+    else:
         return out
     converted: list[BaseMessage] = []
     for index, message in enumerate(out):

@@ -121,7 +121,11 @@ def shared(settings: Mapping[str, object], build: Callable[[], _T]) -> _T:
     ``build`` reads), made once for settings of equal content (:func:`content_key`) and
     shared: the components read their settings on every call, and the checks and the
     pipeline build are spent once. Settings without a key are built on every call."""
-    key = content_key(settings)
+    return _shared(content_key(settings), build)
+
+
+def _shared(key: Hashable | None, build: Callable[[], _T]) -> _T:
+    """:func:`shared` of settings whose content key is ``key``."""
     if key is None:
         return build()
     return _built(_Settings(key, build))  # type: ignore[return-value]
@@ -146,8 +150,14 @@ def content_key(value: object) -> Hashable | None:
     if cls in _ATOMS:
         return (cls, value)
     if isinstance(value, Mapping):
-        entries = [(name, content_key(item)) for name, item in value.items()]
-        return None if any(part is None for _, part in entries) else (Mapping, frozenset(entries))
+        entries = []
+        for name, item in value.items():  # atoms inline: the components key every call
+            kind = type(item)
+            part = (kind, item) if kind in _ATOMS else content_key(item)
+            if part is None:
+                return None
+            entries.append((name, part))
+        return (Mapping, frozenset(entries))
     if isinstance(value, (list, tuple)):
         parts = tuple(content_key(item) for item in value)
         return None if None in parts else (cls, parts)
@@ -173,8 +183,9 @@ def build_selection(
     embeddings = settings.get("embeddings")
     if embeddings is not None:
         settings = {name: value for name, value in settings.items() if name != "embeddings"}
-    selection = shared(
-        {"<settings>": settings, "<options>": options, "<window>": model_input_tokens(model)},
+    key = content_key(settings)  # the options and the window are hashable values
+    selection = _shared(
+        None if key is None else (key, options, model_input_tokens(model)),
         lambda: MessageSelection(settings, options=options, model=model),
     )
     return selection if embeddings is None else selection.embedding(embeddings)

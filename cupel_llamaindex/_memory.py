@@ -373,7 +373,9 @@ class CupelChatMemory(WindowFields, BaseChatStoreMemory):
 
     def put(self, message: ChatMessage) -> None:
         """Append one message to the stored history (as ``BaseChatStoreMemory.put``)."""
-        super().put(checked_message(_OWNER, "put", message))
+        if not isinstance(message, ChatMessage):
+            checked_message(_OWNER, "put", message)  # raises
+        self.chat_store.add_message(self.chat_store_key, message)
 
     async def aput(self, message: ChatMessage) -> None:
         """Append one message to the stored history (async)."""

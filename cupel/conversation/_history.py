@@ -6,7 +6,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from itertools import islice
 from typing import Any
 
 from cupel._errors import ConfigurationError
@@ -236,9 +235,10 @@ class HistoryItems(HistoryColumns):
 
 def _last_units(conversation: Conversation, count: int) -> set[int]:
     """The latest ``count`` valid non-system units."""
-    valid = (
-        k
-        for k in range(len(conversation) - 1, -1, -1)
-        if conversation.problem(k) is None and conversation.role(k) != SYSTEM
-    )
-    return set(islice(valid, count))
+    out: set[int] = set()
+    k = len(conversation) - 1
+    while len(out) < count and k >= 0:
+        if conversation.problem(k) is None and conversation.role(k) != SYSTEM:
+            out.add(k)
+        k -= 1
+    return out

@@ -53,7 +53,7 @@ def checked_count(value: object, field: str = "token_counter") -> int:
     kind = type(value)
     if kind is int and value >= 0:  # type: ignore[operator]
         return value  # type: ignore[return-value]
-    if kind is list or kind is tuple:  # a tokenizer's tokens
+    if kind is list or kind is tuple or kind is range:  # a tokenizer's tokens
         return len(value)  # type: ignore[arg-type]
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
